@@ -1,0 +1,1 @@
+"""The read-only HTTP introspect server of kube-manager."""

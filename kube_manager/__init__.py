@@ -1,0 +1,1 @@
+"""kube-manager daemon: Kubernetes watches, in-memory DB, translator, reconciler, CLI."""

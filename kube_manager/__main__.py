@@ -1,0 +1,5 @@
+import sys
+
+from kube_manager.cli import main
+
+sys.exit(main())

@@ -1,0 +1,85 @@
+"""The in-memory database of kube-manager: what Kubernetes told us, what we want in Contrail, what
+Contrail has, and how the connections are doing.
+
+The watchers write the Kubernetes records, the reconciler writes the desired/actual objects and sync
+states, and the introspect server only reads. Everything runs in one gevent loop, so no locks.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+Key = Tuple[str, str]  # (namespace, name)
+FqName = Tuple[str, ...]
+
+# Sync states shown on the introspect pages.
+PENDING = "pending"      # known, not yet written to Contrail
+SYNCED = "synced"        # Contrail holds exactly the desired objects
+RETRYING = "retrying"    # a write failed; retried with backoff
+REJECTED = "rejected"    # invalid input, nothing (or only part) written; see errors
+
+
+@dataclass
+class NamespaceRecord:
+    uid: str
+    name: str
+    labels: Dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class PodRecord:
+    uid: str
+    namespace: str
+    name: str
+    ip: Optional[str] = None
+    labels: Dict[str, str] = field(default_factory=dict)
+    manifest: Dict[str, Any] = field(default_factory=dict)  # the trimmed object the translator reads
+    tags: List[str] = field(default_factory=list)           # "type=value" its VMIs must carry
+    vmi_state: str = PENDING                                # pending | synced | retrying | no-vm
+    vmi_error: str = ""
+
+
+@dataclass
+class PolicyRecord:
+    uid: str
+    namespace: str
+    name: str
+    spec: Dict[str, Any] = field(default_factory=dict)
+    manifest: Dict[str, Any] = field(default_factory=dict)
+    firewall_policy: List[str] = field(default_factory=list)  # fq_name
+    rules: List[str] = field(default_factory=list)            # rule names, sequence order
+    state: str = PENDING
+    errors: List[str] = field(default_factory=list)
+
+
+@dataclass
+class ConnectionStatus:
+    """One connection (a watch, or the config API) as shown on the introspect pages."""
+
+    name: str
+    url: str = ""
+    connected: bool = False
+    last_event_at: Optional[float] = None
+    last_error: str = ""
+    last_error_at: Optional[float] = None
+    reconnects: int = 0
+    resource_version: str = ""
+    initial_list_done: bool = False
+
+
+@dataclass
+class Database:
+    namespaces: Dict[str, NamespaceRecord] = field(default_factory=dict)
+    pods: Dict[Key, PodRecord] = field(default_factory=dict)
+    network_policies: Dict[Key, PolicyRecord] = field(default_factory=dict)
+    # Contrail objects by resource type then fq_name: the translator's bodies, and what the config
+    # API holds (bodies as read back, with "uuid").
+    desired: Dict[str, Dict[FqName, Dict[str, Any]]] = field(default_factory=dict)
+    actual: Dict[str, Dict[FqName, Dict[str, Any]]] = field(default_factory=dict)
+    # Translation errors: {"kind", "namespace", "name", "reason"}
+    errors: List[Dict[str, str]] = field(default_factory=list)
+    kube_connections: Dict[str, ConnectionStatus] = field(default_factory=dict)
+    vnc_connection: ConnectionStatus = field(default_factory=lambda: ConnectionStatus("config-api"))
+    started_at: float = field(default_factory=time.time)
+    loop_heartbeat_at: float = field(default_factory=time.time)

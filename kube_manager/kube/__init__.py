@@ -1,0 +1,1 @@
+"""Kubernetes side: watchers on the official client and the emulated API server."""

@@ -1,0 +1,1 @@
+"""The embedded in-memory Contrail config API server (tests, demo mode, benchmarks)."""
