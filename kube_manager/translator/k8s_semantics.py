@@ -1,0 +1,528 @@
+"""The Kubernetes reference verdict for one flow, computed straight from the manifests.
+
+This is the oracle `explain` compares the Contrail evaluation against, so it deliberately shares no
+code with the translator: it reads Namespace, Pod and NetworkPolicy dicts (as the API server returns
+them) and applies the NetworkPolicy API semantics directly:
+
+- a pod is isolated for a direction when a policy of its namespace selects it and lists that
+  direction in its effective `policyTypes` (default `Ingress`, plus `Egress` when `spec.egress` is
+  non-empty);
+- an isolated direction allows a flow when some rule block of some selecting policy matches the peer
+  and the port; a flow is allowed when the source's egress and the destination's ingress allow it;
+- peers: `podSelector` (policy namespace), `namespaceSelector` (namespace labels, including
+  `kubernetes.io/metadata.name`), both combined, or `ipBlock` (CIDR minus excepts, matched against any
+  IP, pod IPs included); a missing or empty `from`/`to` matches everything;
+- ports: protocol (default TCP), number, `endPort` range, or a named port resolved on the destination
+  pod's container ports (an outside address never matches a named port); missing or empty `ports`
+  matches every port of every protocol.
+
+Invalid parts are read as SPEC section 11 prescribes (fail closed): an invalid peer or port matches
+nothing, a block whose peers or ports are all invalid allows nothing, and a policy whose own
+`podSelector` or `policyTypes` is invalid is ignored. The model never raises on bad manifests.
+"""
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+IPAddress = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
+IPNetwork = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
+
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+PROTOCOLS = ("TCP", "UDP", "SCTP")
+INGRESS = "Ingress"
+EGRESS = "Egress"
+
+_SELECTOR_FIELDS = {"matchLabels", "matchExpressions"}
+_EXPRESSION_FIELDS = {"key", "operator", "values"}
+_PEER_FIELDS = {"podSelector", "namespaceSelector", "ipBlock"}
+_IPBLOCK_FIELDS = {"cidr", "except"}
+_PORT_FIELDS = {"protocol", "port", "endPort"}
+_BLOCK_FIELDS = {INGRESS: {"from", "ports"}, EGRESS: {"to", "ports"}}
+_PEER_LIST = {INGRESS: "from", EGRESS: "to"}
+_SPEC_LIST = {INGRESS: "ingress", EGRESS: "egress"}
+# IANA service name, as the API server validates a named port.
+_PORT_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$")
+
+
+class Invalid(ValueError):
+    """A part of a manifest the API server would refuse; the message says why."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Label selectors
+
+
+@dataclass(frozen=True)
+class Requirement:
+    key: str
+    operator: str  # In | NotIn | Exists | DoesNotExist
+    values: frozenset
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        present = self.key in labels
+        if self.operator == "In":
+            return present and labels[self.key] in self.values
+        if self.operator == "NotIn":
+            return not present or labels[self.key] not in self.values
+        if self.operator == "Exists":
+            return present
+        return not present  # DoesNotExist
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A compiled metav1.LabelSelector; the empty selector matches everything."""
+
+    requirements: Tuple[Requirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(r.matches(labels) for r in self.requirements)
+
+
+def _as_list(value: Any, what: str) -> List[Any]:
+    """A list field as the API server decodes it: null is empty, null entries are {}."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise Invalid(f"{what} must be a list")
+    return [{} if item is None else item for item in value]
+
+
+def _check_fields(obj: Any, allowed: set, what: str) -> Dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise Invalid(f"{what} must be an object")
+    unknown = sorted(set(obj) - allowed)
+    if unknown:
+        raise Invalid(f"{what} has unknown field(s) {', '.join(map(str, unknown))}")
+    return obj
+
+
+def compile_selector(raw: Any, what: str = "selector") -> Selector:
+    """Compile a label selector; raises Invalid for what the API server would refuse."""
+    if raw is None:
+        return Selector()
+    raw = _check_fields(raw, _SELECTOR_FIELDS, what)
+    requirements: List[Requirement] = []
+    match_labels = raw.get("matchLabels") or {}
+    if not isinstance(match_labels, dict):
+        raise Invalid(f"{what}.matchLabels must be a map")
+    for key, value in match_labels.items():
+        if not isinstance(key, str) or not key or not isinstance(value, str):
+            raise Invalid(f"{what}.matchLabels entry {key!r}: {value!r} is not a string label")
+        requirements.append(Requirement(key, "In", frozenset([value])))
+    for expr in _as_list(raw.get("matchExpressions"), f"{what}.matchExpressions"):
+        expr = _check_fields(expr, _EXPRESSION_FIELDS, f"{what}.matchExpressions entry")
+        key, operator = expr.get("key"), expr.get("operator")
+        values = _as_list(expr.get("values"), f"{what}.matchExpressions values")
+        if not isinstance(key, str) or not key:
+            raise Invalid(f"{what}.matchExpressions entry without a key")
+        if not all(isinstance(v, str) for v in values):
+            raise Invalid(f"{what}.matchExpressions {key}: values must be strings")
+        if operator in ("In", "NotIn"):
+            if not values:
+                raise Invalid(f"{what}.matchExpressions {key}: {operator} needs values")
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                raise Invalid(f"{what}.matchExpressions {key}: {operator} takes no values")
+        else:
+            raise Invalid(f"{what}.matchExpressions {key}: unknown operator {operator!r}")
+        requirements.append(Requirement(key, operator, frozenset(values)))
+    return Selector(tuple(requirements))
+
+
+# --------------------------------------------------------------------------------------------------
+# Pods and flow endpoints
+
+
+@dataclass(frozen=True)
+class ContainerPort:
+    name: str
+    protocol: str
+    number: int
+
+
+@dataclass(frozen=True)
+class Pod:
+    namespace: str
+    name: str
+    labels: Mapping[str, str]
+    ip: Optional[IPAddress]
+    ports: Tuple[ContainerPort, ...]
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def resolve(self, port_name: str, protocol: str) -> Optional[int]:
+        """The number a named port has on this pod for `protocol`, or None."""
+        for port in self.ports:
+            if port.name == port_name and port.protocol == protocol:
+                return port.number
+        return None
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One end of a flow: a cluster pod (with its IP, if any) or an outside address."""
+
+    pod: Optional[Pod]
+    ip: Optional[IPAddress]
+
+    def describe(self) -> str:
+        return self.pod.key if self.pod else str(self.ip)
+
+
+def _parse_ip(text: Any) -> Optional[IPAddress]:
+    try:
+        return ipaddress.ip_address(text) if text else None
+    except (ValueError, TypeError):
+        return None
+
+
+def _labels(metadata: Mapping[str, Any]) -> Dict[str, str]:
+    labels = metadata.get("labels") or {}
+    if not isinstance(labels, dict):
+        return {}
+    return {str(k): "" if v is None else str(v) for k, v in labels.items()}
+
+
+def _container_ports(spec: Mapping[str, Any]) -> Tuple[ContainerPort, ...]:
+    ports: List[ContainerPort] = []
+    for container in spec.get("containers") or []:
+        if not isinstance(container, dict):
+            continue
+        for port in container.get("ports") or []:
+            if not isinstance(port, dict):
+                continue
+            name, number = port.get("name"), port.get("containerPort")
+            if isinstance(name, str) and name and isinstance(number, int):
+                ports.append(ContainerPort(name, port.get("protocol") or "TCP", number))
+    return tuple(ports)
+
+
+def _pod(manifest: Mapping[str, Any]) -> Optional[Pod]:
+    metadata = manifest.get("metadata") or {}
+    name = metadata.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    spec = manifest.get("spec") or {}
+    status = manifest.get("status") or {}
+    return Pod(
+        namespace=metadata.get("namespace") or "default",
+        name=name,
+        labels=_labels(metadata),
+        ip=_parse_ip(status.get("podIP")),
+        ports=_container_ports(spec if isinstance(spec, dict) else {}),
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Policies
+
+
+@dataclass(frozen=True)
+class Peer:
+    """One entry of `from`/`to`. `namespace` is set for a podSelector-only peer (its policy's
+    namespace); `network` for an ipBlock."""
+
+    namespace: Optional[str] = None
+    namespace_selector: Optional[Selector] = None
+    pod_selector: Optional[Selector] = None
+    network: Optional[IPNetwork] = None
+    excepts: Tuple[IPNetwork, ...] = ()
+
+    def matches(self, endpoint: Endpoint, namespace_labels: Mapping[str, Mapping[str, str]]) -> bool:
+        if self.network is not None:
+            ip = endpoint.ip
+            return (ip is not None and ip in self.network
+                    and not any(ip in e for e in self.excepts))
+        pod = endpoint.pod
+        if pod is None:
+            return False  # selectors pick pods only
+        if self.namespace is not None:
+            if pod.namespace != self.namespace:
+                return False
+        elif not self.namespace_selector.matches(namespace_labels.get(pod.namespace, {})):
+            return False
+        return self.pod_selector is None or self.pod_selector.matches(pod.labels)
+
+
+@dataclass(frozen=True)
+class PortRule:
+    """One entry of `ports`: a protocol and either a number range or a port name."""
+
+    protocol: str
+    start: int = 0
+    end: int = 65535
+    name: Optional[str] = None
+
+    def matches(self, port: int, protocol: str, destination: Endpoint) -> bool:
+        if protocol != self.protocol:
+            return False
+        if self.name is None:
+            return self.start <= port <= self.end
+        pod = destination.pod
+        return pod is not None and pod.resolve(self.name, self.protocol) == port
+
+
+@dataclass(frozen=True)
+class RuleBlock:
+    """One ingress/egress rule. None means "all" (missing or empty list); an empty tuple after
+    rejecting every entry means "none"."""
+
+    peers: Optional[Tuple[Peer, ...]]
+    ports: Optional[Tuple[PortRule, ...]]
+
+    def matches(self, peer: Endpoint, destination: Endpoint, port: int, protocol: str,
+                namespace_labels: Mapping[str, Mapping[str, str]]) -> bool:
+        if self.peers is not None and not any(p.matches(peer, namespace_labels) for p in self.peers):
+            return False
+        return self.ports is None or any(p.matches(port, protocol, destination) for p in self.ports)
+
+
+@dataclass(frozen=True)
+class Policy:
+    namespace: str
+    name: str
+    selector: Selector
+    # direction -> rule blocks; a direction is present exactly when the policy isolates it.
+    directions: Mapping[str, Tuple[RuleBlock, ...]]
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Rejection:
+    namespace: str
+    name: str
+    reason: str
+
+
+def _network(text: Any, what: str) -> IPNetwork:
+    if not isinstance(text, str):
+        raise Invalid(f"{what} must be a CIDR string")
+    try:
+        return ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        raise Invalid(f"{what} {text!r} is not a valid CIDR") from None
+
+
+def _ipblock_peer(raw: Any) -> Peer:
+    raw = _check_fields(raw, _IPBLOCK_FIELDS, "ipBlock")
+    network = _network(raw.get("cidr"), "ipBlock.cidr")
+    excepts = []
+    for text in _as_list(raw.get("except"), "ipBlock.except"):
+        excluded = _network(text, "ipBlock.except")
+        if (excluded.version != network.version or not excluded.subnet_of(network)
+                or excluded == network):
+            raise Invalid(f"ipBlock.except {text} is not a strict subset of {network}")
+        excepts.append(excluded)
+    return Peer(network=network, excepts=tuple(excepts))
+
+
+def _peer(raw: Any, namespace: str) -> Peer:
+    raw = _check_fields(raw, _PEER_FIELDS, "peer")
+    present = {k for k in _PEER_FIELDS if raw.get(k) is not None}
+    if not present:
+        raise Invalid("peer selects nothing (no podSelector, namespaceSelector or ipBlock)")
+    if "ipBlock" in present:
+        if len(present) > 1:
+            raise Invalid("peer mixes ipBlock with a selector")
+        return _ipblock_peer(raw["ipBlock"])
+    pod_selector = compile_selector(raw.get("podSelector"), "podSelector") \
+        if "podSelector" in present else None
+    if "namespaceSelector" not in present:
+        return Peer(namespace=namespace, pod_selector=pod_selector)
+    return Peer(namespace_selector=compile_selector(raw["namespaceSelector"], "namespaceSelector"),
+                pod_selector=pod_selector)
+
+
+def _port_rule(raw: Any) -> PortRule:
+    raw = _check_fields(raw, _PORT_FIELDS, "port")
+    protocol = raw.get("protocol") or "TCP"
+    if protocol not in PROTOCOLS:
+        raise Invalid(f"unknown protocol {protocol!r}")
+    port, end_port = raw.get("port"), raw.get("endPort")
+    if port is None:
+        if end_port is not None:
+            raise Invalid("endPort without port")
+        return PortRule(protocol)
+    if isinstance(port, str):
+        if end_port is not None:
+            raise Invalid("endPort cannot be used with a named port")
+        if not _PORT_NAME.match(port) or "--" in port or not re.search("[a-z]", port):
+            raise Invalid(f"invalid port name {port!r}")
+        return PortRule(protocol, name=port)
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise Invalid(f"invalid port {port!r}")
+    if end_port is None:
+        return PortRule(protocol, port, port)
+    if isinstance(end_port, bool) or not isinstance(end_port, int) or not port <= end_port <= 65535:
+        raise Invalid(f"invalid endPort {end_port!r} for port {port}")
+    return PortRule(protocol, port, end_port)
+
+
+def _entries(items: List[Any], parse, rejections: List[str], what: str) -> Optional[tuple]:
+    """Parse a peers/ports list: None for "all" when empty, else the valid entries."""
+    if not items:
+        return None
+    parsed = []
+    for index, item in enumerate(items):
+        try:
+            parsed.append(parse(item))
+        except Invalid as exc:
+            rejections.append(f"{what}[{index}]: {exc}")
+    return tuple(parsed)
+
+
+def _policy_types(spec: Mapping[str, Any]) -> Tuple[str, ...]:
+    types = _as_list(spec.get("policyTypes"), "policyTypes")
+    if not types:
+        return (INGRESS, EGRESS) if spec.get("egress") else (INGRESS,)
+    for value in types:
+        if value not in (INGRESS, EGRESS):
+            raise Invalid(f"unknown policyType {value!r}")
+    return tuple(dict.fromkeys(types))
+
+
+def compile_policy(manifest: Mapping[str, Any]) -> Tuple[Optional[Policy], List[str]]:
+    """Compile one NetworkPolicy; returns (policy or None when rejected whole, rejection reasons)."""
+    metadata = manifest.get("metadata") or {}
+    namespace = metadata.get("namespace") or "default"
+    spec = manifest.get("spec") or {}
+    reasons: List[str] = []
+    try:
+        if not isinstance(spec, dict):
+            raise Invalid("spec must be an object")
+        selector = compile_selector(spec.get("podSelector"), "podSelector")
+        types = _policy_types(spec)
+    except Invalid as exc:
+        return None, [str(exc)]
+    directions: Dict[str, Tuple[RuleBlock, ...]] = {}
+    for direction in types:
+        blocks: List[RuleBlock] = []
+        spec_field = _SPEC_LIST[direction]
+        try:
+            raw_blocks = _as_list(spec.get(spec_field), spec_field)
+        except Invalid as exc:
+            reasons.append(str(exc))
+            raw_blocks = []
+        for b, raw in enumerate(raw_blocks):
+            where = f"{spec_field}[{b}]"
+            try:
+                raw = _check_fields(raw, _BLOCK_FIELDS[direction], where)
+                peer_field = _PEER_LIST[direction]
+                peers = _entries(_as_list(raw.get(peer_field), peer_field),
+                                 lambda p: _peer(p, namespace), reasons, f"{where}.{peer_field}")
+                ports = _entries(_as_list(raw.get("ports"), "ports"), _port_rule, reasons,
+                                 f"{where}.ports")
+            except Invalid as exc:
+                reasons.append(f"{where}: {exc}")
+                continue
+            blocks.append(RuleBlock(peers, ports))
+        directions[direction] = tuple(blocks)
+    name = metadata.get("name") or ""
+    return Policy(namespace, str(name), selector, directions), reasons
+
+
+# --------------------------------------------------------------------------------------------------
+# The model
+
+
+@dataclass(frozen=True)
+class SideVerdict:
+    """One direction at one end: which policies isolate it and which of them allow the flow."""
+
+    isolated: bool
+    isolating: Tuple[str, ...] = ()
+    allowing: Tuple[str, ...] = ()
+
+    @property
+    def allowed(self) -> bool:
+        return not self.isolated or bool(self.allowing)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"isolated": self.isolated, "allowed": self.allowed,
+                "policies": list(self.isolating), "allowed_by": list(self.allowing)}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    egress: SideVerdict   # at the source
+    ingress: SideVerdict  # at the destination
+
+    @property
+    def allowed(self) -> bool:
+        return self.egress.allowed and self.ingress.allowed
+
+
+@dataclass
+class KubernetesModel:
+    """Namespaces, pods and compiled policies, indexed for repeated verdicts."""
+
+    namespace_labels: Dict[str, Dict[str, str]] = field(default_factory=dict)
+    pods: Dict[Tuple[str, str], Pod] = field(default_factory=dict)
+    pods_by_ip: Dict[IPAddress, List[Pod]] = field(default_factory=dict)
+    policies: Dict[str, List[Policy]] = field(default_factory=dict)  # by namespace
+    rejections: List[Rejection] = field(default_factory=list)
+
+    @classmethod
+    def build(cls, namespaces: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]],
+              network_policies: Iterable[Mapping[str, Any]]) -> "KubernetesModel":
+        model = cls()
+        for manifest in namespaces:
+            metadata = manifest.get("metadata") or {}
+            name = metadata.get("name")
+            if isinstance(name, str) and name:
+                model.namespace_labels[name] = {**_labels(metadata), NAMESPACE_NAME_LABEL: name}
+        for manifest in pods:
+            pod = _pod(manifest)
+            if pod is None:
+                continue
+            model.pods[(pod.namespace, pod.name)] = pod
+            model._known_namespace(pod.namespace)
+        for pod in model.pods.values():
+            if pod.ip is not None:
+                model.pods_by_ip.setdefault(pod.ip, []).append(pod)
+        for manifest in network_policies:
+            policy, reasons = compile_policy(manifest)
+            metadata = manifest.get("metadata") or {}
+            namespace = metadata.get("namespace") or "default"
+            model._known_namespace(namespace)
+            model.rejections.extend(Rejection(namespace, str(metadata.get("name") or ""), r)
+                                    for r in reasons)
+            if policy is not None:
+                model.policies.setdefault(namespace, []).append(policy)
+        return model
+
+    def _known_namespace(self, name: str) -> None:
+        self.namespace_labels.setdefault(name, {NAMESPACE_NAME_LABEL: name})
+
+    def _side(self, pod: Optional[Pod], direction: str, peer: Endpoint, destination: Endpoint,
+              port: int, protocol: str) -> SideVerdict:
+        if pod is None:
+            return SideVerdict(isolated=False)  # outside addresses have no policies
+        isolating, allowing = [], []
+        for policy in self.policies.get(pod.namespace, ()):
+            if direction not in policy.directions or not policy.selector.matches(pod.labels):
+                continue
+            isolating.append(policy.key)
+            if any(block.matches(peer, destination, port, protocol, self.namespace_labels)
+                   for block in policy.directions[direction]):
+                allowing.append(policy.key)
+        return SideVerdict(bool(isolating), tuple(sorted(isolating)), tuple(sorted(allowing)))
+
+    def verdict(self, src: Endpoint, dst: Endpoint, port: int, protocol: str) -> Verdict:
+        """The NetworkPolicy verdict for a new flow src -> dst on `protocol` (TCP/UDP/SCTP) `port`."""
+        return Verdict(
+            egress=self._side(src.pod, EGRESS, dst, dst, port, protocol),
+            ingress=self._side(dst.pod, INGRESS, src, dst, port, protocol),
+        )
+
+    def pods_with_ip(self, ip: IPAddress) -> Sequence[Pod]:
+        return self.pods_by_ip.get(ip, ())

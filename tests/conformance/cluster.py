@@ -1,0 +1,79 @@
+"""Manifest builders and the upstream netpol e2e topology.
+
+Upstream (kubernetes test/e2e/network/netpol) runs namespaces x, y, z labelled `ns=<name>`, each with
+pods a, b, c labelled `pod=<name>`, every pod serving ports 80 and 81 on TCP, UDP and SCTP through
+containers whose ports are named `serve-<port>-<proto>`. We build the same topology as plain
+manifests, with fixed pod IPs so ipBlock cases can name them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
+
+NAMESPACES = ("x", "y", "z")
+POD_NAMES = ("a", "b", "c")
+PORTS = (80, 81)
+PROTOCOLS = ("TCP", "UDP", "SCTP")
+OUTSIDE_IP = "192.0.2.10"  # TEST-NET-1: an address outside the cluster
+
+
+def namespace(name: str, labels: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "uid": f"uid-ns-{name}", "labels": dict(labels or {})}}
+
+
+def pod(ns: str, name: str, labels: Optional[Dict[str, str]] = None, ip: Optional[str] = None,
+        ports: Sequence[tuple] = ()) -> Dict[str, Any]:
+    """A pod; `ports` are (name, number, protocol) container ports, one container each."""
+    manifest: Dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "uid": f"uid-pod-{ns}-{name}",
+                     "labels": dict(labels or {})},
+        "spec": {"containers": [
+            {"name": f"cont-{number}-{protocol.lower()}", "image": "agnhost",
+             "ports": [{"name": port_name, "containerPort": number, "protocol": protocol}]}
+            for port_name, number, protocol in ports]},
+        "status": {},
+    }
+    if ip:
+        manifest["status"]["podIP"] = ip
+    return manifest
+
+
+def policy(ns: str, name: str, spec: Dict[str, Any]) -> Dict[str, Any]:
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": name, "namespace": ns, "uid": f"uid-np-{ns}-{name}"},
+            "spec": spec}
+
+
+@dataclass
+class ManifestSet:
+    """Same shape as kube_manager.manifests.Manifests."""
+
+    namespaces: List[Dict[str, Any]] = field(default_factory=list)
+    pods: List[Dict[str, Any]] = field(default_factory=list)
+    network_policies: List[Dict[str, Any]] = field(default_factory=list)
+
+
+def pod_ip(ns: str, name: str) -> str:
+    """x/a is 10.244.1.10, y/b 10.244.2.11, and so on."""
+    return f"10.244.{NAMESPACES.index(ns) + 1}.{10 + POD_NAMES.index(name)}"
+
+
+def serve_ports() -> List[tuple]:
+    return [(f"serve-{port}-{protocol.lower()}", port, protocol)
+            for port in PORTS for protocol in PROTOCOLS]
+
+
+def xyz_cluster(policies: Sequence[Dict[str, Any]] = ()) -> ManifestSet:
+    """The upstream topology plus `policies`."""
+    return ManifestSet(
+        namespaces=[namespace(ns, {"ns": ns}) for ns in NAMESPACES],
+        pods=[pod(ns, name, {"pod": name}, pod_ip(ns, name), serve_ports())
+              for ns in NAMESPACES for name in POD_NAMES],
+        network_policies=list(policies),
+    )
+
+
+def all_pods() -> List[str]:
+    return [f"{ns}/{name}" for ns in NAMESPACES for name in POD_NAMES]
