@@ -1,0 +1,198 @@
+"""`explain`: one flow's verdict as Contrail enforces it and as Kubernetes defines it, side by side.
+
+Contrail's verdict comes from evaluating the translator's objects (flow.py); the Kubernetes verdict
+from the manifests themselves (k8s_semantics.py), so the two are independent. They may differ in
+exactly one way by design, the seed's *cluster-wide action enforcement* (SPEC section 6): a flow
+allowed by a policy at one end is allowed even though the other end is isolated and does not allow
+it. That is reported as `"deviation": "cluster-wide"` with the policies involved. Any other
+difference is a translator bug and is reported as `"deviation": "mismatch"`, so tests and operators
+see it at once.
+
+`Explainer` indexes both sides once; the introspect page and the conformance test keep one and ask
+it many flows. `explain()` is the one-shot form used by the CLI.
+"""
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
+
+from kube_manager.translator.flow import FLOW_PROTOCOLS, ContrailEvaluator, Decision, Workload
+from kube_manager.translator.k8s_semantics import Endpoint, KubernetesModel, Verdict
+
+CLUSTER_WIDE = "cluster-wide"
+MISMATCH = "mismatch"
+
+
+class ExplainError(ValueError):
+    """Bad flow input (unknown pod, malformed address, protocol or port); the message says which."""
+
+
+class ManifestSet(Protocol):
+    """What explain needs of the manifests (kube_manager.manifests.Manifests fits)."""
+
+    namespaces: Sequence[Mapping[str, Any]]
+    pods: Sequence[Mapping[str, Any]]
+    network_policies: Sequence[Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class FlowEnd:
+    """One end of the flow as both evaluators see it."""
+
+    endpoint: Endpoint
+    workload: Workload
+    in_translation: bool  # False for outside addresses and pods the translation has no workload of
+
+    def to_dict(self) -> Dict[str, Any]:
+        pod = self.endpoint.pod
+        return {
+            "pod": pod.key if pod else None,
+            "ip": str(self.endpoint.ip) if self.endpoint.ip is not None else None,
+            "tags": sorted(self.workload.tags),
+        }
+
+
+def parse_protocol(protocol: Any) -> str:
+    text = str(protocol or "").strip().lower()
+    if text not in FLOW_PROTOCOLS:
+        raise ExplainError(f"unknown protocol {protocol!r}: expected one of "
+                           f"{', '.join(p.upper() for p in FLOW_PROTOCOLS)}")
+    return text
+
+
+def parse_port(port: Any) -> int:
+    try:
+        number = int(str(port).strip()) if not isinstance(port, bool) else -1
+    except ValueError:
+        number = -1
+    if not 1 <= number <= 65535:
+        raise ExplainError(f"invalid port {port!r}: expected a number from 1 to 65535")
+    return number
+
+
+def cluster_wide_policies(verdict: Verdict) -> Optional[List[str]]:
+    """The SPEC section 6 condition: the flow is allowed by a policy of one end while the other end
+    is isolated and does not allow it. Returns the policies involved (the allowing ones, then the
+    isolating ones of the other end), or None when the condition does not hold."""
+    egress, ingress = verdict.egress, verdict.ingress
+    if egress.allowing and ingress.isolated and not ingress.allowing:
+        return list(egress.allowing) + list(ingress.isolating)
+    if ingress.allowing and egress.isolated and not egress.allowing:
+        return list(ingress.allowing) + list(egress.isolating)
+    return None
+
+
+class Explainer:
+    """Both evaluators over one translation and the manifests it was made from."""
+
+    def __init__(self, translation: Mapping[str, Any], manifests: ManifestSet,
+                 cluster_name: Optional[str] = None) -> None:
+        self.contrail = ContrailEvaluator(translation, cluster_name)
+        self.kubernetes = KubernetesModel.build(
+            manifests.namespaces, manifests.pods, manifests.network_policies)
+
+    def resolve(self, text: Any, role: str) -> FlowEnd:
+        """`NS/POD` or an IP address; an IP that is a pod's IP is that pod."""
+        text = str(text or "").strip()
+        if "/" in text:
+            if _is_network(text):
+                raise ExplainError(f"{role} {text!r}: give one address, not a network")
+            namespace, _, name = text.partition("/")
+            if not namespace or not name or "/" in name:
+                raise ExplainError(f"{role} {text!r}: expected NS/POD or an IP address")
+            pod = self.kubernetes.pods.get((namespace, name))
+            if pod is None:
+                raise ExplainError(f"{role} {text!r}: no such pod")
+        else:
+            try:
+                ip = ipaddress.ip_address(text)
+            except ValueError:
+                raise ExplainError(f"{role} {text!r}: expected NS/POD or an IP address") from None
+            owners = self.kubernetes.pods_with_ip(ip)
+            if len(owners) > 1:
+                raise ExplainError(f"{role} {text}: the IP of several pods "
+                                   f"({', '.join(sorted(p.key for p in owners))}); name the pod")
+            if not owners:
+                return FlowEnd(Endpoint(None, ip), Workload(ip, frozenset()), False)
+            pod = owners[0]
+        workload = self.contrail.workload(pod.namespace, pod.name)
+        if workload is None:
+            return FlowEnd(Endpoint(pod, pod.ip), Workload(pod.ip, frozenset()), False)
+        return FlowEnd(Endpoint(pod, pod.ip), workload, True)
+
+    def explain(self, src: Any, dst: Any, port: Any, protocol: Any,
+                src_port: Optional[int] = None) -> Dict[str, Any]:
+        """Explain the flow src -> dst (`NS/POD` or IP) to `protocol` `port`; raises ExplainError."""
+        protocol_name = parse_protocol(protocol)
+        number = parse_port(port)
+        source, destination = self.resolve(src, "from"), self.resolve(dst, "to")
+        decision = self.contrail.evaluate(source.workload, destination.workload, number,
+                                          protocol_name, src_port)
+        verdict = self.kubernetes.verdict(source.endpoint, destination.endpoint, number,
+                                          protocol_name.upper())
+        deviation, policies = _deviation(decision, verdict)
+        return {
+            "from": source.to_dict(),
+            "to": destination.to_dict(),
+            "port": number,
+            "protocol": protocol_name,
+            "allowed": decision.allowed,
+            "kubernetes_allowed": verdict.allowed,
+            "under_aps": decision.under_aps,
+            "rule": decision.rule,
+            "rule_fq_name": list(decision.rule_fq_name) if decision.rule_fq_name else None,
+            "policy": decision.policy,
+            "action": decision.action,
+            "deviation": deviation,
+            "policies": policies,
+            "kubernetes": {"egress": verdict.egress.to_dict(),
+                           "ingress": verdict.ingress.to_dict()},
+            "reason": _reason(decision, verdict, deviation, policies, self.contrail.application_tag),
+        }
+
+
+def _is_network(text: str) -> bool:
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return False
+    return True
+
+
+def _deviation(decision: Decision, verdict: Verdict) -> Tuple[Optional[str], List[str]]:
+    if decision.allowed == verdict.allowed:
+        return None, []
+    involved = cluster_wide_policies(verdict)
+    if decision.allowed and involved is not None:
+        return CLUSTER_WIDE, involved
+    return MISMATCH, sorted(set(verdict.egress.isolating) | set(verdict.ingress.isolating))
+
+
+def _reason(decision: Decision, verdict: Verdict, deviation: Optional[str],
+            policies: List[str], application_tag: str) -> str:
+    if not decision.under_aps:
+        contrail = f"neither end carries {application_tag}, so the flow is not under the APS"
+    elif decision.rule is None:
+        contrail = "no rule of the APS matched, so the flow is dropped"
+    else:
+        contrail = (f"the first matching rule is {decision.rule} in policy {decision.policy} "
+                    f"({decision.action})")
+    if deviation == CLUSTER_WIDE:
+        return (f"{contrail}; Kubernetes would drop it: it is allowed by {', '.join(policies)} at "
+                f"one end while the other end is isolated and does not allow it, and Contrail "
+                f"honours an allowing policy cluster-wide")
+    if deviation == MISMATCH:
+        return (f"{contrail}; Kubernetes would {'allow' if verdict.allowed else 'drop'} it: "
+                f"the translation disagrees with the NetworkPolicies (a bug)")
+    return contrail
+
+
+def explain(translation: Mapping[str, Any], manifests: ManifestSet, src: Any, dst: Any,
+            port: Any, protocol: Any, cluster_name: Optional[str] = None) -> Dict[str, Any]:
+    """One-shot explain; builds the indexes each call (keep an `Explainer` for repeated flows)."""
+    return Explainer(translation, manifests, cluster_name).explain(src, dst, port, protocol)
+
+
+__all__ = ["CLUSTER_WIDE", "MISMATCH", "ExplainError", "Explainer", "cluster_wide_policies",
+           "explain", "parse_port", "parse_protocol"]

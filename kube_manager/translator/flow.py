@@ -1,0 +1,320 @@
+"""How Contrail decides a flow under the cluster's application policy set (SPEC section 6).
+
+Input is the translator's JSON object (SPEC section 8): the APS, its firewall policies, their rules,
+the address groups, and the `workloads` with each pod's IP and tags. The evaluation is the vRouter's
+for one APS: policies by sequence (ties by name), rules by sequence (ties by name), and the first rule
+whose `endpoint_1` matches the source, `endpoint_2` the destination and whose service matches
+decides. A tag endpoint matches a workload carrying all its tags, an address group matches an IP in
+one of its prefixes, `any` matches everything. A flow where neither end carries
+`application=<cluster>` is not under the APS and is allowed; a flow under it that no rule matches is
+dropped (the APS is a whitelist).
+
+The introspect page calls this on a live DB, so the constructor indexes the rules once: each
+oriented rule is filed under one key per endpoint (its `any`, its address group, or its rarest tag),
+and a query only looks at the rules filed under the keys its two ends carry.
+"""
+from __future__ import annotations
+
+import ipaddress
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import (Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set,
+                    Tuple, Union)
+
+log = logging.getLogger(__name__)
+
+IPAddress = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
+IPNetwork = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
+
+FLOW_PROTOCOLS = ("tcp", "udp", "sctp")
+# Protocol numbers a rule may use instead of names.
+_PROTOCOL_NUMBERS = {"6": "tcp", "17": "udp", "132": "sctp"}
+_ANY = ("any",)
+_NOTHING = ("nothing",)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One end of a flow as Contrail sees it: the tags of its VMIs and its IP (an outside address
+    has no tags)."""
+
+    ip: Optional[IPAddress]
+    tags: FrozenSet[str]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome of one evaluation. `rule`/`policy` name the deciding objects (None when the flow
+    is not under the APS or no rule matched)."""
+
+    allowed: bool
+    under_aps: bool
+    rule: Optional[str] = None
+    rule_fq_name: Optional[Tuple[str, ...]] = None
+    policy: Optional[str] = None
+    action: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class _Endpoint:
+    """A compiled rule endpoint. `kind` is any | tags | group | nothing."""
+
+    kind: str
+    tags: FrozenSet[str] = frozenset()
+    group: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class _Service:
+    protocol: str  # a name, "any", or "" for a protocol no flow can have
+    dst: Tuple[int, int]
+    src: Tuple[int, int]
+
+    def matches(self, port: int, protocol: str, src_port: Optional[int]) -> bool:
+        if self.protocol != "any" and self.protocol != protocol:
+            return False
+        if not self.dst[0] <= port <= self.dst[1]:
+            return False
+        if src_port is None:  # an unknown (ephemeral) source port: only a full range matches
+            return self.src == (0, 65535)
+        return self.src[0] <= src_port <= self.src[1]
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One rule in one policy, oriented source -> destination; its position in the evaluator's
+    list is its global rank."""
+
+    policy: str
+    rule: str
+    rule_fq_name: Tuple[str, ...]
+    source: _Endpoint
+    destination: _Endpoint
+    service: _Service
+    match_tags: Tuple[str, ...]
+    action: str
+
+
+def _sequence_key(ref: Mapping[str, Any]) -> Tuple[Any, ...]:
+    """Order refs by numeric sequence, ties (and unreadable sequences, last) by name."""
+    to = tuple(ref.get("to") or ())
+    name = to[-1] if to else ""
+    sequence = ((ref.get("attr") or {}).get("sequence"))
+    try:
+        return (0, Decimal(str(sequence)), name)
+    except (InvalidOperation, ValueError):
+        return (1, Decimal(0), name)
+
+
+def _port_range(raw: Any) -> Tuple[int, int]:
+    """A PortType as a closed range; absent means every port, unreadable means none."""
+    if not isinstance(raw, dict):
+        return (0, 65535)
+    try:
+        return (int(raw.get("start_port", 0)), int(raw.get("end_port", 65535)))
+    except (TypeError, ValueError):
+        log.warning("unreadable port range %r, matches nothing", raw)
+        return (1, 0)
+
+
+def _service(raw: Any) -> _Service:
+    if not isinstance(raw, dict):
+        return _Service("any", (0, 65535), (0, 65535))
+    protocol = str(raw.get("protocol") or "any").lower()
+    protocol = _PROTOCOL_NUMBERS.get(protocol, protocol)
+    if protocol != "any" and protocol not in FLOW_PROTOCOLS:
+        protocol = ""
+    return _Service(protocol, _port_range(raw.get("dst_ports")), _port_range(raw.get("src_ports")))
+
+
+def _endpoint(raw: Any) -> _Endpoint:
+    """Compile an endpoint; forms the translator never emits (virtual networks, tag ids, empty)
+    match nothing rather than everything, so a surprise can only close, never open."""
+    if not isinstance(raw, dict):
+        return _Endpoint("nothing")
+    if raw.get("any"):
+        return _Endpoint("any")
+    if raw.get("address_group"):
+        return _Endpoint("group", group=str(raw["address_group"]))
+    if raw.get("tags"):
+        return _Endpoint("tags", tags=frozenset(str(t) for t in raw["tags"]))
+    return _Endpoint("nothing")
+
+
+def _networks(group: Mapping[str, Any]) -> List[IPNetwork]:
+    nets = []
+    for subnet in (group.get("address_group_prefix") or {}).get("subnet") or []:
+        try:
+            nets.append(ipaddress.ip_network(
+                f"{subnet['ip_prefix']}/{subnet['ip_prefix_len']}", strict=False))
+        except (KeyError, TypeError, ValueError):
+            log.warning("address group %s: unreadable prefix %r", group.get("fq_name"), subnet)
+    return nets
+
+
+def _by_fq_name(objects: Iterable[Mapping[str, Any]]) -> Dict[Tuple[str, ...], Mapping[str, Any]]:
+    return {tuple(o.get("fq_name") or ()): o for o in objects or ()}
+
+
+def _tag_value(tags: FrozenSet[str], tag_type: str) -> Optional[str]:
+    prefix = tag_type + "="
+    return next((t for t in tags if t.startswith(prefix)), None)
+
+
+class ContrailEvaluator:
+    """Evaluates flows against one translation (the SPEC section 8 JSON object)."""
+
+    def __init__(self, translation: Mapping[str, Any], cluster_name: Optional[str] = None) -> None:
+        self.cluster_name = cluster_name or translation.get("cluster_name") or "k8s"
+        self.application_tag = f"application={self.cluster_name}"
+        self.workloads: Dict[Tuple[str, str], Workload] = {}
+        self.workloads_by_ip: Dict[IPAddress, List[Tuple[str, str]]] = {}
+        for raw in translation.get("workloads") or ():
+            ip = _ip_or_none(raw.get("ip"))
+            key = (str(raw.get("namespace")), str(raw.get("name")))
+            self.workloads[key] = Workload(ip, frozenset(raw.get("tags") or ()))
+            if ip is not None:
+                self.workloads_by_ip.setdefault(ip, []).append(key)
+        self._groups: Dict[str, List[IPNetwork]] = {
+            ":".join(fq): _networks(g)
+            for fq, g in _by_fq_name(translation.get("address_groups")).items()}
+        # (version, prefix length) -> network address -> group names, for longest-prefix style lookup
+        self._group_index: Dict[Tuple[int, int], Dict[IPNetwork, List[str]]] = {}
+        for name, nets in self._groups.items():
+            for net in nets:
+                self._group_index.setdefault((net.version, net.prefixlen), {}) \
+                    .setdefault(net, []).append(name)
+        self.entries: List[_Entry] = self._entries(translation)
+        self._index_entries()
+
+    # ---- building --------------------------------------------------------------------------
+
+    def _entries(self, translation: Mapping[str, Any]) -> List[_Entry]:
+        aps = translation.get("application_policy_set") or {}
+        policies = _by_fq_name(translation.get("firewall_policies"))
+        rules = _by_fq_name(translation.get("firewall_rules"))
+        entries: List[_Entry] = []
+        for policy_ref in sorted(aps.get("firewall_policy_refs") or (), key=_sequence_key):
+            policy_fq = tuple(policy_ref.get("to") or ())
+            policy = policies.get(policy_fq)
+            if policy is None:
+                log.warning("APS refers to unknown firewall policy %s", ":".join(policy_fq))
+                continue
+            for rule_ref in sorted(policy.get("firewall_rule_refs") or (), key=_sequence_key):
+                rule_fq = tuple(rule_ref.get("to") or ())
+                rule = rules.get(rule_fq)
+                if rule is None:
+                    log.warning("policy %s refers to unknown rule %s", policy_fq[-1], rule_fq)
+                    continue
+                entries.extend(self._oriented(policy_fq[-1], rule_fq, rule))
+        return entries
+
+    @staticmethod
+    def _oriented(policy: str, rule_fq: Tuple[str, ...],
+                  rule: Mapping[str, Any]) -> List[_Entry]:
+        ep1, ep2 = _endpoint(rule.get("endpoint_1")), _endpoint(rule.get("endpoint_2"))
+        direction = rule.get("direction") or ">"
+        pairs = {">": [(ep1, ep2)], "<": [(ep2, ep1)], "<>": [(ep1, ep2), (ep2, ep1)]}.get(direction)
+        if pairs is None:
+            log.warning("rule %s: unknown direction %r, never matches", rule_fq[-1], direction)
+            return []
+        action = str((rule.get("action_list") or {}).get("simple_action") or "deny")
+        match_tags = tuple((rule.get("match_tags") or {}).get("tag_list") or ())
+        service = _service(rule.get("service"))
+        return [_Entry(policy, rule_fq[-1], rule_fq, src, dst, service, match_tags, action)
+                for src, dst in pairs]
+
+    def _index_entries(self) -> None:
+        popularity = Counter(t for w in self.workloads.values() for t in w.tags)
+        self._by_source: Dict[Tuple[str, ...], Set[int]] = {}
+        self._by_destination: Dict[Tuple[str, ...], Set[int]] = {}
+        for position, entry in enumerate(self.entries):
+            self._by_source.setdefault(self._key(entry.source, popularity), set()).add(position)
+            self._by_destination.setdefault(self._key(entry.destination, popularity),
+                                            set()).add(position)
+
+    @staticmethod
+    def _key(endpoint: _Endpoint, popularity: Counter) -> Tuple[str, ...]:
+        if endpoint.kind == "any":
+            return _ANY
+        if endpoint.kind == "group":
+            return ("group", endpoint.group)
+        if endpoint.kind == "tags":
+            # A workload matching the endpoint carries every tag; file it under the rarest one.
+            return ("tag", min(endpoint.tags, key=lambda t: (popularity[t], t)))
+        return _NOTHING
+
+    # ---- querying --------------------------------------------------------------------------
+
+    def groups_containing(self, ip: Optional[IPAddress]) -> List[str]:
+        if ip is None:
+            return []
+        found: List[str] = []
+        for (version, length), nets in self._group_index.items():
+            if version == ip.version:
+                found.extend(nets.get(ipaddress.ip_network(f"{ip}/{length}", strict=False), ()))
+        return sorted(set(found))
+
+    def _keys(self, workload: Workload) -> List[Tuple[str, ...]]:
+        return ([_ANY] + [("tag", t) for t in workload.tags]
+                + [("group", g) for g in self.groups_containing(workload.ip)])
+
+    def _candidates(self, src: Workload, dst: Workload) -> List[int]:
+        src_sets = [s for s in (self._by_source.get(k) for k in self._keys(src)) if s]
+        dst_sets = [s for s in (self._by_destination.get(k) for k in self._keys(dst)) if s]
+        found: Set[int] = set()
+        for a in src_sets:
+            for b in dst_sets:
+                found |= a & b
+        return sorted(found)
+
+    def _endpoint_matches(self, endpoint: _Endpoint, workload: Workload) -> bool:
+        if endpoint.kind == "any":
+            return True
+        if endpoint.kind == "tags":
+            return endpoint.tags <= workload.tags
+        if endpoint.kind == "group":
+            ip = workload.ip
+            return ip is not None and any(ip in n for n in self._groups.get(endpoint.group, ()))
+        return False
+
+    def _matches(self, entry: _Entry, src: Workload, dst: Workload, port: int, protocol: str,
+                 src_port: Optional[int]) -> bool:
+        if not (self._endpoint_matches(entry.source, src)
+                and self._endpoint_matches(entry.destination, dst)
+                and entry.service.matches(port, protocol, src_port)):
+            return False
+        for tag_type in entry.match_tags:
+            value = _tag_value(src.tags, tag_type)
+            if value is None or value != _tag_value(dst.tags, tag_type):
+                return False
+        return True
+
+    def evaluate(self, src: Workload, dst: Workload, port: int, protocol: str,
+                 src_port: Optional[int] = None) -> Decision:
+        """Decide the flow src -> dst to `protocol` (tcp/udp/sctp) `port`; `src_port` None is an
+        unknown ephemeral port, matched only by rules open to every source port."""
+        if self.application_tag not in src.tags and self.application_tag not in dst.tags:
+            return Decision(allowed=True, under_aps=False)
+        for position in self._candidates(src, dst):
+            entry = self.entries[position]
+            if self._matches(entry, src, dst, port, protocol, src_port):
+                return Decision(allowed=entry.action == "pass", under_aps=True, rule=entry.rule,
+                                rule_fq_name=entry.rule_fq_name, policy=entry.policy,
+                                action=entry.action)
+        return Decision(allowed=False, under_aps=True)
+
+    def workload(self, namespace: str, name: str) -> Optional[Workload]:
+        return self.workloads.get((namespace, name))
+
+    def pods_with_ip(self, ip: IPAddress) -> Sequence[Tuple[str, str]]:
+        return self.workloads_by_ip.get(ip, ())
+
+
+def _ip_or_none(text: Any) -> Optional[IPAddress]:
+    try:
+        return ipaddress.ip_address(text) if text else None
+    except (ValueError, TypeError):
+        return None
