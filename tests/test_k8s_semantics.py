@@ -71,6 +71,12 @@ def test_selector_requires_every_label_and_expression():
     assert not selector.matches({"app": "web", "env": "dev"})
 
 
+def test_qualified_keys_and_empty_values_are_valid():
+    selector = compile_selector({"matchLabels": {"kubernetes.io/metadata.name": "x", "flag": ""}})
+    assert selector.matches({"kubernetes.io/metadata.name": "x", "flag": ""})
+    assert not selector.matches({"kubernetes.io/metadata.name": "x"})
+
+
 def test_empty_and_null_selectors_match_everything():
     assert compile_selector({}).matches({})
     assert compile_selector(None).matches({"any": "thing"})
@@ -84,6 +90,10 @@ def test_empty_and_null_selectors_match_everything():
     {"matchLabels": {"a": 1}},
     {"matchLabels": ["a"]},
     {"matchLabel": {"a": "b"}},
+    {"matchLabels": {"-a": "x"}},
+    {"matchLabels": {"a": "x y"}},
+    {"matchLabels": {"UPPER.example/a": "x"}},
+    {"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["-x"]}]},
 ])
 def test_malformed_selectors_are_invalid(raw):
     with pytest.raises(Invalid):

@@ -45,6 +45,10 @@ _PEER_LIST = {INGRESS: "from", EGRESS: "to"}
 _SPEC_LIST = {INGRESS: "ingress", EGRESS: "egress"}
 # IANA service name, as the API server validates a named port.
 _PORT_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$")
+# Label syntax: a value (or a key's name part) is at most 63 of these, alphanumeric at both ends;
+# a key may have a DNS-subdomain prefix and a slash.
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 class Invalid(ValueError):
@@ -100,6 +104,17 @@ def _check_fields(obj: Any, allowed: set, what: str) -> Dict[str, Any]:
     return obj
 
 
+def _check_label(key: Any, values: Iterable[Any], what: str) -> None:
+    """Refuse a label key or value the API server would refuse in a selector."""
+    prefix, slash, name = key.rpartition("/") if isinstance(key, str) else ("", "", "")
+    if (not name or len(name) > 63 or not _LABEL_NAME.match(name)
+            or (slash and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)))):
+        raise Invalid(f"{what}: invalid label key {key!r}")
+    for value in values:
+        if not isinstance(value, str) or len(value) > 63 or (value and not _LABEL_NAME.match(value)):
+            raise Invalid(f"{what}: invalid label value {value!r} for {key}")
+
+
 def compile_selector(raw: Any, what: str = "selector") -> Selector:
     """Compile a label selector; raises Invalid for what the API server would refuse."""
     if raw is None:
@@ -110,17 +125,14 @@ def compile_selector(raw: Any, what: str = "selector") -> Selector:
     if not isinstance(match_labels, dict):
         raise Invalid(f"{what}.matchLabels must be a map")
     for key, value in match_labels.items():
-        if not isinstance(key, str) or not key or not isinstance(value, str):
-            raise Invalid(f"{what}.matchLabels entry {key!r}: {value!r} is not a string label")
+        value = "" if value is None else value
+        _check_label(key, [value], f"{what}.matchLabels")
         requirements.append(Requirement(key, "In", frozenset([value])))
     for expr in _as_list(raw.get("matchExpressions"), f"{what}.matchExpressions"):
         expr = _check_fields(expr, _EXPRESSION_FIELDS, f"{what}.matchExpressions entry")
         key, operator = expr.get("key"), expr.get("operator")
         values = _as_list(expr.get("values"), f"{what}.matchExpressions values")
-        if not isinstance(key, str) or not key:
-            raise Invalid(f"{what}.matchExpressions entry without a key")
-        if not all(isinstance(v, str) for v in values):
-            raise Invalid(f"{what}.matchExpressions {key}: values must be strings")
+        _check_label(key, values, f"{what}.matchExpressions")
         if operator in ("In", "NotIn"):
             if not values:
                 raise Invalid(f"{what}.matchExpressions {key}: {operator} needs values")
