@@ -1,0 +1,109 @@
+"""The `/explain` page: one flow's verdict (SPEC section 6) from the form's four fields.
+
+The verdict itself is computed by an injected callable, `explain(from, to, port, protocol)`, which
+raises `ValueError` (the translator's `ExplainError` is one) with a message for the user on bad
+input; the daemon builds it over its DB with `db_explainer`. This module only checks that the form
+is complete and turns failures into a 400 with that message, never a traceback.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Mapping, Optional
+
+from kube_manager.db import Database
+from kube_manager.manifests import Manifests
+from kube_manager.translator.explain import Explainer
+
+log = logging.getLogger(__name__)
+
+ExplainFn = Callable[[str, str, str, str], Mapping[str, Any]]
+EXPLAIN_FIELDS = ("from", "to", "port", "protocol")
+DEFAULT_PROTOCOL = "TCP"
+
+
+@dataclass
+class Outcome:
+    """What the page shows: the form as filled, and a result or an error."""
+
+    status: int
+    form: Dict[str, str]
+    result: Optional[Mapping[str, Any]] = None
+    error: str = ""
+
+
+class ExplainPage:
+    def __init__(self, explain: Optional[ExplainFn]) -> None:
+        self._explain = explain
+
+    @property
+    def available(self) -> bool:
+        return self._explain is not None
+
+    def answer(self, query: Mapping[str, str], blank_ok: bool = True) -> Outcome:
+        """The outcome for the query; a blank query is an empty form when `blank_ok` (HTML)."""
+        form = {name: str(query.get(name, "")).strip() for name in EXPLAIN_FIELDS}
+        if blank_ok and not any(form[name] for name in ("from", "to", "port")):
+            form["protocol"] = form["protocol"] or DEFAULT_PROTOCOL
+            return Outcome(200, form)  # a blank form, nothing asked yet
+        if self._explain is None:
+            return Outcome(503, form, error="explain is not available on this server")
+        missing = [name for name in EXPLAIN_FIELDS if not form[name]]
+        if missing:
+            return Outcome(400, form, error=f"missing {', '.join(missing)}: give from and to "
+                           f"(NS/POD or an IP address), port (1-65535) and protocol (TCP, UDP or SCTP)")
+        try:
+            result = self._explain(form["from"], form["to"], form["port"], form["protocol"])
+        except ValueError as exc:
+            return Outcome(400, form, error=str(exc))
+        except Exception:  # a bug must not show a traceback to the user; the log has it
+            log.exception("explain failed for %s", form)
+            return Outcome(500, form, error="internal error while explaining this flow; "
+                           "the kube-manager log has the details")
+        return Outcome(200, form, result=result)
+
+
+def db_translation(db: Database, cluster_name: str) -> Dict[str, Any]:
+    """The desired objects in the DB in the shape of `translate -o json` (SPEC section 8)."""
+    def bodies(kind: str) -> list:
+        return [db.desired.get(kind, {})[fq] for fq in sorted(db.desired.get(kind, {}))]
+
+    apses = bodies("application-policy-set")
+    return {
+        "cluster_name": cluster_name,
+        "tags": bodies("tag"),
+        "address_groups": bodies("address-group"),
+        "firewall_rules": bodies("firewall-rule"),
+        "firewall_policies": bodies("firewall-policy"),
+        "application_policy_set": next((a for a in apses if list(a.get("fq_name", []))[-1:] == [cluster_name]),
+                                       apses[0] if apses else {}),
+        "workloads": [{"namespace": p.namespace, "name": p.name, "ip": p.ip, "tags": sorted(p.tags)}
+                      for _key, p in sorted(db.pods.items())],
+    }
+
+
+def db_manifests(db: Database) -> Manifests:
+    """The Kubernetes objects in the DB as manifests, for the Kubernetes side of the verdict."""
+    namespaces = [{"kind": "Namespace", "metadata": {"name": ns.name, "uid": ns.uid,
+                                                     "labels": dict(ns.labels)}}
+                  for _name, ns in sorted(db.namespaces.items())]
+    pods = [p.manifest or {"kind": "Pod", "metadata": {"namespace": p.namespace, "name": p.name,
+                                                        "uid": p.uid, "labels": dict(p.labels)},
+                           "status": {"podIP": p.ip}}
+            for _key, p in sorted(db.pods.items())]
+    policies = [n.manifest or {"kind": "NetworkPolicy",
+                               "metadata": {"namespace": n.namespace, "name": n.name, "uid": n.uid},
+                               "spec": n.spec}
+                for _key, n in sorted(db.network_policies.items())]
+    return Manifests(namespaces=namespaces, pods=pods, network_policies=policies)
+
+
+def db_explainer(db: Database, cluster_name: str) -> ExplainFn:
+    """An explain callable over the live DB: the desired Contrail objects against the cached
+    Kubernetes objects. It indexes the DB at each call, so it always answers for the current state
+    (explain is asked by people, a few times a minute at most)."""
+    def explain(source: str, destination: str, port: str, protocol: str) -> Mapping[str, Any]:
+        explainer = Explainer(db_translation(db, cluster_name), db_manifests(db), cluster_name)
+        return explainer.explain(source, destination, port, protocol)
+
+    return explain

@@ -1,0 +1,263 @@
+"""The page handlers: each reads one snapshot of the DB and answers HTML or, with ?format=json, JSON.
+
+Handlers never write to the DB. Bad input raises `BadRequest` (shown as a 400 page); a missing
+object answers 404. Templates are rendered with autoescaping on, so names and error texts that
+contain markup are shown as text.
+"""
+from __future__ import annotations
+
+import datetime
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+import yaml
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from kube_manager.db import Database
+from introspect import lists
+from introspect.contrail import ContrailObject
+from introspect.explain import EXPLAIN_FIELDS, ExplainFn, ExplainPage
+from introspect.health import ConfigApiProbe, HealthPolicy, liveness, readiness, render_text
+from introspect.http import BadRequest, Request, Response
+from introspect.lists import LIST_PAGES, ListPage, Snapshot, href, policy_detail_href
+from introspect.redact import Redactor
+
+HTML_PAGE_SIZE = 500  # rows per HTML page; JSON returns everything unless limit= is given
+GROUPS = ("Kubernetes", "Contrail", "Connections")
+
+
+@dataclass(frozen=True)
+class Page:
+    """The part of a request the list template needs to draw filters and pagination."""
+
+    offset: int
+    limit: Optional[int]
+
+    @classmethod
+    def from_request(cls, request: Request, default_limit: Optional[int]) -> "Page":
+        offset = _non_negative(request, "offset", 0)
+        limit = _non_negative(request, "limit", default_limit)
+        if limit == 0:
+            raise BadRequest("limit must be at least 1")
+        return cls(offset, limit)
+
+    def slice(self, rows: List[Any]) -> List[Any]:
+        end = None if self.limit is None else self.offset + self.limit
+        return rows[self.offset:end]
+
+
+def _non_negative(request: Request, name: str, default: Optional[int]) -> Optional[int]:
+    text = request.param(name)
+    if not text:
+        return default
+    if not text.isdigit():
+        raise BadRequest(f"{name} must be a whole number, not {text!r}")
+    return int(text)
+
+
+class Pages:
+    """Every page of the introspect server, over one DB."""
+
+    def __init__(self, db: Database, *, redactor: Redactor, registry: Optional[CollectorRegistry],
+                 explain: Optional[ExplainFn], config_api_probe: Optional[ConfigApiProbe],
+                 health_policy: HealthPolicy, clock: Callable[[], float]) -> None:
+        self.db = db
+        self.redactor = redactor
+        self.registry = registry
+        self.explain_page = ExplainPage(explain)
+        self.config_api_probe = config_api_probe
+        self.health_policy = health_policy
+        self.clock = clock
+        self.templates = Environment(
+            loader=PackageLoader("introspect", "templates"),
+            autoescape=select_autoescape(default=True, default_for_string=True),
+            undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+        self.templates.filters.update(when=self._when, slug=_slug)
+        self.templates.globals.update(nav=LIST_PAGES, groups=GROUPS, href=href,
+                                      policy_detail_href=policy_detail_href,
+                                      has_config=redactor.config_view is not None,
+                                      pages=lists)
+
+    # ---- helpers ---------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(self.db, self.redactor)
+
+    def render(self, template: str, status: int = 200, **context: Any) -> Response:
+        html = self.templates.get_template(template).render(**context)
+        return Response(status, html.encode("utf-8"))
+
+    def error(self, request: Request, status: int, message: str) -> Response:
+        if request.query.get("format", "").strip().lower() == "json":
+            return Response.json(status, {"error": message})
+        return self.render("error.html", status, title=f"{status} {_TITLES.get(status, 'Error')}",
+                           message=message)
+
+    def _when(self, timestamp: Optional[float]) -> str:
+        if not timestamp:
+            return "never"
+        moment = datetime.datetime.fromtimestamp(timestamp, datetime.timezone.utc)
+        ago = max(0.0, self.clock() - timestamp)
+        return f"{moment:%Y-%m-%d %H:%M:%S}Z ({_duration(ago)} ago)"
+
+    # ---- pages -----------------------------------------------------------------------------
+
+    def index(self, request: Request) -> Response:
+        request.check_params(["format"])
+        snapshot = self.snapshot()
+        counts = {page.path: len(page.build(snapshot)) for page in LIST_PAGES}
+        live = liveness(self.db, self.health_policy, self.clock())
+        if request.wants_json():
+            return Response.json(200, {
+                "lists": [{"path": p.path, "title": p.title, "count": counts[p.path]} for p in LIST_PAGES],
+                "errors": len(self.db.errors), "liveness": [c.to_dict() for c in live]})
+        return self.render("index.html", title="kube-manager introspect", counts=counts,
+                           errors=len(self.db.errors), live=live,
+                           uptime=_duration(self.clock() - self.db.started_at))
+
+    def list_page(self, page: ListPage, request: Request) -> Response:
+        request.check_params([f.param for f in page.filters] + ["format", "limit", "offset"])
+        wants_json = request.wants_json()
+        window = Page.from_request(request, None if wants_json else HTML_PAGE_SIZE)
+        snapshot = self.snapshot()
+        every = page.build(snapshot)
+        rows = page.select(every, request.query)
+        shown = window.slice(rows)
+        if wants_json:
+            return Response.json(200, {page.json_key: [page.to_json(row) for row in shown]})
+        return self.render("list.html", title=page.title, page=page, rows=shown, total=len(every),
+                           matched=len(rows), window=window, query=request.query,
+                           translation_errors=self._translation_errors(page, request))
+
+    def _translation_errors(self, page: ListPage, request: Request) -> List[Dict[str, str]]:
+        """On the NetworkPolicy list: every rejection of the translator, filtered like the rows."""
+        if page is not lists.NETWORK_POLICIES:
+            return []
+        rows = [dict(error) for error in self.db.errors]
+        for flt in (lists.NAMESPACE, lists.NAME, lists.NAME_CONTAINS):
+            wanted = request.param(flt.param)
+            if wanted:
+                rows = [row for row in rows if flt.matches(row, wanted)]
+        return sorted(rows, key=lambda e: (e.get("kind", ""), e.get("namespace", ""), e.get("name", "")))
+
+    def policy_detail(self, request: Request) -> Response:
+        request.check_params(["namespace", "name", "format"])
+        namespace, name = request.param("namespace"), request.param("name")
+        if not namespace or not name:
+            raise BadRequest("give both namespace= and name= of the NetworkPolicy")
+        snapshot = self.snapshot()
+        matches = [r for r in lists.network_policy_rows(snapshot)
+                   if (r["namespace"], r["name"]) == (namespace, name)]
+        if not matches:
+            return self.error(request, 404, f"no NetworkPolicy {namespace}/{name} in the database")
+        detail = _policy_detail(snapshot, matches[0])
+        if request.wants_json():
+            return Response.json(200, {"network_policy": detail["json"]})
+        return self.render("policy.html", title=f"NetworkPolicy {namespace}/{name}", **detail)
+
+    def explain(self, request: Request) -> Response:
+        request.check_params(list(EXPLAIN_FIELDS) + ["format"])
+        wants_json = request.wants_json()
+        outcome = self.explain_page.answer(request.query, blank_ok=not wants_json)
+        if wants_json:
+            if outcome.error:
+                return Response.json(outcome.status, {"error": outcome.error})
+            return Response.json(outcome.status, outcome.result)
+        rule_state = None
+        if outcome.result and outcome.result.get("rule"):
+            rules = [r for r in lists.firewall_rule_rows(self.snapshot()) if r["name"] == outcome.result["rule"]]
+            rule_state = rules[0]["state"] if rules else None
+        return self.render("explain.html", outcome.status, title="Explain a flow", form=outcome.form,
+                           outcome=outcome, rule_state=rule_state,
+                           available=self.explain_page.available)
+
+    def config(self, request: Request) -> Response:
+        request.check_params(["format"])
+        view = self.redactor.config_view
+        if view is None:
+            return self.error(request, 404, "no configuration was given to the introspect server")
+        if request.wants_json():
+            return Response.json(200, {"config": view})
+        return self.render("config.html", title="Configuration (secrets redacted)",
+                           text=yaml.safe_dump(view, sort_keys=False, default_flow_style=False))
+
+    def livez(self, request: Request) -> Response:
+        request.check_params(["format", "verbose"])
+        return self._health(request, "livez", liveness(self.db, self.health_policy, self.clock()))
+
+    def readyz(self, request: Request) -> Response:
+        request.check_params(["format", "verbose"])
+        return self._health(request, "readyz", readiness(self.db, self.config_api_probe, self.redactor))
+
+    def _health(self, request: Request, what: str, checks: list) -> Response:
+        ok = all(check.ok for check in checks)
+        status = 200 if ok else 503
+        if request.wants_json():
+            return Response.json(status, {"status": "ok" if ok else "failed",
+                                          "checks": [check.to_dict() for check in checks]})
+        return Response.text(status, render_text(checks, what))
+
+    def metrics(self, request: Request) -> Response:
+        request.check_params([])
+        if self.registry is None:
+            return self.error(request, 404, "no metrics registry was given to the introspect server")
+        return Response(200, generate_latest(self.registry), CONTENT_TYPE_LATEST)
+
+
+def _policy_detail(snapshot: Snapshot, row: Dict[str, Any]) -> Dict[str, Any]:
+    """One NetworkPolicy with its rules (pass rules in its firewall policy, deny rules in the
+    cluster's deny-all policy), the tags and address groups those rules use."""
+    named = set(row["rules"])
+    optional: set = set()
+    for policy in snapshot.contrail.objects("firewall-policy"):
+        if policy.name == row["firewall_policy_name"]:
+            named.update(name for name, _seq in policy.refs("firewall_rule_refs"))
+            optional.update(_deny_rule_names(policy))
+    rules = [r for r in lists.firewall_rule_rows(snapshot) if r["name"] in named | optional]
+    missing = sorted(named - {r["name"] for r in rules})
+    tag_names = {t for r in rules for t in r["tags"]}
+    group_names = {g for r in rules for g in r["address_groups"]}
+    tags = [t for t in lists.tag_rows(snapshot) if t["name"] in tag_names]
+    groups = [g for g in lists.address_group_rows(snapshot) if g["name"] in group_names]
+    as_json = {
+        **lists.NETWORK_POLICIES.to_json(row),
+        "firewall_rules": [lists.FIREWALL_RULES.to_json(r) for r in rules],
+        "missing_rules": missing,
+        "tags": [lists.TAGS.to_json(t) for t in tags],
+        "address_groups": [lists.ADDRESS_GROUPS.to_json(g) for g in groups],
+    }
+    return {"policy": row, "rules": rules, "missing_rules": missing, "tags": tags, "groups": groups,
+            "spec_yaml": yaml.safe_dump(row["spec"], sort_keys=False, default_flow_style=False),
+            "json": as_json}
+
+
+def _deny_rule_names(policy: ContrailObject) -> List[str]:
+    """The default-deny rule names of SPEC section 4 for this NetworkPolicy's firewall policy
+    (`<cluster>-<ns>-<np>` gives `<cluster>-<ns>-<dir>-<np>-denyall`), so the detail page shows them
+    even when the record lists only the pass rules."""
+    prefix = f"{policy.annotation('cluster')}-{policy.annotation('namespace')}-"
+    if prefix == "--" or not policy.name.startswith(prefix):
+        return []
+    suffix = policy.name[len(prefix):]
+    return [f"{prefix}{direction}-{suffix}-denyall" for direction in ("ingress", "egress")]
+
+
+def _slug(value: Any) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", str(value).lower()).strip("-") or "none"
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(max(0, seconds))
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    if seconds < 172800:
+        return f"{seconds // 3600} h"
+    return f"{seconds // 86400} d"
+
+
+_TITLES = {400: "Bad request", 404: "Not found", 405: "Method not allowed", 500: "Internal error",
+           503: "Unavailable"}
