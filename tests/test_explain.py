@@ -10,7 +10,7 @@ from typing import Any, Dict
 
 import pytest
 
-from conformance.cluster import ManifestSet, namespace, pod, policy
+from conformance.cluster import ManifestSet, namespace, pod, wiki_example_policies
 from conformance.contrail import (ANY, firewall_policy, rule, tags, translation, workload)
 from kube_manager.translator.explain import (CLUSTER_WIDE, MISMATCH, ExplainError, Explainer,
                                              cluster_wide_policies, explain)
@@ -28,13 +28,7 @@ def manifests() -> ManifestSet:
         pods=[pod("x", "a", {"pod": "a"}, "10.244.1.10"), pod("x", "b", {"pod": "b"}, "10.244.1.11"),
               pod("y", "a", {"pod": "a"}, "10.244.2.10"), pod("y", "twin", {"pod": "t"}, "10.244.2.10"),
               pod("y", "new", {"pod": "n"}, "10.244.2.99")],
-        network_policies=[
-            policy("y", "p1", {"podSelector": {"matchLabels": {"pod": "a"}}, "policyTypes": ["Egress"],
-                               "egress": [{"to": [{"namespaceSelector": {"matchLabels": {"ns": "x"}},
-                                                   "podSelector": {"matchLabels": {"pod": "a"}}}]}]}),
-            policy("x", "p2", {"podSelector": {"matchLabels": {"pod": "a"}},
-                               "ingress": [{"from": [{"podSelector": {"matchLabels": {"pod": "b"}}}]}]}),
-        ])
+        network_policies=wiki_example_policies())
 
 
 def contrail() -> Dict[str, Any]:

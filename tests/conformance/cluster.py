@@ -75,5 +75,16 @@ def xyz_cluster(policies: Sequence[Dict[str, Any]] = ()) -> ManifestSet:
     )
 
 
+def wiki_example_policies() -> List[Dict[str, Any]]:
+    """The seed's cluster-wide example: y/a may send to x/a (p1), x/a may receive only from x/b (p2)."""
+    return [
+        policy("y", "p1", {"podSelector": {"matchLabels": {"pod": "a"}}, "policyTypes": ["Egress"],
+                           "egress": [{"to": [{"namespaceSelector": {"matchLabels": {"ns": "x"}},
+                                               "podSelector": {"matchLabels": {"pod": "a"}}}]}]}),
+        policy("x", "p2", {"podSelector": {"matchLabels": {"pod": "a"}},
+                           "ingress": [{"from": [{"podSelector": {"matchLabels": {"pod": "b"}}}]}]}),
+    ]
+
+
 def all_pods() -> List[str]:
     return [f"{ns}/{name}" for ns in NAMESPACES for name in POD_NAMES]
