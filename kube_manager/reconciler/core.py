@@ -1,0 +1,511 @@
+"""The reconciler: the owned objects in the config API follow the translator's desired state.
+
+Level-triggered (SPEC section 7). Events only say *which* keys to look at; what to do is always
+decided by comparing the desired body (`db.desired`) with the object actually in the config API
+(`db.actual`, our owned objects as listed at start and as we wrote them since). Keys are
+`(resource type, fq_name)` for Contrail objects and `("pod", (namespace, name))` for pod tagging.
+
+How a key is handled (one worker per key at a time, see `workqueue` and `executor`):
+- `diff.plan` says what to write next, or what to wait for. Waiting keys are parked on the keys they
+  wait for and woken when those change, so nothing polls and nothing holds a worker.
+- Every key has a progress state: absent (settled), ACTIVE (queued, running, or waiting for keys
+  that are themselves progressing) or BLOCKED (failed and backing off, or waiting for a failed key).
+  A waiting object treats an ACTIVE dependency as "wait" and a BLOCKED one as "do without for now".
+- Create conflict (409): read the object; ours -> adopt and update it; a shared object (tag, address
+  group) of another owner -> use it as it is; any other object of another owner under our name -> a
+  conflict, reported and left alone until the next resync.
+- Delete: 404 is success; 409 (someone else still refers to it) is left for the next resync.
+- 5xx, connection errors and anything unexpected: the key backs off, the others keep going.
+
+Make before break (SPEC section 7), on top of plain existence: the deny rules of a NetworkPolicy are
+added to `<cluster>-denyall` only once that NetworkPolicy's firewall policy holds all its pass rules
+and is in the APS; refs are dropped from any other policy or from the APS only once the denyall
+policy holds no deny rule that is no longer wanted.
+
+A resync (at start, then every `kube_timer_interval`) lists our objects once per type plus all VMIs,
+replaces what we believed with what is there (keeping what was written since the listing began), and
+queues every key whose desired and actual differ: drift is repaired, leftovers are garbage-collected.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Set
+
+import gevent.event
+
+from kube_manager.db import Database, FqName
+from kube_manager.logging_setup import kv
+from vnc_client.errors import Conflict, NotFound, VncError
+from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
+
+from . import diff
+from .diff import ObjKey, Progress, Step
+from .executor import Executor
+from .ownership import OWNED_TYPES, SHARED_TYPES, Lister, Marks, list_objects
+from .pods import POD, PodTagger, VmiApi, pod_key
+from .workqueue import Backoff, WorkQueue
+
+log = logging.getLogger(__name__)
+
+ACTIVE = "active"
+BLOCKED = "blocked"
+# Order in which a resync queues keys: what others refer to first, so fewer keys park.
+_RANK = {t: n for n, t in enumerate(OWNED_TYPES)}
+_MAX_WRITES_PER_TURN = 4  # create -> 409 -> adopt -> update is 2; more means the server disagrees
+
+
+class ConfigApi(Lister, VmiApi, Protocol):
+    """The config API calls the reconciler makes (vnc_client.client.VncClient fits)."""
+
+    def create(self, obj_type: str, body: Mapping[str, Any]) -> Dict[str, Any]: ...
+
+    def update(self, obj_type: str, ident: Any, body: Mapping[str, Any]) -> Dict[str, Any]: ...
+
+    def delete(self, obj_type: str, ident: Any) -> None: ...
+
+
+@dataclass
+class Settings:
+    concurrency: int = 8       # config API requests in flight at most (vnc_max_concurrency)
+    retry_base: float = 0.2    # first retry delay of a failed key, doubled up to retry_cap
+    retry_cap: float = 30.0
+
+
+@dataclass
+class Counters:
+    """Writes by operation, and listing requests; what the benchmark and the logs report."""
+
+    create: int = 0
+    update: int = 0
+    delete: int = 0
+    set_tag: int = 0
+    reads: int = 0
+    conflicts: int = 0
+    failures: int = 0
+
+    @property
+    def writes(self) -> int:
+        return self.create + self.update + self.delete + self.set_tag
+
+
+@dataclass
+class Conflicting:
+    """An object of another owner under one of our names: never touched, reported."""
+
+    key: ObjKey
+    owner: str
+
+
+class Observer(Protocol):
+    """Metrics hooks (kube_manager.metrics.Metrics is adapted to this by the daemon)."""
+
+    def queue_depth(self, depth: int) -> None: ...
+
+    def reconciled(self, kind: str, seconds: float) -> None: ...
+
+
+def describe(key: ObjKey) -> str:
+    return f"{key[0]} {':'.join(key[1])}"
+
+
+class Reconciler:
+    """Keeps `db.actual` (and the config API) equal to `db.desired`; see the module docstring.
+
+    The daemon updates `db.desired` (the translator's output) and `db.pods[..].tags`, then calls
+    `objects_changed` / `pods_changed` with the keys the translator reported.
+    """
+
+    def __init__(self, client: ConfigApi, db: Database, marks: Marks, settings: Settings = Settings(),
+                 observer: Optional[Observer] = None,
+                 deny_owner: Optional[Callable[[FqName], Optional[FqName]]] = None) -> None:
+        self.client = client
+        self.db = db
+        self.marks = marks
+        self.settings = settings
+        self.counters = Counters()
+        self.conflicts: Dict[ObjKey, Conflicting] = {}
+        self._observer = observer
+        self._deny_owner = deny_owner or (lambda _fq: None)
+        self.queue: WorkQueue[ObjKey] = WorkQueue(on_depth=observer.queue_depth if observer else None)
+        self.executor: Executor[ObjKey] = Executor(
+            self.queue, self._handle, concurrency=settings.concurrency,
+            backoff=Backoff(settings.retry_base, settings.retry_cap),
+            on_error=self._failed, on_handled=self._timed)
+        self.pods = PodTagger(client, db, self, self._managed_tag)
+        pm = tuple(DEFAULT_POLICY_MANAGEMENT)
+        self.aps_key: ObjKey = ("application-policy-set", pm + (marks.cluster,))
+        self.denyall_key: ObjKey = ("firewall-policy", pm + (f"{marks.cluster}-denyall",))
+        self._others: Dict[str, Dict[FqName, Dict[str, Any]]] = {}
+        self._referrers: Dict[ObjKey, Set[ObjKey]] = {}
+        self._status: Dict[ObjKey, str] = {}
+        self._waiting_on: Dict[ObjKey, Set[ObjKey]] = {}
+        self._waiters: Dict[ObjKey, Set[ObjKey]] = {}
+        self._deferred: Set[ObjKey] = set()
+        self._seq = 0
+        self._written_at: Dict[ObjKey, int] = {}
+        self._vmi_written_at: Dict[str, int] = {}
+        self._synced_once = gevent.event.Event()
+
+    # --- driving -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.executor.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.executor.stop(timeout)
+
+    def objects_changed(self, keys: Iterable[ObjKey]) -> None:
+        """The desired bodies of `keys` changed (created, modified or gone)."""
+        if not self._synced_once.is_set():
+            return  # the first resync looks at everything anyway
+        for key in sorted(keys, key=_order):
+            self._enqueue(key)
+
+    def pods_changed(self, keys: Iterable[tuple]) -> None:
+        """The desired tags of these pods (`(namespace, name)`) changed, or the pods came or went."""
+        if not self._synced_once.is_set():
+            return
+        for key in keys:
+            self._enqueue(pod_key(*key))
+
+    def resync(self) -> int:
+        """List what the config API holds, repair and garbage-collect; returns the keys queued."""
+        started = time.monotonic()
+        since = self._seq
+        listing = list_objects(self.client, self.marks)
+        self.counters.reads += listing.requests
+        self.counters.reads += self.pods.load(keep=[v for v, s in self._vmi_written_at.items() if s > since])
+        for obj_type in OWNED_TYPES:
+            listed = listing.owned.get(obj_type, {})
+            current = self.db.actual.setdefault(obj_type, {})
+            for fq_name in set(current) | set(listed):
+                key = (obj_type, fq_name)
+                if self._written_at.get(key, -1) <= since:
+                    self._set_actual(key, listed.get(fq_name), written=False)
+        self._others = listing.others
+        self._deferred.clear()
+        self._written_at = {k: s for k, s in self._written_at.items() if s > since}
+        self._vmi_written_at = {k: s for k, s in self._vmi_written_at.items() if s > since}
+        queued = 0
+        for key in sorted(self._all_object_keys(), key=_order):
+            if not self._settled(key):
+                self._enqueue(key)
+                queued += 1
+        for key in sorted(self.db.pods):
+            if self.pods.needs_work(key):
+                self._enqueue(pod_key(*key))
+                queued += 1
+        self._synced_once.set()
+        if self._observer is not None:
+            self._observer.reconciled("resync", time.monotonic() - started)
+        log.info("resync done", extra=kv(queued=queued, owned=sum(map(len, self.db.actual.values())),
+                                         desired=sum(map(len, self.db.desired.values())),
+                                         seconds=round(time.monotonic() - started, 3)))
+        return queued
+
+    # --- state for others ----------------------------------------------------------------------
+
+    def converged(self) -> bool:
+        """Everything desired is in the config API, nothing else of ours is, every pod is tagged."""
+        if not self._synced_once.is_set() or not self.queue.is_idle():
+            return False
+        if any(not self._settled(k) and not self._deferred_shared_delete(k) for k in self._all_object_keys()):
+            return False
+        return all(self.pods.index.vmis_of(r.uid) and not self.pods.needs_work(k) for k, r in self.db.pods.items())
+
+    def state_of(self, key: ObjKey) -> str:
+        """`synced`, `pending` or `retrying`: what the introspect pages show for one object."""
+        if self._status.get(key) == BLOCKED or key in self._deferred:
+            return "retrying"
+        return "synced" if self._settled(key) else "pending"
+
+    def summary(self) -> Dict[str, int]:
+        statuses = list(self._status.values())
+        return {"active": statuses.count(ACTIVE), "blocked": statuses.count(BLOCKED),
+                "queued": len(self.queue), "scheduled": self.queue.scheduled,
+                "deferred": len(self._deferred), "conflicts": len(self.conflicts)}
+
+    # --- diff.View -----------------------------------------------------------------------------
+
+    def present(self, key: ObjKey) -> bool:
+        return self._actual(key) is not None or self._borrowed(key)
+
+    def progress(self, waiter: ObjKey, key: ObjKey) -> Progress:
+        status = self._status.get(key)
+        if status == BLOCKED:
+            return Progress.BLOCKED
+        if status == ACTIVE:
+            return Progress.BLOCKED if self._reaches(key, waiter) else Progress.PENDING
+        if key[0] != POD and self._desired(key) is None and not self.present(key):
+            return Progress.BLOCKED  # nobody will create it: do without it until things change
+        self._enqueue(key)  # settled-looking but not as the waiter needs it: look again
+        return Progress.PENDING
+
+    def gate_add(self, holder: ObjKey, ref_field: str, target: ObjKey) -> Optional[ObjKey]:
+        if holder != self.denyall_key or ref_field != "firewall_rule_refs":
+            return None
+        owner = self._deny_owner(target[1])
+        if owner is None:
+            return None
+        policy = ("firewall-policy", owner)
+        if not self._settled(policy):
+            return policy
+        aps = self._actual(self.aps_key)
+        if aps is not None and policy not in {t for t, _ in diff.refs(self.aps_key[0], aps, "firewall_policy_refs")}:
+            return self.aps_key
+        return None
+
+    def gate_remove(self, holder: ObjKey, ref_field: str) -> Optional[ObjKey]:
+        if holder == self.denyall_key:
+            return None
+        actual = self._actual(self.denyall_key)
+        if actual is None:
+            return None
+        wanted = {t for t, _ in diff.refs("firewall-policy", self._desired(self.denyall_key) or {},
+                                          "firewall_rule_refs")}
+        held = {t for t, _ in diff.refs("firewall-policy", actual, "firewall_rule_refs")}
+        return self.denyall_key if held - wanted else None
+
+    def referrers(self, key: ObjKey) -> List[ObjKey]:
+        found = sorted(self._referrers.get(key, ()))
+        if key[0] == "tag" and len(key[1]) == 1:
+            found.extend(self.pods.referrers(key[1][0]))
+        return found
+
+    # --- handling one key ----------------------------------------------------------------------
+
+    def _handle(self, key: ObjKey) -> bool:
+        self._status[key] = ACTIVE
+        self._unpark(key)
+        if key[0] == POD:
+            return self._handle_pod(key)
+        writes = 0
+        while True:
+            if self._actual(key) is None and self._borrowed(key):
+                step = Step("none")  # a shared object of another owner serves as it is
+                break
+            step = diff.plan(key, self._desired(key), self._actual(key), self)
+            if step.action in ("none", "wait"):
+                break
+            if writes == _MAX_WRITES_PER_TURN:
+                raise VncError(f"{describe(key)} does not read back as written after {writes} writes")
+            writes += 1
+            if not self._write(key, step):
+                return True  # deferred until the next resync
+        self._settle(key, step)
+        return True
+
+    def _handle_pod(self, key: ObjKey) -> bool:
+        outcome = self.pods.sync(key[1])
+        self.counters.set_tag += len(outcome.written)
+        for vmi in outcome.written:
+            self._seq += 1
+            self._vmi_written_at[vmi] = self._seq
+        if outcome.pending:
+            self._park(key, outcome.pending, ACTIVE)
+            return True
+        if outcome.done:
+            self._set_status(key, None)
+        else:
+            self._set_status(key, BLOCKED)
+        return outcome.done
+
+    def _write(self, key: ObjKey, step: Step) -> bool:
+        """Carry out one create/update/delete; False when the key is deferred to the next resync."""
+        obj_type, fq_name = key
+        name = ":".join(fq_name)
+        if step.action == "create":
+            try:
+                created = self.client.create(obj_type, step.body)
+            except Conflict:
+                self.counters.conflicts += 1
+                return self._adopt(key)
+            except NotFound:
+                if step.body.get("parent_type") != "policy-management" or not self._create_policy_management():
+                    raise
+                return True
+            self.counters.create += 1
+            log.info("created", extra=kv(type=obj_type, fq_name=name, uuid=created.get("uuid"),
+                                         complete=step.complete))
+            self._set_actual(key, created)
+        elif step.action == "update":
+            try:
+                self.client.update(obj_type, step.uuid, step.body)
+            except NotFound:
+                log.info("gone from the config API, will create it again", extra=kv(type=obj_type, fq_name=name))
+                self._set_actual(key, None)
+                return True
+            self.counters.update += 1
+            log.info("updated", extra=kv(type=obj_type, fq_name=name, fields=",".join(sorted(step.body)),
+                                         complete=step.complete))
+            self._set_actual(key, {**(self._actual(key) or {}), **step.body})
+        else:
+            try:
+                self.client.delete(obj_type, step.uuid)
+            except NotFound:
+                pass
+            except Conflict as exc:
+                self._defer(key, f"still referred to by objects that are not ours: {exc.body.strip()[:200]}")
+                return False
+            self.counters.delete += 1
+            log.info("deleted", extra=kv(type=obj_type, fq_name=name, uuid=step.uuid))
+            self._set_actual(key, None)
+        return True
+
+    def _create_policy_management(self) -> bool:
+        """SPEC section 1: create `default-policy-management` if missing; True if it was missing."""
+        try:
+            self.client.create("policy-management", {"fq_name": list(DEFAULT_POLICY_MANAGEMENT)})
+        except Conflict:
+            return False
+        self.counters.create += 1
+        log.info("created", extra=kv(type="policy-management", fq_name=":".join(DEFAULT_POLICY_MANAGEMENT)))
+        return True
+
+    def _adopt(self, key: ObjKey) -> bool:
+        """A create found the name taken: read the object and decide whose it is."""
+        obj_type, fq_name = key
+        existing = self.client.read(obj_type, list(fq_name))
+        self.counters.reads += 2  # fqname-to-id, then the read
+        if self.marks.owns(existing):
+            log.info("adopted an object of ours found by name", extra=kv(type=obj_type, fq_name=":".join(fq_name)))
+            self._set_actual(key, existing)
+            return True
+        if obj_type in SHARED_TYPES:
+            log.info("using a shared object of another owner", extra=kv(
+                type=obj_type, fq_name=":".join(fq_name), owner=self.marks.describe(existing)))
+            self._others.setdefault(obj_type, {})[fq_name] = existing
+            self._notify(key)
+            return True
+        self.conflicts[key] = Conflicting(key, self.marks.describe(existing))
+        self._defer(key, f"name taken by an object that is not ours ({self.marks.describe(existing)})")
+        return False
+
+    def _defer(self, key: ObjKey, reason: str) -> None:
+        log.warning("left for the next resync", extra=kv(type=key[0], fq_name=":".join(key[1]), reason=reason))
+        self._deferred.add(key)
+        self._set_status(key, BLOCKED)
+
+    def _settle(self, key: ObjKey, step: Step) -> None:
+        if step.action == "none" and step.complete:
+            self.conflicts.pop(key, None)
+            self._set_status(key, None)
+        else:
+            self._park(key, step.pending + step.blocked, ACTIVE if step.pending else BLOCKED)
+
+    def _failed(self, key: ObjKey, exc: BaseException, delay: float) -> None:
+        self.counters.failures += 1
+        log.warning("config API write failed, will retry", extra=kv(
+            key=describe(key), error=f"{type(exc).__name__}: {exc}", retry_in=round(delay, 3),
+            failures=self.executor.backoff.failures(key)))
+        self._set_status(key, BLOCKED)
+
+    def _timed(self, key: ObjKey, seconds: float) -> None:
+        if self._observer is not None:
+            self._observer.reconciled("pod" if key[0] == POD else "network_policy", seconds)
+
+    # --- progress bookkeeping ------------------------------------------------------------------
+
+    def _enqueue(self, key: ObjKey) -> None:
+        if key in self._deferred:
+            return  # left alone until the next resync
+        self._status[key] = ACTIVE
+        self.queue.add(key)
+
+    def _set_status(self, key: ObjKey, status: Optional[str]) -> None:
+        before = self._status.get(key)
+        if status is None:
+            self._status.pop(key, None)
+        else:
+            self._status[key] = status
+        if before != status and status != ACTIVE:
+            self._notify(key)
+
+    def _park(self, key: ObjKey, on: Sequence[ObjKey], status: str) -> None:
+        self._waiting_on[key] = set(on)
+        for target in on:
+            self._waiters.setdefault(target, set()).add(key)
+        self._set_status(key, status)
+
+    def _unpark(self, key: ObjKey) -> None:
+        for target in self._waiting_on.pop(key, ()):
+            waiters = self._waiters.get(target)
+            if waiters is not None:
+                waiters.discard(key)
+                if not waiters:
+                    del self._waiters[target]
+
+    def _notify(self, key: ObjKey) -> None:
+        for waiter in sorted(self._waiters.pop(key, ()), key=_order):
+            self._enqueue(waiter)
+
+    def _reaches(self, start: ObjKey, goal: ObjKey) -> bool:
+        """Whether `start` waits, directly or not, on `goal` (a wait cycle if `goal` waits on it)."""
+        seen, todo = {start}, [start]
+        while todo:
+            for nxt in self._waiting_on.get(todo.pop(), ()):
+                if nxt == goal:
+                    return True
+                if nxt not in seen and self._status.get(nxt) == ACTIVE:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return False
+
+    # --- objects -------------------------------------------------------------------------------
+
+    def _desired(self, key: ObjKey) -> Optional[Dict[str, Any]]:
+        return self.db.desired.get(key[0], {}).get(key[1])
+
+    def _actual(self, key: ObjKey) -> Optional[Dict[str, Any]]:
+        return self.db.actual.get(key[0], {}).get(key[1])
+
+    def _borrowed(self, key: ObjKey) -> bool:
+        return key[0] in SHARED_TYPES and key[1] in self._others.get(key[0], {})
+
+    def _settled(self, key: ObjKey) -> bool:
+        desired, actual = self._desired(key), self._actual(key)
+        if desired is None:
+            return actual is None
+        return diff.matches(key[0], desired, actual) or (actual is None and self._borrowed(key))
+
+    def _deferred_shared_delete(self, key: ObjKey) -> bool:
+        return key in self._deferred and key[0] in SHARED_TYPES and self._desired(key) is None
+
+    def _all_object_keys(self) -> Set[ObjKey]:
+        keys = set()
+        for source in (self.db.desired, self.db.actual):
+            for obj_type, objects in source.items():
+                keys.update((obj_type, fq) for fq in objects)
+        return keys
+
+    def _set_actual(self, key: ObjKey, body: Optional[Dict[str, Any]], written: bool = True) -> None:
+        old = self._actual(key)
+        if old is not None:
+            for target in diff.all_targets(key[0], old):
+                holders = self._referrers.get(target)
+                if holders is not None:
+                    holders.discard(key)
+                    if not holders:
+                        del self._referrers[target]
+        objects = self.db.actual.setdefault(key[0], {})
+        if body is None:
+            objects.pop(key[1], None)
+        else:
+            objects[key[1]] = body
+            for target in diff.all_targets(key[0], body):
+                self._referrers.setdefault(target, set()).add(key)
+        if written:
+            self._seq += 1
+            self._written_at[key] = self._seq
+        self._notify(key)
+
+    def _managed_tag(self, tag: str) -> bool:
+        """Tags a pod's VMI may lose: ours, or wanted by us (another cluster's are left alone)."""
+        key = ("tag", (tag,))
+        return self._actual(key) is not None or self._desired(key) is not None
+
+
+def _order(key: ObjKey) -> tuple:
+    return (_RANK.get(key[0], len(_RANK)), key)

@@ -1,0 +1,274 @@
+"""Desired against actual, for one object: what to write next, or what to wait for.
+
+Pure functions, no I/O. The reconciler calls `plan` for one key at a time, with a `View` that answers
+questions about the other objects (does it exist, is it being written, did it fail), and carries out
+the returned `Step`. Ordering is therefore not a precomputed list but a set of readiness rules, which
+is what lets one failing object wait without holding back unrelated ones:
+
+- an object is created or updated only once everything it refers to exists (tags and address groups
+  before the rules using them, rules before the policy listing them, policies before the APS);
+- an object is deleted only once nothing of ours refers to it any more (the reverse order);
+- a ref list (`firewall_rule_refs`, `firewall_policy_refs`) may be written partially: while a target
+  is still being written the holder waits, but a target that *failed* is left out for now, so that one
+  broken rule cannot keep every other NetworkPolicy out of the APS;
+- make before break beyond plain existence (SPEC section 7: deny rules only after the policy they
+  protect is in force; ref removals only after the deny rules are gone) is the View's `gate_add` and
+  `gate_remove`, because only the reconciler knows which objects play which part.
+
+Comparison is "desired is a subset of actual": every field we set must read back equal; what the
+server adds (uuid, href, id_perms, tag_ids, ...) is ignored, and so are fields we never set. A missing
+field, null, [], {} and a dict of empty values are all "empty". Ref lists are compared as sets of (target, attr).
+"""
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Protocol, Tuple
+
+from vnc_client.schema import RESOURCE_TYPES
+
+FqName = Tuple[str, ...]
+ObjKey = Tuple[str, FqName]  # (resource type, fq_name)
+
+# Ref lists that may be written in part (see the module docstring); every other ref is all or nothing.
+PARTIAL_REF_FIELDS = frozenset({"firewall_rule_refs", "firewall_policy_refs"})
+# Fields that name the object rather than describe it: never sent in an update.
+IDENTITY_FIELDS = frozenset({"fq_name", "parent_type", "uuid", "parent_uuid"})
+ENDPOINT_FIELDS = ("endpoint_1", "endpoint_2")
+
+
+class Progress(enum.Enum):
+    """Where a referred-to object (or a gate) stands, from the point of view of a waiting object."""
+
+    READY = "ready"        # exists / gate open: go ahead
+    PENDING = "pending"    # being written: wait for it
+    BLOCKED = "blocked"    # failed, retried later: do what can be done without it
+
+
+class View(Protocol):
+    """What `plan` may ask about the rest of the world."""
+
+    def present(self, key: ObjKey) -> bool:
+        """The object exists in the config API (ours, or a shared object we may use)."""
+
+    def progress(self, waiter: ObjKey, key: ObjKey) -> Progress:
+        """How `key`, which does not (yet) exist or is not yet as `waiter` needs it, is getting on."""
+
+    def gate_add(self, holder: ObjKey, ref_field: str, target: ObjKey) -> Optional[ObjKey]:
+        """An object whose progress must come first before `holder` may add the ref, else None."""
+
+    def gate_remove(self, holder: ObjKey, ref_field: str) -> Optional[ObjKey]:
+        """An object whose progress must come first before `holder` may drop refs, else None."""
+
+    def referrers(self, key: ObjKey) -> List[ObjKey]:
+        """Objects of ours (pods included) that still refer to `key` in the config API."""
+
+
+@dataclass
+class Step:
+    """The next thing to do for one key.
+
+    `action` is `none`, `create`, `update`, `delete` or `wait`. `body` is the full body to create or
+    the changed fields to update. `complete` says whether the object equals its desired state once
+    this step is done; when it is not, `pending` (being written: wait) and `blocked` (failed: retry
+    later) name the objects it still depends on.
+    """
+
+    action: str
+    body: Dict[str, Any] = field(default_factory=dict)
+    uuid: Optional[str] = None
+    complete: bool = True
+    pending: List[ObjKey] = field(default_factory=list)
+    blocked: List[ObjKey] = field(default_factory=list)
+
+
+# --- references --------------------------------------------------------------------------------
+
+
+def tag_key(tag: str) -> ObjKey:
+    """`"type=value"` (global) or `"domain:project:type=value"` (scoped) as a tag key."""
+    return ("tag", tuple(tag.split(":")))
+
+
+def address_group_key(name: str) -> ObjKey:
+    """A rule endpoint's `address_group` (`"default-policy-management:<name>"`) as a key."""
+    return ("address-group", tuple(name.split(":")))
+
+
+def ref_target_type(obj_type: str, ref_field: str) -> str:
+    rt = RESOURCE_TYPES.get(obj_type)
+    if rt is not None and ref_field in rt.ref_types:
+        return rt.ref_types[ref_field]
+    return ref_field[: -len("_refs")].replace("_", "-")
+
+
+def ref_fields(body: Mapping[str, Any]) -> Iterator[str]:
+    return (name for name in body if name.endswith("_refs"))
+
+
+def refs(obj_type: str, body: Mapping[str, Any], ref_field: str) -> List[Tuple[ObjKey, Any]]:
+    """The (target key, attr) pairs of one ref list, in body order."""
+    target_type = ref_target_type(obj_type, ref_field)
+    result = []
+    for ref in body.get(ref_field) or []:
+        if isinstance(ref, Mapping) and ref.get("to"):
+            result.append(((target_type, tuple(ref["to"])), ref.get("attr")))
+    return result
+
+
+def endpoint_targets(body: Mapping[str, Any]) -> List[ObjKey]:
+    """Tags and address groups named in a firewall rule's endpoints."""
+    targets: List[ObjKey] = []
+    for name in ENDPOINT_FIELDS:
+        endpoint = body.get(name) or {}
+        targets.extend(tag_key(t) for t in endpoint.get("tags") or [])
+        if endpoint.get("address_group"):
+            targets.append(address_group_key(endpoint["address_group"]))
+    return targets
+
+
+def all_targets(obj_type: str, body: Mapping[str, Any]) -> List[ObjKey]:
+    """Every object `body` refers to: ref lists and rule endpoints."""
+    targets = [key for name in ref_fields(body) for key, _attr in refs(obj_type, body, name)]
+    if obj_type == "firewall-rule":
+        targets.extend(endpoint_targets(body))
+    return targets
+
+
+# --- comparison --------------------------------------------------------------------------------
+
+
+def _empty(value: Any) -> bool:
+    """None, [], {} or a dict of nothing but empty values (`{"subnet": []}` reads back as null)."""
+    if isinstance(value, Mapping):
+        return all(_empty(v) for v in value.values())
+    return value is None or value == []
+
+
+def same(desired: Any, actual: Any) -> bool:
+    """`desired` reads back as `actual`: dicts by desired's keys (extra actual keys ignored), lists
+    element by element, scalars by equality; empty values are all equal."""
+    if _empty(desired) or _empty(actual):
+        return _empty(desired) and _empty(actual)
+    if isinstance(desired, Mapping):
+        return isinstance(actual, Mapping) and all(same(v, actual.get(k)) for k, v in desired.items())
+    if isinstance(desired, (list, tuple)):
+        return (isinstance(actual, (list, tuple)) and len(desired) == len(actual)
+                and all(same(d, a) for d, a in zip(desired, actual)))
+    return desired == actual
+
+
+def _attr_text(attr: Any) -> str:
+    if isinstance(attr, Mapping):
+        attr = {k: v for k, v in attr.items() if v is not None}
+    return json.dumps(attr if not _empty(attr) else None, sort_keys=True)
+
+
+def same_refs(obj_type: str, ref_field: str, desired: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
+    def canon(body: Mapping[str, Any]) -> List[Tuple[ObjKey, str]]:
+        return sorted((key, _attr_text(attr)) for key, attr in refs(obj_type, body, ref_field))
+    return canon(desired) == canon(actual)
+
+
+def changed_fields(obj_type: str, desired: Mapping[str, Any], actual: Mapping[str, Any]) -> Dict[str, Any]:
+    """The top-level fields of `desired` that `actual` does not hold; what a partial PUT sends."""
+    changed = {}
+    for name, value in desired.items():
+        if name in IDENTITY_FIELDS:
+            continue
+        equal = (same_refs(obj_type, name, desired, actual) if name.endswith("_refs")
+                 else same(value, actual.get(name)))
+        if not equal:
+            changed[name] = value
+    return changed
+
+
+def matches(obj_type: str, desired: Mapping[str, Any], actual: Optional[Mapping[str, Any]]) -> bool:
+    """The object in the config API is exactly as desired (for every field we set)."""
+    return actual is not None and not changed_fields(obj_type, desired, actual)
+
+
+# --- planning ----------------------------------------------------------------------------------
+
+
+def plan(key: ObjKey, desired: Optional[Mapping[str, Any]], actual: Optional[Mapping[str, Any]],
+         view: View) -> Step:
+    """The next step that brings the object `key` closer to `desired` without breaking anything."""
+    if desired is None:
+        if actual is None:
+            return Step("none")
+        return _plan_delete(key, actual, view)
+    return _plan_write(key, desired, actual, view)
+
+
+def _sort_waits(step: Step, waiter: ObjKey, keys: List[ObjKey], view: View) -> None:
+    for target in keys:
+        if view.progress(waiter, target) is Progress.PENDING:
+            step.pending.append(target)
+        else:
+            step.blocked.append(target)
+
+
+def _plan_delete(key: ObjKey, actual: Mapping[str, Any], view: View) -> Step:
+    step = Step("delete", uuid=actual.get("uuid"))
+    _sort_waits(step, key, [r for r in view.referrers(key) if r != key], view)
+    if step.pending or step.blocked:
+        step.action = "wait"
+        step.complete = False
+    return step
+
+
+def _plan_write(key: ObjKey, desired: Mapping[str, Any], actual: Optional[Mapping[str, Any]],
+                view: View) -> Step:
+    obj_type = key[0]
+    body: Dict[str, Any] = dict(desired)
+    waits: List[ObjKey] = []          # all-or-nothing dependencies
+    partial = Step("none")            # collects what partial ref lists wait for / leave out
+
+    for name in list(ref_fields(desired)):
+        if name in PARTIAL_REF_FIELDS:
+            body[name] = _next_ref_list(key, name, desired, actual, view, partial)
+        else:
+            waits.extend(t for t, _attr in refs(obj_type, desired, name) if not view.present(t))
+    if obj_type == "firewall-rule":
+        waits.extend(t for t in endpoint_targets(desired) if not view.present(t))
+
+    step = Step("wait", complete=False, pending=partial.pending)
+    _sort_waits(step, key, list(dict.fromkeys(waits)), view)
+    if step.pending or step.blocked:
+        return step  # wait for what is being written; a failed hard dependency blocks us too
+    step.blocked = partial.blocked
+    step.complete = not partial.blocked
+    if actual is None:
+        step.action = "create"
+        step.body = body
+        return step
+    step.uuid = actual.get("uuid")
+    step.body = changed_fields(obj_type, body, actual)
+    step.action = "update" if step.body else "none"
+    return step
+
+
+def _next_ref_list(key: ObjKey, name: str, desired: Mapping[str, Any], actual: Optional[Mapping[str, Any]],
+                   view: View, partial: Step) -> List[Dict[str, Any]]:
+    """The ref list to write now: the refs we may keep or add, in desired order; removals only when
+    their gate allows, else the old refs stay (appended, in their actual order)."""
+    obj_type = key[0]
+    held = {target: attr for target, attr in refs(obj_type, actual or {}, name)}
+    wanted = refs(obj_type, desired, name)
+    result: List[Dict[str, Any]] = []
+    for target, attr in wanted:
+        if target not in held:
+            blocker = target if not view.present(target) else view.gate_add(key, name, target)
+            if blocker is not None:
+                _sort_waits(partial, key, [blocker], view)
+                continue
+        result.append({"to": list(target[1]), "attr": attr})
+    dropped = [(t, a) for t, a in held.items() if t not in {w for w, _ in wanted}]
+    if dropped:
+        blocker = view.gate_remove(key, name)
+        if blocker is not None:
+            _sort_waits(partial, key, [blocker], view)
+            result.extend({"to": list(t[1]), "attr": a} for t, a in dropped)
+    return result

@@ -1,0 +1,95 @@
+"""Ownership marks: which objects in the config API are ours to change and delete.
+
+SPEC section 1: every object kube-manager creates carries `annotations.key_value_pair` entries
+`owner` and `cluster`; those marks, never names alone, decide what kube-manager may touch. An
+operator's hand-made `k8s-...` rule, or the objects of a second cluster sharing the same Contrail,
+are therefore never repaired or garbage-collected by us.
+
+At start (and at every resync) the reconciler reads the config API once per resource type
+(`detail=True`) and sorts the answer into the objects we own and the others. The others still
+matter: a shared object (tag, address group) made by another cluster is used as it is, and an
+unowned rule or policy under one of our names is a conflict to report, not to overwrite.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Mapping, Protocol, Sequence, Tuple
+
+log = logging.getLogger(__name__)
+
+FqName = Tuple[str, ...]
+Objects = Dict[str, Dict[FqName, Dict[str, Any]]]  # resource type -> fq_name -> body
+
+# The types the translator emits, in make order (what others refer to first).
+OWNED_TYPES: Tuple[str, ...] = (
+    "tag", "address-group", "firewall-rule", "firewall-policy", "application-policy-set")
+# Shared objects: referred to by objects of several NetworkPolicies (and clusters).
+SHARED_TYPES = frozenset({"tag", "address-group"})
+
+
+class Lister(Protocol):
+    """The part of the config API client a listing needs (vnc_client.client.VncClient fits)."""
+
+    def list(self, obj_type: str, *, detail: bool = False,
+             fields: Sequence[str] | None = None) -> List[Dict[str, Any]]: ...
+
+
+def annotations(body: Mapping[str, Any]) -> Dict[str, str]:
+    """The `annotations.key_value_pair` list of a body as a dict (empty when absent or malformed)."""
+    pairs = (body.get("annotations") or {}).get("key_value_pair") or []
+    result: Dict[str, str] = {}
+    for pair in pairs:
+        if isinstance(pair, Mapping) and isinstance(pair.get("key"), str):
+            result[pair["key"]] = pair.get("value")
+    return result
+
+
+@dataclass(frozen=True)
+class Marks:
+    """Our `owner` (`kubernetes_cluster_owner`) and `cluster` (`cluster_name`) marks."""
+
+    owner: str
+    cluster: str
+
+    def owns(self, body: Mapping[str, Any]) -> bool:
+        marks = annotations(body)
+        return marks.get("owner") == self.owner and marks.get("cluster") == self.cluster
+
+    def describe(self, body: Mapping[str, Any]) -> str:
+        """Who owns `body`, for log lines about conflicts."""
+        marks = annotations(body)
+        if "owner" not in marks and "cluster" not in marks:
+            return "no owner marks"
+        return f"owner={marks.get('owner')!r} cluster={marks.get('cluster')!r}"
+
+
+@dataclass
+class Listing:
+    """One read of the config API: our objects, and everyone else's under the same types."""
+
+    owned: Objects = field(default_factory=dict)
+    others: Objects = field(default_factory=dict)
+    requests: int = 0
+
+
+def fq_name_of(body: Mapping[str, Any]) -> FqName:
+    return tuple(body.get("fq_name") or ())
+
+
+def list_objects(client: Lister, marks: Marks, types: Iterable[str] = OWNED_TYPES) -> Listing:
+    """One `detail=True` listing per type, sorted into ours and the others by the marks."""
+    listing = Listing()
+    for obj_type in types:
+        owned: Dict[FqName, Dict[str, Any]] = {}
+        others: Dict[FqName, Dict[str, Any]] = {}
+        for body in client.list(obj_type, detail=True):
+            fq_name = fq_name_of(body)
+            if not fq_name:
+                continue
+            (owned if marks.owns(body) else others)[fq_name] = body
+        listing.requests += 1
+        listing.owned[obj_type] = owned
+        listing.others[obj_type] = others
+        log.info("listed config API objects type=%s owned=%d others=%d", obj_type, len(owned), len(others))
+    return listing

@@ -1,0 +1,260 @@
+"""Pod tagging: the tags a pod must carry go on every VMI of its virtual machine (SPEC section 2).
+
+Contrail's CNI names a pod's virtual-machine after the pod uid (uuid = uid) and hangs the pod's
+virtual-machine-interfaces (VMIs) on it. kube-manager does not own VMIs; it only sets tags on them
+with `POST /set-tag` (`is_global: true`), one call per VMI carrying every change at once: single-valued
+types are set or removed, the multi-valued `label` type gets `add_values` / `delete_values`.
+
+To keep the request count at the minimum, the VMIs and their current tags come from one listing at
+start and at each resync (`VmiIndex.load`); only a pod the listing did not know costs a read of its VM
+(and of a VMI the listing did not have). A pod whose VM or VMI does not exist yet (the CNI has not run)
+is shown as `no-vm` and retried with backoff. Tags that are not ours are never removed from a VMI:
+only tags we own or want are managed.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
+
+from kube_manager.db import PENDING, RETRYING, SYNCED, Database, Key
+from kube_manager.logging_setup import kv
+from vnc_client.errors import NotFound
+
+from .diff import ObjKey, Progress, View, tag_key
+
+log = logging.getLogger(__name__)
+
+VMI = "virtual-machine-interface"
+NO_VM = "no-vm"          # the pod's VM or VMI is not in the config API yet: retried with backoff
+LABEL_TYPE = "label"     # the multi-valued predefined tag type
+POD = "pod"              # the resource type of pod keys in the work queue: ("pod", (namespace, name))
+
+
+class VmiApi(Protocol):
+    """The part of the config API client pod tagging needs."""
+
+    def list(self, obj_type: str, *, detail: bool = False,
+             fields: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]: ...
+
+    def read(self, obj_type: str, ident: Any, *, fields: Optional[Sequence[str]] = None) -> Dict[str, Any]: ...
+
+    def set_tags(self, obj_type: str, obj_uuid: str,
+                 changes: Mapping[str, Optional[Mapping[str, Any]]]) -> None: ...
+
+
+def pod_key(namespace: str, name: str) -> ObjKey:
+    return (POD, (namespace, name))
+
+
+def _split(tag: str) -> Tuple[str, str]:
+    tag_type, _, value = tag.partition("=")
+    return tag_type, value
+
+
+def _global_tags(body: Mapping[str, Any]) -> Set[str]:
+    """The global tags ("type=value") of a VMI body's `tag_refs`."""
+    return {ref["to"][0] for ref in body.get("tag_refs") or []
+            if isinstance(ref, Mapping) and len(ref.get("to") or []) == 1}
+
+
+def _vm_uuid(body: Mapping[str, Any]) -> Optional[str]:
+    for ref in body.get("virtual_machine_refs") or []:
+        if isinstance(ref, Mapping) and ref.get("uuid"):
+            return ref["uuid"]
+    return None
+
+
+@dataclass
+class VmiIndex:
+    """VMIs by VM uuid, with the global tags each one carries, as far as we know."""
+
+    tags: Dict[str, Set[str]] = field(default_factory=dict)        # vmi uuid -> tags
+    by_vm: Dict[str, Set[str]] = field(default_factory=dict)       # vm uuid -> vmi uuids
+    vm_of: Dict[str, str] = field(default_factory=dict)            # vmi uuid -> vm uuid
+    by_tag: Dict[str, Set[str]] = field(default_factory=dict)      # tag -> vmi uuids
+
+    def load(self, vmis: Iterable[Mapping[str, Any]], keep: Iterable[str] = ()) -> None:
+        """Replace the index with a listing; VMIs in `keep` (written since the listing started)
+        keep what we know of them."""
+        kept = {uuid: (self.vm_of.get(uuid), set(self.tags.get(uuid, ()))) for uuid in keep
+                if uuid in self.tags}
+        self.tags.clear(), self.by_vm.clear(), self.vm_of.clear(), self.by_tag.clear()
+        for body in vmis:
+            uuid = body.get("uuid")
+            if uuid and uuid not in kept:
+                self.put(uuid, _vm_uuid(body), _global_tags(body))
+        for uuid, (vm, tags) in kept.items():
+            self.put(uuid, vm, tags)
+
+    def put(self, vmi: str, vm: Optional[str], tags: Set[str]) -> None:
+        self.drop(vmi)
+        self.tags[vmi] = set(tags)
+        for tag in tags:
+            self.by_tag.setdefault(tag, set()).add(vmi)
+        if vm:
+            self.vm_of[vmi] = vm
+            self.by_vm.setdefault(vm, set()).add(vmi)
+
+    def drop(self, vmi: str) -> None:
+        for tag in self.tags.pop(vmi, ()):
+            self.by_tag.get(tag, set()).discard(vmi)
+        vm = self.vm_of.pop(vmi, None)
+        if vm is not None:
+            self.by_vm.get(vm, set()).discard(vmi)
+
+    def vmis_of(self, vm: str) -> List[str]:
+        return sorted(self.by_vm.get(vm, ()))
+
+
+def tag_changes(current: Set[str], desired: Set[str], managed: Callable[[str], bool],
+                skip: Set[str] = frozenset()) -> Dict[str, Optional[Dict[str, Any]]]:
+    """The `set-tag` changes that turn `current` into `desired` on one VMI.
+
+    Tags for which `managed` is false (not ours) are never removed. Tags in `skip` (not creatable yet)
+    are neither added nor counted as wanted, so that an old value is not dropped for nothing.
+    """
+    wanted = desired - skip
+    skipped_types = {_split(t)[0] for t in skip if _split(t)[0] != LABEL_TYPE}
+    changes: Dict[str, Optional[Dict[str, Any]]] = {}
+    by_type: Dict[str, Set[str]] = {}
+    for tag in wanted:
+        tag_type, value = _split(tag)
+        by_type.setdefault(tag_type, set()).add(value)
+    for tag_type, values in by_type.items():
+        if tag_type == LABEL_TYPE:
+            continue
+        have = {_split(t)[1] for t in current if _split(t)[0] == tag_type}
+        if have != values:
+            changes[tag_type] = {"is_global": True, "value": sorted(values)[0]}
+    for tag in sorted(current - desired):
+        tag_type, _value = _split(tag)
+        if (tag_type != LABEL_TYPE and tag_type not in by_type and tag_type not in skipped_types
+                and managed(tag)):
+            changes[tag_type] = None
+    add = sorted(_split(t)[1] for t in wanted - current if _split(t)[0] == LABEL_TYPE)
+    delete = sorted(_split(t)[1] for t in current - desired
+                    if _split(t)[0] == LABEL_TYPE and managed(t) and t not in skip)
+    if add or delete:
+        changes[LABEL_TYPE] = {"is_global": True, "add_values": add, "delete_values": delete}
+    return changes
+
+
+def apply_changes(current: Set[str], changes: Mapping[str, Optional[Mapping[str, Any]]]) -> Set[str]:
+    """The tags a VMI carries after `changes` (what the server does with a set-tag)."""
+    result = set(current)
+    for tag_type, change in changes.items():
+        if tag_type == LABEL_TYPE and change is not None:
+            result -= {f"{LABEL_TYPE}={v}" for v in change.get("delete_values") or []}
+            result |= {f"{LABEL_TYPE}={v}" for v in change.get("add_values") or []}
+            continue
+        result = {t for t in result if _split(t)[0] != tag_type}
+        if change is not None:
+            result.add(f"{tag_type}={change['value']}")
+    return result
+
+
+@dataclass
+class PodOutcome:
+    """What happened to one pod: `done` (nothing left, or waiting on `pending` tags being created),
+    or not (retry with backoff: no VM yet, or tags that failed)."""
+
+    done: bool
+    pending: List[ObjKey] = field(default_factory=list)
+    blocked: List[ObjKey] = field(default_factory=list)
+    written: List[str] = field(default_factory=list)  # VMIs tagged (one set-tag each)
+
+
+class PodTagger:
+    """Brings the tags of one pod's VMIs to the pod's desired tags (`db.pods[key].tags`)."""
+
+    def __init__(self, client: VmiApi, db: Database, view: View, managed: Callable[[str], bool]) -> None:
+        self._client = client
+        self._db = db
+        self._view = view
+        self._managed = managed
+        self.index = VmiIndex()
+
+    def load(self, keep: Iterable[str] = ()) -> int:
+        """Refresh the index with one listing of every VMI; returns the number of requests."""
+        vmis = self._client.list(VMI, detail=True, fields=["virtual_machine_refs", "tag_refs"])
+        self.index.load(vmis, keep)
+        log.info("listed VMIs", extra=kv(count=len(vmis)))
+        return 1
+
+    def needs_work(self, key: Key) -> bool:
+        """Whether the pod's known VMIs differ from its desired tags (or none are known)."""
+        record = self._db.pods.get(key)
+        if record is None:
+            return False
+        vmis = self.index.vmis_of(record.uid)
+        desired = set(record.tags)
+        return not vmis or any(tag_changes(self.index.tags[v], desired, self._managed) for v in vmis)
+
+    def referrers(self, tag: str) -> List[ObjKey]:
+        """Pods whose VMIs still carry `tag` although they should not (what blocks its delete)."""
+        uid_to_key = {r.uid: k for k, r in self._db.pods.items()}
+        result = []
+        for vmi in self.index.by_tag.get(tag, ()):
+            key = uid_to_key.get(self.index.vm_of.get(vmi, ""))
+            if key is not None and tag not in self._db.pods[key].tags:
+                result.append(pod_key(*key))
+        return result
+
+    def sync(self, key: Key) -> PodOutcome:
+        """One attempt at tagging the pod `key`; raises the client's errors for the caller to retry."""
+        record = self._db.pods.get(key)
+        if record is None:
+            return PodOutcome(done=True)  # deleted: the CNI removes its VMIs, nothing of ours to undo
+        vmis = self.index.vmis_of(record.uid) or self._discover(record.uid)
+        if not vmis:
+            record.vmi_state = NO_VM
+            record.vmi_error = f"no virtual-machine {record.uid} with an interface in the config API yet"
+            return PodOutcome(done=False)
+        waiter = pod_key(*key)
+        desired = set(record.tags)
+        outcome = PodOutcome(done=True)
+        missing = {t for t in desired if not self._view.present(tag_key(t))}
+        for tag in sorted(missing):
+            state = self._view.progress(waiter, tag_key(tag))
+            (outcome.pending if state is Progress.PENDING else outcome.blocked).append(tag_key(tag))
+        if outcome.pending:
+            record.vmi_state = PENDING
+            return outcome
+        for vmi in vmis:
+            changes = tag_changes(self.index.tags[vmi], desired, self._managed, skip=missing)
+            if not changes:
+                continue
+            try:
+                self._client.set_tags(VMI, vmi, changes)
+            except NotFound:
+                self.index.drop(vmi)  # the CNI replaced it; rediscover on the retry
+                raise
+            outcome.written.append(vmi)
+            self.index.put(vmi, record.uid, apply_changes(self.index.tags[vmi], changes))
+            log.info("tagged pod VMI", extra=kv(pod=f"{key[0]}/{key[1]}", vmi=vmi,
+                                                 changes=",".join(sorted(changes))))
+        if outcome.blocked:
+            record.vmi_state = RETRYING
+            record.vmi_error = "tags not created yet: " + ", ".join(sorted(":".join(k[1]) for k in outcome.blocked))
+            outcome.done = False
+        else:
+            record.vmi_state = SYNCED
+            record.vmi_error = ""
+        return outcome
+
+    def _discover(self, vm_uuid: str) -> List[str]:
+        """Read the pod's VM (uuid = pod uid) and any of its VMIs the index does not know."""
+        try:
+            vm = self._client.read("virtual-machine", vm_uuid, fields=["virtual_machine_interface_back_refs"])
+        except NotFound:
+            return []
+        for ref in vm.get("virtual_machine_interface_back_refs") or []:
+            uuid = ref.get("uuid")
+            if uuid and uuid not in self.index.tags:
+                try:
+                    vmi = self._client.read(VMI, uuid, fields=["tag_refs", "virtual_machine_refs"])
+                except NotFound:
+                    continue
+                self.index.put(uuid, vm_uuid, _global_tags(vmi))
+        return self.index.vmis_of(vm_uuid)

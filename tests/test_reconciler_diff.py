@@ -1,0 +1,201 @@
+"""diff.plan and the body comparison: what to write next for one object, or what to wait for."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set
+
+from kube_manager.reconciler.diff import (
+    ObjKey, Progress, all_targets, changed_fields, matches, plan, same)
+from kube_manager.reconciler.ownership import Marks, annotations
+
+PM = ("default-policy-management",)
+
+
+def tag(name: str) -> ObjKey:
+    return ("tag", (name,))
+
+
+def rule(name: str) -> ObjKey:
+    return ("firewall-rule", PM + (name,))
+
+
+def policy(name: str) -> ObjKey:
+    return ("firewall-policy", PM + (name,))
+
+
+def ref(key: ObjKey, sequence: Optional[str] = None) -> dict:
+    return {"to": list(key[1]), "attr": {"sequence": sequence} if sequence else None}
+
+
+class FakeView:
+    """present: a set; progress: blocked keys are BLOCKED, the rest PENDING; gates from dicts."""
+
+    def __init__(self, present: Set[ObjKey] = frozenset(), blocked: Set[ObjKey] = frozenset(),
+                 add_gates: Optional[Dict[ObjKey, ObjKey]] = None, remove_gate: Optional[ObjKey] = None,
+                 referrers: Optional[Dict[ObjKey, List[ObjKey]]] = None) -> None:
+        self._present = set(present)
+        self._blocked = set(blocked)
+        self._add_gates = add_gates or {}
+        self._remove_gate = remove_gate
+        self._referrers = referrers or {}
+
+    def present(self, key):
+        return key in self._present
+
+    def progress(self, waiter, key):
+        return Progress.BLOCKED if key in self._blocked else Progress.PENDING
+
+    def gate_add(self, holder, ref_field, target):
+        return self._add_gates.get(target)
+
+    def gate_remove(self, holder, ref_field):
+        return self._remove_gate
+
+    def referrers(self, key):
+        return self._referrers.get(key, [])
+
+
+def rule_body(*tags: str, address_group: Optional[str] = None) -> dict:
+    endpoint_2 = {"address_group": address_group} if address_group else {"any": True}
+    return {"fq_name": list(PM) + ["r"], "parent_type": "policy-management",
+            "endpoint_1": {"tags": list(tags)}, "endpoint_2": endpoint_2,
+            "action_list": {"simple_action": "pass"}, "direction": ">"}
+
+
+def policy_body(*rules: ObjKey) -> dict:
+    return {"fq_name": list(PM) + ["p"], "parent_type": "policy-management",
+            "firewall_rule_refs": [ref(r, f"{i:05d}.0") for i, r in enumerate(rules)]}
+
+
+# --- comparison --------------------------------------------------------------------------------
+
+
+def test_same_ignores_what_the_server_adds_but_not_what_we_set():
+    desired = {"endpoint_1": {"tags": ["a=b"]}, "service": {"protocol": "tcp"}}
+    actual = {"endpoint_1": {"tags": ["a=b"], "tag_ids": [7], "any": None}, "service": {"protocol": "tcp"},
+              "uuid": "u", "href": "h", "id_perms": {"enable": True}}
+    assert same(desired, actual)
+    assert not same(desired, {**actual, "endpoint_1": {"tags": ["a=c"]}})
+    assert not same({"tags": ["a", "b"]}, {"tags": ["a"]})
+
+
+def test_empty_values_are_all_equal():
+    assert same({"firewall_rule_refs": []}, {})
+    assert same({"x": None}, {"x": {}})
+    assert not same({"x": []}, {"x": ["y"]})
+
+
+def test_refs_compare_by_target_and_attr_regardless_of_order_and_uuid():
+    desired = policy_body(rule("r1"), rule("r2"))
+    actual = {"firewall_rule_refs": [
+        {"to": list(PM) + ["r2"], "uuid": "u2", "href": "h", "attr": {"sequence": "00001.0"}},
+        {"to": list(PM) + ["r1"], "uuid": "u1", "attr": {"sequence": "00000.0"}}]}
+    assert matches("firewall-policy", desired, actual)
+    actual["firewall_rule_refs"][0]["attr"] = {"sequence": "00007.0"}
+    assert changed_fields("firewall-policy", desired, actual) == {
+        "firewall_rule_refs": desired["firewall_rule_refs"]}
+
+
+def test_changed_fields_never_sends_identity():
+    desired = {"fq_name": ["x"], "parent_type": "policy-management", "address_group_prefix": {"subnet": []}}
+    assert changed_fields("address-group", desired, {"fq_name": ["y"]}) == {}
+
+
+def test_all_targets_names_ref_lists_and_rule_endpoints():
+    body = rule_body("namespace=ns", "application=k8s", address_group="default-policy-management:10.0.0.0/8")
+    assert set(all_targets("firewall-rule", body)) == {
+        tag("namespace=ns"), tag("application=k8s"), ("address-group", PM + ("10.0.0.0/8",))}
+    assert all_targets("firewall-policy", policy_body(rule("r1"))) == [rule("r1")]
+
+
+# --- plan --------------------------------------------------------------------------------------
+
+
+def test_create_waits_for_its_tags_then_creates():
+    key = rule("r")
+    body = rule_body("a=b")
+    step = plan(key, body, None, FakeView())
+    assert step.action == "wait" and step.pending == [tag("a=b")]
+    step = plan(key, body, None, FakeView(present={tag("a=b")}))
+    assert step.action == "create" and step.body == body and step.complete
+
+
+def test_a_failed_hard_dependency_blocks():
+    step = plan(rule("r"), rule_body("a=b"), None, FakeView(blocked={tag("a=b")}))
+    assert step.action == "wait" and step.blocked == [tag("a=b")] and not step.pending
+
+
+def test_unchanged_object_needs_nothing():
+    body = rule_body("a=b")
+    step = plan(rule("r"), body, {**body, "uuid": "u"}, FakeView(present={tag("a=b")}))
+    assert step.action == "none" and step.complete
+
+
+def test_update_sends_only_the_changed_fields():
+    old = {**rule_body("a=b"), "uuid": "u"}
+    new = rule_body("a=b")
+    new["action_list"] = {"simple_action": "deny"}
+    step = plan(rule("r"), new, old, FakeView(present={tag("a=b")}))
+    assert step.action == "update" and step.uuid == "u" and step.body == {"action_list": {"simple_action": "deny"}}
+
+
+def test_ref_list_waits_for_pending_rules_and_skips_failed_ones():
+    key = policy("p")
+    body = policy_body(rule("r1"), rule("r2"), rule("r3"))
+    step = plan(key, body, None, FakeView(present={rule("r1")}, blocked={rule("r3")}))
+    assert step.action == "wait" and step.pending == [rule("r2")]
+    step = plan(key, body, None, FakeView(present={rule("r1"), rule("r2")}, blocked={rule("r3")}))
+    assert step.action == "create" and not step.complete and step.blocked == [rule("r3")]
+    assert [r["to"][-1] for r in step.body["firewall_rule_refs"]] == ["r1", "r2"]
+
+
+def test_add_gate_holds_a_ref_back():
+    key = policy("k8s-denyall")
+    deny = rule("deny")
+    gate = policy("p")
+    body = policy_body(deny)
+    assert plan(key, body, None, FakeView(present={deny}, add_gates={deny: gate})).pending == [gate]
+    step = plan(key, body, None, FakeView(present={deny}, add_gates={deny: gate}, blocked={gate}))
+    assert step.action == "create" and step.body["firewall_rule_refs"] == [] and step.blocked == [gate]
+
+
+def test_removal_gate_pending_waits_and_blocked_keeps_old_refs():
+    key = policy("p")
+    actual = {**policy_body(rule("r1"), rule("old")), "uuid": "u"}
+    body = policy_body(rule("r1"))
+    gate = policy("k8s-denyall")
+    present = {rule("r1"), rule("old")}
+    assert plan(key, body, actual, FakeView(present=present, remove_gate=gate)).pending == [gate]
+    step = plan(key, body, actual, FakeView(present=present, remove_gate=gate, blocked={gate}))
+    assert step.action == "none" and not step.complete and step.blocked == [gate]
+    step = plan(key, body, actual, FakeView(present=present))
+    assert step.action == "update" and [r["to"][-1] for r in step.body["firewall_rule_refs"]] == ["r1"]
+
+
+def test_delete_waits_for_referrers_to_let_go():
+    key = tag("a=b")
+    actual = {"fq_name": ["a=b"], "uuid": "t"}
+    holder = rule("r")
+    assert plan(key, None, actual, FakeView(referrers={key: [holder]})).pending == [holder]
+    assert plan(key, None, actual, FakeView(referrers={key: [holder]}, blocked={holder})).blocked == [holder]
+    step = plan(key, None, actual, FakeView())
+    assert step.action == "delete" and step.uuid == "t"
+
+
+def test_nothing_desired_nothing_there():
+    assert plan(tag("x=y"), None, None, FakeView()).action == "none"
+
+
+# --- ownership ---------------------------------------------------------------------------------
+
+
+def test_marks_decide_ownership_not_names():
+    marks = Marks(owner="k8s", cluster="c1")
+    ours = {"fq_name": ["x"], "annotations": {"key_value_pair": [
+        {"key": "owner", "value": "k8s"}, {"key": "cluster", "value": "c1"}]}}
+    other_cluster = {"annotations": {"key_value_pair": [
+        {"key": "owner", "value": "k8s"}, {"key": "cluster", "value": "c2"}]}}
+    assert marks.owns(ours)
+    assert not marks.owns(other_cluster)
+    assert not marks.owns({"fq_name": ["k8s-ns-np"]})
+    assert annotations({"annotations": {"key_value_pair": [None, {"key": 3}]}}) == {}
+    assert "c2" in marks.describe(other_cluster)
