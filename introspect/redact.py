@@ -21,7 +21,7 @@ SECRET_SECTIONS = frozenset({"auth"})
 _URL_USERINFO = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)[^/\s@]+@", re.IGNORECASE)
 _SECRET_ASSIGNMENT = re.compile(
     r"(?P<key>authorization|x-auth-token|x-subject-token|password|passwd|token|secret|api_?key)"
-    r"(?P<sep>[\"']?\s*[:=]\s*[\"']?)(?P<scheme>(?:bearer|basic)\s+)?[^\s\"',;&}]+",
+    r"(?P<sep>[\"']?\s*[:=]\s*[\"']?)(?P<scheme>(?:bearer|basic)\s+)?[^\s\"',;&})\]]+",
     re.IGNORECASE,
 )
 # Secret values shorter than this are not searched for in free text: they would mask ordinary words.

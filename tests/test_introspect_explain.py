@@ -1,0 +1,125 @@
+"""The /explain page over the live DB: verdicts, the deciding rule linked, JSON, and bad input."""
+from __future__ import annotations
+
+import pytest
+
+from introspect.app import create_app
+from introspect.explain import db_explainer, db_manifests, db_translation
+
+from introspect_support import (FP_DB, R_DB_DENY, R_MON_DENY, R_MONITORING, R_WEB_TO_DB, build_db,
+                                call, policy_sequence)
+
+
+@pytest.fixture
+def db():
+    return build_db()
+
+
+@pytest.fixture
+def app(db):
+    return create_app(db, explain=db_explainer(db, "k8s"))
+
+
+def flat(text):
+    """The page with every run of whitespace as one space, as a browser shows it."""
+    return " ".join(text.split())
+
+
+def explain_json(app, query):
+    reply = call(app, "/explain?format=json&" + query)
+    return reply.status, reply.json()
+
+
+def test_blank_form(app):
+    reply = call(app, "/explain")
+    assert reply.status == 200
+    assert '<input type="text" name="from" value=""' in reply.text
+    assert '<option value="TCP" selected>' in reply.text
+    assert 'id="verdict"' not in reply.text
+
+
+def test_an_allowed_flow_names_and_links_its_deciding_rule(app):
+    reply = call(app, "/explain?from=shop%2Fweb&to=shop%2Fdb&port=5432&protocol=TCP")
+    assert reply.status == 200
+    text = flat(reply.text)
+    assert "<strong>allowed</strong> by Contrail; Kubernetes would <strong>allow</strong> it." in text
+    assert (f'<a id="deciding-rule" href="/Snh_FirewallRuleDatabaseList?name={R_WEB_TO_DB}">'
+            f"<code>{R_WEB_TO_DB}</code></a>") in text
+    assert f'href="/Snh_FirewallPolicyDatabaseList?name={FP_DB}"' in text
+    assert 'in the config API: <span class="state state-present">present</span>' in text
+    # The link leads to a list holding exactly that rule.
+    rules = call(app, f"/Snh_FirewallRuleDatabaseList?name={R_WEB_TO_DB}&format=json").json()
+    assert [r["name"] for r in rules["firewall_rules"]] == [R_WEB_TO_DB]
+
+
+def test_a_dropped_flow_names_the_deny_rule(app):
+    status, data = explain_json(app, "from=tools/debug&to=shop/db&port=5432&protocol=tcp")
+    assert status == 200
+    first_deny = min([R_DB_DENY, R_MON_DENY], key=lambda n: (policy_sequence(n), n))
+    assert (data["allowed"], data["kubernetes_allowed"], data["deviation"]) == (False, False, None)
+    assert (data["rule"], data["policy"], data["action"]) == (first_deny, "k8s-denyall", "deny")
+    html = flat(call(app, "/explain?from=tools/debug&to=shop/db&port=5432&protocol=TCP").text)
+    assert "<strong>dropped</strong> by Contrail; Kubernetes would <strong>drop</strong> it." in html
+    assert 'href="/Snh_NetworkPolicyDetail?namespace=shop&amp;name=db-allow-web">shop/db-allow-web</a>' in html
+
+
+def test_a_flow_decided_by_a_rule_not_yet_written_says_so(app):
+    reply = call(app, "/explain?from=10.200.0.7&to=shop%2Fweb&port=9100&protocol=TCP")
+    assert reply.status == 200
+    assert f"<code>{R_MONITORING}</code>" in reply.text
+    assert 'in the config API: <span class="state state-pending">pending</span>' in flat(reply.text)
+
+
+def test_json_answers_with_the_spec_section_6_keys(app):
+    status, data = explain_json(app, "from=shop/web&to=shop/db&port=5432&protocol=TCP")
+    assert status == 200
+    assert {"allowed", "kubernetes_allowed", "rule", "policy", "deviation"} <= set(data)
+    assert (data["allowed"], data["rule"], data["policy"]) == (True, R_WEB_TO_DB, FP_DB)
+
+
+@pytest.mark.parametrize("query, message", [
+    ("from=shop/web&to=shop/ghost&port=80&protocol=TCP", "no such pod"),
+    ("from=shop/web&to=shop/db&port=99999&protocol=TCP", "invalid port"),
+    ("from=shop/web&to=shop/db&port=80&protocol=ICMP", "unknown protocol"),
+    ("from=shop/web&to=not an address&port=80&protocol=TCP", "expected NS/POD or an IP address"),
+    ("from=shop/web&port=80", "missing to, protocol"),
+])
+def test_bad_input_is_a_400_with_a_clear_message(app, query, message):
+    reply = call(app, "/explain?" + query)
+    assert reply.status == 400
+    assert 'id="explain-error"' in reply.text and message in reply.text
+    assert "Traceback" not in reply.text
+    status, data = explain_json(app, query)
+    assert status == 400 and message in data["error"]
+
+
+def test_json_without_a_query_is_a_400(app):
+    status, data = explain_json(app, "")
+    assert status == 400 and data["error"].startswith("missing from, to, port, protocol")
+
+
+def test_explain_failures_never_show_a_traceback(db):
+    def broken(*_args):
+        raise ZeroDivisionError("secret internals")
+
+    reply = call(create_app(db, explain=broken), "/explain?from=a/b&to=c/d&port=1&protocol=TCP")
+    assert reply.status == 500
+    assert "internal error while explaining" in reply.text and "secret internals" not in reply.text
+    reply = call(create_app(db), "/explain?from=a/b&to=c/d&port=1&protocol=TCP")
+    assert reply.status == 503 and "not available" in reply.text
+
+
+def test_the_db_is_handed_to_explain_in_translate_shapes(db):
+    translation = db_translation(db, "k8s")
+    assert translation["application_policy_set"]["fq_name"] == ["default-policy-management", "k8s"]
+    assert {w["name"] for w in translation["workloads"]} == {"web", "db", "debug"}
+    assert len(translation["firewall_rules"]) == 6  # desired only, the stale rule is not enforced
+    manifests = db_manifests(db)
+    assert [n["metadata"]["name"] for n in manifests.namespaces] == ["shop", "tools"]
+    assert manifests.network_policies[0]["spec"] == db.network_policies[("shop", "allow-monitoring")].spec
+
+
+def test_explain_follows_the_db(db, app):
+    db.pods.pop(("shop", "web"))
+    reply = call(app, "/explain?from=shop/web&to=shop/db&port=5432&protocol=TCP")
+    assert reply.status == 400 and "no such pod" in reply.text
