@@ -1,0 +1,101 @@
+"""Helpers for the Kubernetes-side tests: object builders, an event recorder, a watcher thread."""
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+from kube_manager.db import Database
+from kube_manager.kube.watcher import KubeWatcher
+
+DEADLINE = 10.0  # seconds any awaited condition may take before the test fails
+
+
+def namespace(name: str, **labels: str) -> Dict[str, Any]:
+    return {"kind": "Namespace", "metadata": {"name": name, "labels": dict(labels)}}
+
+
+def pod(ns: str, name: str, ip: Optional[str] = None, **labels: str) -> Dict[str, Any]:
+    obj: Dict[str, Any] = {"kind": "Pod", "metadata": {"name": name, "namespace": ns,
+                                                      "labels": dict(labels)},
+                           "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+    if ip:
+        obj["status"] = {"podIP": ip, "phase": "Running"}
+    return obj
+
+
+def policy(ns: str, name: str, spec: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    return {"kind": "NetworkPolicy", "apiVersion": "networking.k8s.io/v1",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": spec if spec is not None else {"podSelector": {}}}
+
+
+def wait_until(predicate: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
+    """Poll `predicate` until it is truthy; fail naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+class Recorder:
+    """The `on_event` callback of the tests: keeps every event and the state they build."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.events: List[Tuple[str, str, Dict[str, Any]]] = []
+        self.state: Dict[Tuple[str, str, str], Dict[str, Any]] = {}
+
+    def __call__(self, resource: str, event_type: str, obj: Dict[str, Any]) -> None:
+        with self._lock:
+            self.events.append((resource, event_type, obj))
+            if event_type in ("ADDED", "MODIFIED", "DELETED"):
+                meta = obj["metadata"]
+                key = (resource, meta.get("namespace", ""), meta["name"])
+                if event_type == "DELETED":
+                    assert self.state.pop(key)["metadata"]["uid"] == meta["uid"]
+                else:
+                    assert (event_type == "ADDED") == (key not in self.state), (event_type, key)
+                    self.state[key] = obj
+
+    def types(self, resource: Optional[str] = None) -> List[Tuple[str, str]]:
+        """(event type, name) in arrival order; names are empty for LISTED/RELISTED."""
+        with self._lock:
+            return [(t, o.get("metadata", {}).get("name", "")) for r, t, o in self.events
+                    if resource in (None, r)]
+
+    def count(self, event_type: str) -> int:
+        with self._lock:
+            return sum(1 for _r, t, _o in self.events if t == event_type)
+
+    def wait_for(self, event_type: str, name: str = "", count: int = 1) -> None:
+        wait_until(lambda: self.types().count((event_type, name)) >= count,
+                   f"{count} x {event_type} {name}")
+
+
+@contextlib.contextmanager
+def running(watchers: List[KubeWatcher]) -> Iterator[List[KubeWatcher]]:
+    """Run each watcher in a thread; stop and join them (the test fails if one hangs)."""
+    threads = [threading.Thread(target=w.run, name=f"watch-{w.resource.name}", daemon=True)
+               for w in watchers]
+    for thread in threads:
+        thread.start()
+    try:
+        yield watchers
+    finally:
+        for watcher in watchers:
+            watcher.stop()
+        for thread in threads:
+            thread.join(DEADLINE)
+        assert not any(t.is_alive() for t in threads), "a watcher did not stop"
+
+
+def watcher(api_client: Any, resource: str, recorder: Recorder, db: Optional[Database] = None,
+            **kwargs: Any) -> KubeWatcher:
+    return KubeWatcher(api_client, resource, recorder, db if db is not None else Database(),
+                       **kwargs)
