@@ -1,0 +1,11 @@
+"""The pure translator: Kubernetes namespaces, pods and NetworkPolicies to Contrail objects.
+
+No I/O, no network clients, no module state: `translate()` for a whole cluster at once (the offline
+`translate` and `explain` commands), `ClusterTranslator` for the daemon's incremental updates.
+"""
+from .changes import Changes, RefChange
+from .cluster import ClusterTranslator, PolicyObjects, cluster_name_problem
+from .translation import Translation, translate
+
+__all__ = ["ClusterTranslator", "Changes", "PolicyObjects", "RefChange", "Translation",
+           "cluster_name_problem", "translate"]

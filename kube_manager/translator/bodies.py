@@ -1,0 +1,111 @@
+"""The config API bodies kube-manager writes (SPEC 1, 3, 4, 5), as plain dicts.
+
+Each body is the inner dict of a POST (`{"firewall-rule": body}` without the wrapper). Parts that
+are the same for many objects (annotations, actions, services, endpoints) are shared between
+bodies to keep a 100,000-pod cluster small: bodies are read-only for everyone who receives them.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Sequence, Tuple
+
+from .cidr import Network
+from .encoding import split_tag
+from .ports import ANY_SERVICE, MAX_PORT, MIN_PORT, Service
+
+Body = Dict[str, Any]
+FqName = Tuple[str, ...]
+
+POLICY_MANAGEMENT = "default-policy-management"
+POLICY_MANAGEMENT_TYPE = "policy-management"
+TAG = "tag"
+ADDRESS_GROUP = "address-group"
+FIREWALL_RULE = "firewall-rule"
+FIREWALL_POLICY = "firewall-policy"
+APPLICATION_POLICY_SET = "application-policy-set"
+RESOURCE_TYPES = (TAG, ADDRESS_GROUP, FIREWALL_RULE, FIREWALL_POLICY, APPLICATION_POLICY_SET)
+PASS, DENY = "pass", "deny"
+
+ANY_ENDPOINT: Body = {"any": True}
+
+
+def global_fq_name(name: str) -> FqName:
+    """fq_name of an object under the global policy management."""
+    return (POLICY_MANAGEMENT, name)
+
+
+def address_group_endpoint(name: str) -> Body:
+    return {"address_group": f"{POLICY_MANAGEMENT}:{name}"}
+
+
+def tags_endpoint(tags: Sequence[str]) -> Body:
+    return {"tags": sorted(set(tags))}
+
+
+def sequenced_ref(fq_name: FqName, sequence: str) -> Body:
+    return {"to": list(fq_name), "attr": {"sequence": sequence}}
+
+
+def annotations(pairs: Dict[str, str]) -> Body:
+    """`annotations.key_value_pair`, sorted by key as vnc_client.objects writes them."""
+    return {"key_value_pair": [{"key": k, "value": pairs[k]} for k in sorted(pairs)]}
+
+
+class BodyFactory:
+    """Builds the bodies of one cluster, sharing the parts that never differ."""
+
+    def __init__(self, cluster_name: str, owner: str) -> None:
+        self.cluster_name = cluster_name
+        self.owner = owner
+        self._marks = {kind: annotations({"owner": owner, "cluster": cluster_name, "kind": kind})
+                       for kind in RESOURCE_TYPES}
+        self._actions = {PASS: {"simple_action": PASS}, DENY: {"simple_action": DENY}}
+        self._match_tags: Body = {"tag_list": []}
+        self._services: Dict[Service, Body] = {}
+
+    def service(self, service: Service) -> Body:
+        body = self._services.get(service)
+        if body is None:
+            protocol, start, end = service
+            body = {"protocol": protocol,
+                    "src_ports": {"start_port": MIN_PORT, "end_port": MAX_PORT},
+                    "dst_ports": {"start_port": start, "end_port": end}}
+            self._services[service] = body
+        return body
+
+    def tag(self, name: str) -> Body:
+        tag_type, value = split_tag(name)
+        return {"fq_name": [name], "tag_type_name": tag_type, "tag_value": value,
+                "annotations": self._marks[TAG]}
+
+    def address_group(self, fq_name: FqName, prefixes: Sequence[Network]) -> Body:
+        subnets = [{"ip_prefix": str(net.network_address), "ip_prefix_len": net.prefixlen}
+                   for net in prefixes]
+        return {"fq_name": list(fq_name), "parent_type": POLICY_MANAGEMENT_TYPE,
+                "address_group_prefix": {"subnet": subnets}, "annotations": self._marks[ADDRESS_GROUP]}
+
+    def rule(self, fq_name: FqName, action: str, service: Service, endpoint_1: Body,
+             endpoint_2: Body) -> Body:
+        return {"fq_name": list(fq_name), "parent_type": POLICY_MANAGEMENT_TYPE,
+                "action_list": self._actions[action], "service": self.service(service),
+                "endpoint_1": endpoint_1, "direction": ">", "endpoint_2": endpoint_2,
+                "match_tags": self._match_tags, "annotations": self._marks[FIREWALL_RULE]}
+
+    def any_rule(self, fq_name: FqName, action: str, endpoint_1: Body, endpoint_2: Body) -> Body:
+        return self.rule(fq_name, action, ANY_SERVICE, endpoint_1, endpoint_2)
+
+    def firewall_policy(self, fq_name: FqName, rule_refs: List[Body],
+                        owner_marks: Dict[str, str]) -> Body:
+        """A firewall policy; `owner_marks` add namespace/name/k8s_uuid/spec_sha256 for NetworkPolicies."""
+        marks = self._marks[FIREWALL_POLICY]
+        if owner_marks:
+            marks = annotations({"owner": self.owner, "cluster": self.cluster_name,
+                                 "kind": FIREWALL_POLICY, **owner_marks})
+        return {"fq_name": list(fq_name), "parent_type": POLICY_MANAGEMENT_TYPE,
+                "firewall_rule_refs": rule_refs, "annotations": marks}
+
+    def application_policy_set(self, fq_name: FqName, application_tag: str,
+                               policy_refs: List[Body]) -> Body:
+        return {"fq_name": list(fq_name), "parent_type": POLICY_MANAGEMENT_TYPE,
+                "tag_refs": [{"to": [application_tag], "attr": None}],
+                "firewall_policy_refs": policy_refs,
+                "annotations": self._marks[APPLICATION_POLICY_SET]}

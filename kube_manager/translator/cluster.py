@@ -1,0 +1,599 @@
+"""The incremental translator the daemon drives: Kubernetes events in, desired Contrail state out.
+
+`ClusterTranslator` keeps the cluster's namespaces, pods and NetworkPolicies with the indexes that
+make one event cost in proportion to what it changes, not to the cluster: an upsert only records
+the object and marks what depends on it; the next read (`desired`, `pop_changes`, `pod_tags`, ...)
+re-renders the marked policies and re-tags the marked pods. Shared objects (tags, address groups)
+are reference-counted across policies, name collisions are tracked per name, and the two objects
+that refer to every policy (the APS and `<cluster>-denyall`) are updated one ref at a time.
+
+The result is, by construction and by property test, the same as translating the final state from
+scratch with `translate()`.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
+
+from .bodies import (ADDRESS_GROUP, ANY_ENDPOINT, APPLICATION_POLICY_SET, FIREWALL_POLICY, FIREWALL_RULE,
+                     PASS, RESOURCE_TYPES, TAG, Body, BodyFactory, FqName, global_fq_name, sequenced_ref)
+from .changes import ChangeLog, Changes
+from .encoding import namespace_tag
+from .index import ClusterIndex, PodKey
+from .inputs import implicit_namespace, object_key, parse_namespace, parse_pod
+from .membership import SelectorMembership
+from .model import NamespaceInfo, ParsedPolicy, PodInfo, PodScope, SelectorDef
+from .naming import (ALLOWALL_SEQUENCE, DENYALL_SEQUENCE, allowall_policy_name, collision_label,
+                     denyall_policy_name, rule_sequence)
+from .policy import parse_policy
+from .render import POD_LABEL, PolicyRenderer, PolicyRendering, TagOrigin
+from .sequenced import SequencedRefs
+from .translation import Translation
+from .validation import InvalidInput
+
+log = logging.getLogger(__name__)
+
+PolicyKey = Tuple[str, str]
+Owners = Union[PolicyKey, Set[PolicyKey]]  # one owner of a name, or several (a collision)
+NAMESPACE_KIND, POD_KIND, POLICY_KIND = "Namespace", "Pod", "NetworkPolicy"
+_CLUSTER_NAME_RE = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+
+
+def cluster_name_problem(name: Any) -> Optional[str]:
+    """The cluster name is a tag value (`application=<cluster>`) and starts every object name."""
+    if not isinstance(name, str) or not _CLUSTER_NAME_RE.fullmatch(name):
+        return (f"cluster name {name!r} must be 1-63 alphanumerics, '-', '_' or '.', starting and"
+                " ending with an alphanumeric")
+    return None
+
+
+@dataclass(frozen=True)
+class PolicyObjects:
+    """The objects one NetworkPolicy owns or uses, for the introspect page and the reconciler."""
+
+    firewall_policy: FqName
+    rules: Tuple[FqName, ...]  # pass rules, in sequence order
+    deny_rules: Tuple[FqName, ...]  # in <cluster>-denyall
+    address_groups: Tuple[FqName, ...]
+    tags: Tuple[str, ...]  # label, namespace-label and selector tags its endpoints use
+    errors: Tuple[str, ...]
+
+
+class ClusterTranslator:
+    """Incremental translation of one cluster (SPEC 2-5, 11). Not thread-safe; one gevent loop.
+
+    Bodies returned by `desired()` and `translation()` are shared and must not be modified.
+    """
+
+    def __init__(self, cluster_name: str = "k8s", owner: str = "k8s", *, track_changes: bool = True) -> None:
+        problem = cluster_name_problem(cluster_name)
+        if problem:
+            raise ValueError(problem)
+        if not isinstance(owner, str) or not owner:
+            raise ValueError("the owner (kubernetes_cluster_owner) must be a non-empty string")
+        self.cluster_name = cluster_name
+        self.owner = owner
+        self._bodies = BodyFactory(cluster_name, owner)
+        self._renderer = PolicyRenderer(self._bodies)
+        self._index = ClusterIndex()
+        self._membership = SelectorMembership(self._index)
+        self._log = ChangeLog(track_changes)
+        self._objects: Dict[str, Dict[FqName, Body]] = {t: {} for t in RESOURCE_TYPES}
+        self._explicit_namespaces: Dict[str, NamespaceInfo] = {}
+        self._namespace_users: Dict[str, int] = {}  # pods and policies of each namespace
+        self._policies: Dict[PolicyKey, ParsedPolicy] = {}
+        self._renderings: Dict[PolicyKey, PolicyRendering] = {}
+        self._base_names: Dict[PolicyKey, Tuple[str, ...]] = {}  # names rendered under <np>
+        self._policy_name_owners: Dict[str, Owners] = {}
+        self._rule_name_owners: Dict[str, Owners] = {}
+        self._suffixed: Set[PolicyKey] = set()
+        self._dependents_by_namespace: Dict[str, Set[PolicyKey]] = {}  # named ports resolved there
+        self._cluster_dependents: Set[PolicyKey] = set()  # named ports resolved across namespaces
+        self._tag_refs: Dict[str, int] = {}
+        self._tag_origins: Dict[str, TagOrigin] = {}
+        self._address_group_refs: Dict[FqName, int] = {}
+        self._pod_tags: Dict[PodKey, Tuple[str, ...]] = {}
+        self._input_errors: Dict[Tuple[str, str, str], str] = {}
+        self._dirty_policies: Set[PolicyKey] = set()
+        self._dirty_pods: Set[PodKey] = set()
+        self._create_cluster_objects()
+
+    # --- Kubernetes events --------------------------------------------------------------------
+
+    def upsert_namespace(self, manifest: Mapping[str, Any]) -> None:
+        metadata = manifest.get("metadata") if isinstance(manifest, dict) else None
+        name = str((metadata if isinstance(metadata, dict) else {}).get("name") or "")
+        try:
+            namespace = parse_namespace(manifest)
+        except InvalidInput as exc:
+            self.delete_namespace(name)
+            self._reject(NAMESPACE_KIND, "", name, str(exc))
+            return
+        self._input_errors.pop((NAMESPACE_KIND, "", namespace.name), None)
+        self._explicit_namespaces[namespace.name] = namespace
+        self._sync_namespace(namespace.name)
+
+    def delete_namespace(self, name: str) -> None:
+        self._input_errors.pop((NAMESPACE_KIND, "", name), None)
+        if self._explicit_namespaces.pop(name, None) is not None:
+            self._sync_namespace(name)
+
+    def upsert_pod(self, manifest: Mapping[str, Any]) -> None:
+        try:
+            pod = parse_pod(manifest)
+        except InvalidInput as exc:
+            namespace, name = object_key(manifest)
+            self.delete_pod(namespace, name)
+            self._reject(POD_KIND, namespace, name, str(exc))
+            return
+        self._input_errors.pop((POD_KIND,) + pod.key, None)
+        old = self._index.pods.get(pod.key)
+        if old == pod:
+            return
+        if old is None:
+            self._use_namespace(pod.namespace, 1)
+        self._index.put_pod(pod)
+        self._pod_changed(pod.key, old, pod)
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        key = (namespace, name)
+        self._input_errors.pop((POD_KIND,) + key, None)
+        old = self._index.remove_pod(key)
+        if old is not None:
+            self._pod_changed(key, old, None)
+            self._use_namespace(namespace, -1)
+
+    def upsert_policy(self, manifest: Mapping[str, Any]) -> None:
+        try:
+            policy = parse_policy(manifest)
+        except InvalidInput as exc:
+            namespace, name = object_key(manifest)
+            self.delete_policy(namespace, name)
+            self._reject(POLICY_KIND, namespace, name, str(exc))
+            return
+        self._input_errors.pop((POLICY_KIND,) + policy.key, None)
+        old = self._policies.get(policy.key)
+        if old is not None and old.uid == policy.uid and old.spec_sha256 == policy.spec_sha256:
+            return
+        if old is None:
+            self._use_namespace(policy.namespace, 1)
+        self._policies[policy.key] = policy
+        self._dirty_policies.add(policy.key)
+        for reason in policy.errors:
+            log.warning("NetworkPolicy %s/%s: %s", policy.namespace, policy.name, reason)
+
+    def delete_policy(self, namespace: str, name: str) -> None:
+        key = (namespace, name)
+        self._input_errors.pop((POLICY_KIND,) + key, None)
+        if self._policies.pop(key, None) is not None:
+            self._dirty_policies.add(key)
+            self._use_namespace(namespace, -1)
+
+    # --- reads --------------------------------------------------------------------------------
+
+    def desired(self) -> Mapping[str, Mapping[FqName, Body]]:
+        """resource type -> fq_name -> body, for everything kube-manager wants in Contrail."""
+        self._flush()
+        return self._objects
+
+    def pop_changes(self) -> Changes:
+        """What changed in `desired()` and in pod tags since the previous call."""
+        self._flush()
+        return self._log.pop(self._objects, self._pod_tags)
+
+    def pod_tags(self, namespace: str, name: str) -> Optional[Tuple[str, ...]]:
+        """The sorted `type=value` tags the pod's VMIs must carry; None for an unknown pod."""
+        self._flush()
+        return self._pod_tags.get((namespace, name))
+
+    def policy_errors(self, namespace: str, name: str) -> Tuple[str, ...]:
+        self._flush()
+        key = (namespace, name)
+        reason = self._input_errors.get((POLICY_KIND,) + key)
+        if reason is not None:
+            return (reason,)
+        rendering = self._renderings.get(key)
+        if rendering is not None:
+            return rendering.errors
+        policy = self._policies.get(key)
+        return policy.errors if policy is not None else ()
+
+    def policy_objects(self, namespace: str, name: str) -> Optional[PolicyObjects]:
+        """The objects of one NetworkPolicy; None when it is unknown or rejected whole."""
+        self._flush()
+        rendering = self._renderings.get((namespace, name))
+        if rendering is None:
+            return None
+        return PolicyObjects(rendering.policy[0], tuple(fq for fq, _ in rendering.rules),
+                             tuple(fq for fq, _, _ in rendering.deny_rules),
+                             tuple(sorted(rendering.address_groups)), tuple(sorted(rendering.tags)),
+                             rendering.errors)
+
+    def errors(self) -> List[Dict[str, str]]:
+        """Every rejection and unresolved named port, sorted by kind, namespace and name."""
+        self._flush()
+        errors = [{"kind": kind, "namespace": namespace, "name": name, "reason": reason}
+                  for (kind, namespace, name), reason in self._input_errors.items()]
+        for (namespace, name), policy in self._policies.items():
+            rendering = self._renderings.get((namespace, name))
+            for reason in rendering.errors if rendering is not None else policy.errors:
+                errors.append({"kind": POLICY_KIND, "namespace": namespace, "name": name,
+                               "reason": reason})
+        errors.sort(key=lambda e: (e["kind"], e["namespace"], e["name"]))
+        return errors
+
+    def translation(self) -> Translation:
+        """The whole desired state in SPEC 8's order."""
+        self._flush()
+
+        def ordered(resource_type: str) -> Tuple[Body, ...]:
+            store = self._objects[resource_type]
+            return tuple(store[fq] for fq in sorted(store))
+
+        workloads = tuple({"namespace": pod.namespace, "name": pod.name, "ip": pod.ip,
+                           "tags": list(self._pod_tags[key])}
+                          for key, pod in sorted(self._index.pods.items()))
+        (aps,) = self._objects[APPLICATION_POLICY_SET].values()
+        return Translation(self.cluster_name, ordered(TAG), ordered(ADDRESS_GROUP), ordered(FIREWALL_RULE),
+                           ordered(FIREWALL_POLICY), aps, workloads, tuple(self.errors()))
+
+    # --- cluster objects ----------------------------------------------------------------------
+
+    def _create_cluster_objects(self) -> None:
+        """The application tag, `<cluster>-allowall`, `<cluster>-denyall` and the APS (SPEC 5)."""
+        application = self._renderer.application_tag
+        self._ref_tag(application, None)
+        allowall = allowall_policy_name(self.cluster_name)
+        cluster_pods = {"tags": [application]}
+        rule_refs = []
+        for i, (direction, endpoints) in enumerate((("ingress", (ANY_ENDPOINT, cluster_pods)),
+                                                     ("egress", (cluster_pods, ANY_ENDPOINT)))):
+            fq_name = global_fq_name(f"{allowall}-{direction}")
+            self._put(FIREWALL_RULE, fq_name, self._bodies.any_rule(fq_name, PASS, *endpoints))
+            rule_refs.append(sequenced_ref(fq_name, rule_sequence(i)))
+        allowall_fq = global_fq_name(allowall)
+        self._put(FIREWALL_POLICY, allowall_fq, self._bodies.firewall_policy(allowall_fq, rule_refs, {}))
+        self._denyall_fq = global_fq_name(denyall_policy_name(self.cluster_name))
+        denyall = self._bodies.firewall_policy(self._denyall_fq, [], {})
+        self._put(FIREWALL_POLICY, self._denyall_fq, denyall)
+        self._deny_refs = SequencedRefs(denyall["firewall_rule_refs"])
+        self._aps_fq = global_fq_name(self.cluster_name)
+        aps = self._bodies.application_policy_set(self._aps_fq, application, [])
+        self._put(APPLICATION_POLICY_SET, self._aps_fq, aps)
+        self._aps_refs = SequencedRefs(aps["firewall_policy_refs"])
+        self._aps_refs.set(self._denyall_fq, DENYALL_SEQUENCE)
+        self._aps_refs.set(allowall_fq, ALLOWALL_SEQUENCE)
+        self._commit_refs()
+
+    # --- objects and the change log -----------------------------------------------------------
+
+    def _put(self, resource_type: str, fq_name: FqName, body: Body) -> bool:
+        store = self._objects[resource_type]
+        previous = store.get(fq_name)
+        if previous is not None and previous == body:
+            return False
+        self._log.object_touched((resource_type, fq_name), previous)
+        store[fq_name] = body
+        return True
+
+    def _drop(self, resource_type: str, fq_name: FqName) -> None:
+        previous = self._objects[resource_type].pop(fq_name, None)
+        if previous is not None:
+            self._log.object_touched((resource_type, fq_name), previous)
+
+    def _commit_refs(self) -> None:
+        for fq_name, refs, resource_type, ref_type in (
+                (self._denyall_fq, self._deny_refs, FIREWALL_POLICY, FIREWALL_RULE),
+                (self._aps_fq, self._aps_refs, APPLICATION_POLICY_SET, FIREWALL_POLICY)):
+            operations = refs.commit()
+            if operations:
+                self._log.object_touched((resource_type, fq_name), self._objects[resource_type][fq_name])
+                self._log.refs_moved(resource_type, fq_name, ref_type, operations)
+
+    def _reject(self, kind: str, namespace: str, name: str, reason: str) -> None:
+        log.warning("%s %s: rejected: %s", kind, f"{namespace}/{name}" if namespace else name, reason)
+        self._input_errors[(kind, namespace, name)] = reason
+
+    # --- shared objects -----------------------------------------------------------------------
+
+    def _ref_tag(self, tag: str, origin: Optional[TagOrigin]) -> None:
+        count = self._tag_refs.get(tag, 0)
+        self._tag_refs[tag] = count + 1
+        if count:
+            return
+        self._put(TAG, (tag,), self._bodies.tag(tag))
+        if origin is not None:
+            self._tag_origins[tag] = origin
+            if isinstance(origin, SelectorDef):
+                self._dirty_pods.update(self._membership.activate(tag, origin))
+            else:
+                self._dirty_pods.update(self._pods_with(origin))
+
+    def _unref_tag(self, tag: str) -> None:
+        count = self._tag_refs[tag] - 1
+        if count:
+            self._tag_refs[tag] = count
+            return
+        del self._tag_refs[tag]
+        self._drop(TAG, (tag,))
+        origin = self._tag_origins.pop(tag, None)
+        if isinstance(origin, SelectorDef):
+            self._dirty_pods.update(self._membership.retire(tag))
+        elif origin is not None:
+            self._dirty_pods.update(self._pods_with(origin))
+
+    def _pods_with(self, origin: Tuple[str, str, str]) -> Iterable[PodKey]:
+        kind, key, value = origin
+        if kind == POD_LABEL:
+            return self._index.pods_with_label(key, value)
+        return [pod for namespace in self._index.namespaces_with_label(key, value)
+                for pod in self._index.namespace_pods(namespace)]
+
+    def _ref_address_group(self, fq_name: FqName, body: Body) -> None:
+        count = self._address_group_refs.get(fq_name, 0)
+        self._address_group_refs[fq_name] = count + 1
+        if not count:
+            self._put(ADDRESS_GROUP, fq_name, body)
+
+    def _unref_address_group(self, fq_name: FqName) -> None:
+        count = self._address_group_refs[fq_name] - 1
+        if count:
+            self._address_group_refs[fq_name] = count
+        else:
+            del self._address_group_refs[fq_name]
+            self._drop(ADDRESS_GROUP, fq_name)
+
+    # --- namespaces and pods ------------------------------------------------------------------
+
+    def _use_namespace(self, name: str, delta: int) -> None:
+        count = self._namespace_users.get(name, 0) + delta
+        if count:
+            self._namespace_users[name] = count
+        else:
+            self._namespace_users.pop(name, None)
+        if count <= 1:  # the namespace may have appeared or disappeared
+            self._sync_namespace(name)
+
+    def _sync_namespace(self, name: str) -> None:
+        """Make the index hold what is known of namespace `name`: its manifest, the implicit
+        namespace of its pods and policies (SPEC 8), or nothing."""
+        wanted = self._explicit_namespaces.get(name)
+        if wanted is None and name in self._namespace_users:
+            wanted = implicit_namespace(name)
+        current = self._index.namespaces.get(name)
+        if current == wanted:
+            return
+        if wanted is None:
+            self._index.remove_namespace(name)
+            self._unref_tag(namespace_tag(name))
+            return
+        self._index.put_namespace(wanted)
+        if current is None:
+            self._ref_tag(namespace_tag(name), None)
+        if current is not None and current.labels != wanted.labels:
+            self._membership.namespace_changed(name)
+            pods = self._index.namespace_pods(name)
+            self._dirty_pods.update(pods)
+            if pods:
+                self._dirty_policies.update(self._cluster_dependents)
+
+    def _pod_changed(self, key: PodKey, old: Optional[PodInfo], new: Optional[PodInfo]) -> None:
+        self._membership.pod_changed(key, new)
+        self._dirty_pods.add(key)
+        for pod in (old, new):
+            if pod is not None:
+                self._dirty_policies.update(self._dependents_by_namespace.get(pod.namespace, ()))
+        self._dirty_policies.update(self._cluster_dependents)
+
+    # --- flushing -----------------------------------------------------------------------------
+
+    def _flush(self) -> None:
+        if self._dirty_policies:
+            self._flush_policies()
+        if self._dirty_pods:
+            self._flush_pods()
+        self._commit_refs()
+
+    def _render(self, key: PolicyKey, suffixed: bool) -> Optional[PolicyRendering]:
+        policy = self._policies.get(key)
+        if policy is None or policy.selection is None:
+            return None
+        label = collision_label(policy.namespace, policy.name) if suffixed else policy.name
+        return self._renderer.render(policy, self._index, label)
+
+    def _flush_policies(self) -> None:
+        dirty, self._dirty_policies = self._dirty_policies, set()
+        base: Dict[PolicyKey, Optional[PolicyRendering]] = {}
+        affected: Set[PolicyKey] = set()
+        for key in dirty:
+            rendering = base[key] = self._render(key, False)
+            affected.update(self._index_names(key, rendering.names if rendering is not None else ()))
+        for key in dirty:
+            rendering = base[key]
+            suffixed = rendering is not None and self._collides(key)
+            self._apply(key, self._render(key, True) if suffixed else rendering, suffixed)
+        for key in affected - dirty:
+            suffixed = self._collides(key)
+            if suffixed != (key in self._suffixed):
+                self._apply(key, self._render(key, suffixed), suffixed)
+
+    def _flush_pods(self) -> None:
+        dirty, self._dirty_pods = self._dirty_pods, set()
+        namespace_tags: Dict[str, List[str]] = {}
+        refs = self._tag_refs
+        for key in dirty:
+            previous = self._pod_tags.get(key)
+            pod = self._index.pods.get(key)
+            if pod is None:
+                if previous is not None:
+                    self._log.pod_touched(key, previous)
+                    del self._pod_tags[key]
+                continue
+            tags = namespace_tags.get(pod.namespace)
+            if tags is None:
+                tags = namespace_tags[pod.namespace] = self._namespace_identity(pod.namespace)
+            tags = list(tags)
+            for label in pod.labels.items():
+                tag = self._renderer.pod_label_tag(*label)
+                if tag in refs:
+                    tags.append(tag)
+            tags.extend(self._membership.tags_of(key))
+            result = tuple(sorted(tags))
+            if result != previous:
+                self._log.pod_touched(key, previous)
+                self._pod_tags[key] = result
+
+    def _namespace_identity(self, namespace: str) -> List[str]:
+        """The tags every pod of `namespace` carries: identity and referenced namespace labels."""
+        tags = [self._renderer.application_tag, namespace_tag(namespace)]
+        for label in self._index.namespace_labels(namespace).items():
+            tag = self._renderer.namespace_label_tag(*label)
+            if tag in self._tag_refs:
+                tags.append(tag)
+        return tags
+
+    # --- name collisions (SPEC 4) -------------------------------------------------------------
+
+    def _index_names(self, key: PolicyKey, names: Tuple[str, ...]) -> Set[PolicyKey]:
+        """Record the unsuffixed names of policy `key`; returns the other policies whose
+        collision status may have changed."""
+        old = self._base_names.pop(key, ())
+        if names:
+            self._base_names[key] = names
+        others: Set[PolicyKey] = set()
+        if old == names:
+            return others
+        for table, before, after in ((self._policy_name_owners, old[:1], names[:1]),
+                                     (self._rule_name_owners, old[1:], names[1:])):
+            kept = set(before).intersection(after) if before else ()
+            for name in before:
+                if name not in kept:
+                    others.update(_release(table, name, key))
+            for name in after:
+                if name not in kept:
+                    others.update(_claim(table, name, key))
+        return others
+
+    def _collides(self, key: PolicyKey) -> bool:
+        names = self._base_names.get(key, ())
+        if not names:
+            return False
+        if isinstance(self._policy_name_owners[names[0]], set):
+            return True
+        rules = self._rule_name_owners
+        return any(isinstance(rules[name], set) for name in names[1:])
+
+    # --- applying one policy's rendering ------------------------------------------------------
+
+    def _apply(self, key: PolicyKey, rendering: Optional[PolicyRendering], suffixed: bool) -> None:
+        old = self._renderings.pop(key, None)
+        if rendering is not None:
+            self._renderings[key] = rendering
+        if suffixed:
+            self._suffixed.add(key)
+        else:
+            self._suffixed.discard(key)
+        changed = self._apply_shared(old, rendering)
+        changed |= self._apply_rules(old, rendering)
+        old_errors = old.errors if old is not None else ()
+        new_errors = rendering.errors if rendering is not None else ()
+        if changed or old_errors != new_errors:
+            self._log.policy_touched(key)
+            for reason in new_errors:
+                if reason not in old_errors:
+                    log.warning("NetworkPolicy %s/%s: %s", key[0], key[1], reason)
+        self._apply_dependencies(key, old, rendering)
+
+    def _apply_shared(self, old: Optional[PolicyRendering], new: Optional[PolicyRendering]) -> bool:
+        """Reference the new tags and address groups before releasing the old (make before break)."""
+        old_tags = old.tags if old is not None else {}
+        new_tags = new.tags if new is not None else {}
+        old_groups = old.address_groups if old is not None else {}
+        new_groups = new.address_groups if new is not None else {}
+        for tag, origin in new_tags.items():
+            if tag not in old_tags:
+                self._ref_tag(tag, origin)
+        for fq_name, body in new_groups.items():
+            if fq_name not in old_groups:
+                self._ref_address_group(fq_name, body)
+        for tag in old_tags:
+            if tag not in new_tags:
+                self._unref_tag(tag)
+        for fq_name in old_groups:
+            if fq_name not in new_groups:
+                self._unref_address_group(fq_name)
+        return old_tags.keys() != new_tags.keys() or old_groups.keys() != new_groups.keys()
+
+    def _apply_rules(self, old: Optional[PolicyRendering], new: Optional[PolicyRendering]) -> bool:
+        changed = False
+        kept: Set[FqName] = set()
+        if new is not None:
+            for fq_name, body in new.rules:
+                changed |= self._put(FIREWALL_RULE, fq_name, body)
+                kept.add(fq_name)
+            for fq_name, body, sequence in new.deny_rules:
+                changed |= self._put(FIREWALL_RULE, fq_name, body)
+                self._deny_refs.set(fq_name, sequence)
+                kept.add(fq_name)
+            fq_name, body = new.policy
+            changed |= self._put(FIREWALL_POLICY, fq_name, body)
+            self._aps_refs.set(fq_name, new.aps_sequence)
+        if old is not None:
+            for fq_name, _ in old.rules:
+                if fq_name not in kept:
+                    self._drop(FIREWALL_RULE, fq_name)
+                    changed = True
+            for fq_name, _, _ in old.deny_rules:
+                if fq_name not in kept:
+                    self._drop(FIREWALL_RULE, fq_name)
+                    self._deny_refs.discard(fq_name)
+                    changed = True
+            fq_name = old.policy[0]
+            if new is None or new.policy[0] != fq_name:
+                self._drop(FIREWALL_POLICY, fq_name)
+                self._aps_refs.discard(fq_name)
+                changed = True
+        return changed
+
+    def _apply_dependencies(self, key: PolicyKey, old: Optional[PolicyRendering],
+                            new: Optional[PolicyRendering]) -> None:
+        """Remember which pods' named ports this policy read, to re-render it when they change."""
+        for rendering, register in ((old, False), (new, True)):
+            for pods in rendering.destinations if rendering is not None else ():
+                if isinstance(pods, PodScope) and pods.namespace is not None:
+                    group = self._dependents_by_namespace.setdefault(pods.namespace, set())
+                else:
+                    group = self._cluster_dependents
+                if register:
+                    group.add(key)
+                else:
+                    group.discard(key)
+                    if not group and group is not self._cluster_dependents:
+                        del self._dependents_by_namespace[pods.namespace]  # type: ignore[union-attr]
+
+
+def _claim(table: Dict[str, Owners], name: str, key: PolicyKey) -> Iterable[PolicyKey]:
+    owner = table.get(name)
+    if owner is None:
+        table[name] = key
+        return ()
+    if isinstance(owner, set):
+        others = set(owner)
+        owner.add(key)
+        return others
+    table[name] = {owner, key}
+    return (owner,)
+
+
+def _release(table: Dict[str, Owners], name: str, key: PolicyKey) -> Iterable[PolicyKey]:
+    owner = table[name]
+    if not isinstance(owner, set):
+        del table[name]
+        return ()
+    owner.discard(key)
+    others = set(owner)
+    if len(owner) == 1:
+        table[name] = next(iter(owner))
+    return others

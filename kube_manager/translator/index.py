@@ -1,0 +1,150 @@
+"""Pods and namespaces indexed for selector evaluation.
+
+Finding the pods of a selector must not scan the cluster: candidates come from the smallest of the
+namespace's pods and the pods carrying one of the selector's required labels, and are then checked
+against the whole selector.
+"""
+from __future__ import annotations
+
+from typing import AbstractSet, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+
+from .cidr import IpBlock
+from .model import METADATA_NAME_LABEL, NamespaceInfo, PodInfo, PodScope, PodSet
+from .selectors import EXISTS, IN, LabelSelector
+
+PodKey = Tuple[str, str]
+_NOTHING: AbstractSet = frozenset()
+
+
+class _LabelIndex:
+    """Objects by (label key, value) and by label key."""
+
+    def __init__(self) -> None:
+        self.by_label: Dict[Tuple[str, str], Set] = {}
+        self.by_key: Dict[str, Set] = {}
+
+    def add(self, item: object, labels: Mapping[str, str]) -> None:
+        for pair in labels.items():
+            self.by_label.setdefault(pair, set()).add(item)
+            self.by_key.setdefault(pair[0], set()).add(item)
+
+    def remove(self, item: object, labels: Mapping[str, str]) -> None:
+        for pair in labels.items():
+            for table, key in ((self.by_label, pair), (self.by_key, pair[0])):
+                items = table[key]  # type: ignore[index]
+                items.discard(item)
+                if not items:
+                    del table[key]  # type: ignore[arg-type]
+
+    def narrow(self, universe: AbstractSet, selector: LabelSelector) -> AbstractSet:
+        """The smallest of `universe` and the sets a required label of `selector` picks."""
+        best = universe
+        for pair in selector.match_labels:
+            found = self.by_label.get(pair, _NOTHING)
+            if len(found) < len(best):
+                best = found
+        for requirement in selector.expressions:
+            if requirement.operator == EXISTS:
+                found = self.by_key.get(requirement.key, _NOTHING)
+            elif requirement.operator == IN and len(requirement.values) == 1:
+                found = self.by_label.get((requirement.key, requirement.values[0]), _NOTHING)
+            else:
+                continue
+            if len(found) < len(best):
+                best = found
+        return best
+
+
+class ClusterIndex:
+    """The pods and namespaces the translator knows, with label indexes."""
+
+    def __init__(self) -> None:
+        self.pods: Dict[PodKey, PodInfo] = {}
+        self.namespaces: Dict[str, NamespaceInfo] = {}
+        self.pods_by_namespace: Dict[str, Set[PodKey]] = {}
+        self._pod_labels = _LabelIndex()
+        self._namespace_labels = _LabelIndex()
+
+    # --- updates ------------------------------------------------------------------------------
+
+    def put_pod(self, pod: PodInfo) -> Optional[PodInfo]:
+        """Store `pod`; returns the state it replaces."""
+        old = self.remove_pod(pod.key)
+        self.pods[pod.key] = pod
+        self.pods_by_namespace.setdefault(pod.namespace, set()).add(pod.key)
+        self._pod_labels.add(pod.key, pod.labels)
+        return old
+
+    def remove_pod(self, key: PodKey) -> Optional[PodInfo]:
+        old = self.pods.pop(key, None)
+        if old is not None:
+            members = self.pods_by_namespace[old.namespace]
+            members.discard(key)
+            if not members:
+                del self.pods_by_namespace[old.namespace]
+            self._pod_labels.remove(key, old.labels)
+        return old
+
+    def put_namespace(self, namespace: NamespaceInfo) -> Optional[NamespaceInfo]:
+        old = self.remove_namespace(namespace.name)
+        self.namespaces[namespace.name] = namespace
+        self._namespace_labels.add(namespace.name, namespace.labels)
+        return old
+
+    def remove_namespace(self, name: str) -> Optional[NamespaceInfo]:
+        old = self.namespaces.pop(name, None)
+        if old is not None:
+            self._namespace_labels.remove(name, old.labels)
+        return old
+
+    # --- lookups ------------------------------------------------------------------------------
+
+    def namespace_labels(self, name: str) -> Mapping[str, str]:
+        namespace = self.namespaces.get(name)
+        return namespace.labels if namespace is not None else {METADATA_NAME_LABEL: name}
+
+    def pods_with_label(self, key: str, value: str) -> AbstractSet[PodKey]:
+        return self._pod_labels.by_label.get((key, value), _NOTHING)
+
+    def namespaces_with_label(self, key: str, value: str) -> AbstractSet[str]:
+        return self._namespace_labels.by_label.get((key, value), _NOTHING)
+
+    def namespace_pods(self, name: str) -> AbstractSet[PodKey]:
+        return self.pods_by_namespace.get(name, _NOTHING)
+
+    def contains(self, pods: PodSet, pod: PodInfo) -> bool:
+        if isinstance(pods, IpBlock):
+            return pods.contains(pod.address)
+        return pods.matches(pod.namespace, pod.labels, self.namespace_labels(pod.namespace))
+
+    def matching_namespaces(self, selector: LabelSelector) -> List[str]:
+        candidates = self._namespace_labels.narrow(self.namespaces.keys(), selector)
+        return [name for name in candidates if selector.matches(self.namespaces[name].labels)]
+
+    def pods_in(self, pods: PodSet) -> Iterable[PodInfo]:
+        """The pods of a pod set, found through the indexes (an ipBlock scans pods with an IP)."""
+        if isinstance(pods, IpBlock):
+            return [pod for pod in self.pods.values() if pods.contains(pod.address)]
+        return self._scope_pods(pods)
+
+    def _scope_pods(self, scope: PodScope) -> List[PodInfo]:
+        selector = scope.pod_selector
+        every_pod = self.pods.keys()
+        if scope.namespace is not None:
+            namespaces: AbstractSet[str] = {scope.namespace}
+            universe: AbstractSet[PodKey] = self.namespace_pods(scope.namespace)
+        else:
+            names = self.matching_namespaces(scope.namespace_selector or LabelSelector())
+            namespaces = set(names)
+            universe = self.namespace_pods(names[0]) if len(names) == 1 else every_pod
+        if selector is not None:
+            universe = self._pod_labels.narrow(universe, selector)
+        if universe is every_pod and len(namespaces) < len(self.namespaces):
+            # No label narrows it down: walk the matching namespaces rather than every pod.
+            universe = [key for name in namespaces for key in self.namespace_pods(name)]  # type: ignore
+        result = []
+        for key in universe:
+            pod = self.pods[key]
+            if pod.namespace in namespaces and (selector is None or selector.matches(pod.labels)):
+                result.append(pod)
+        return result

@@ -1,0 +1,66 @@
+"""Names and sequence numbers of the Contrail objects (SPEC 4 and 5).
+
+Names follow the wiki's convention prefixed with the cluster name, so an operator can read a rule
+name back to its NetworkPolicy, block, peer and port. Sequences are derived from names, so adding or
+removing a NetworkPolicy never renumbers the others.
+"""
+from __future__ import annotations
+
+from typing import Tuple
+
+from .encoding import sha1_hex
+
+MAX_NAME_LENGTH = 255
+_KEPT_LENGTH = 246
+DENYALL_SEQUENCE = "2.0"
+ALLOWALL_SEQUENCE = "3.0"
+INGRESS, EGRESS = "ingress", "egress"
+
+
+def shorten(name: str) -> str:
+    """Names over 255 characters keep 246 plus `-` and 8 hex of sha1(full name)."""
+    if len(name) <= MAX_NAME_LENGTH:
+        return name
+    return f"{name[:_KEPT_LENGTH]}-{sha1_hex(name)[:8]}"
+
+
+def collision_label(namespace: str, name: str) -> str:
+    """What replaces `<np>` in every name of a NetworkPolicy whose names collide with another's."""
+    return f"{name}-{sha1_hex(f'{namespace}/{name}')[:8]}"
+
+
+def policy_name(cluster: str, namespace: str, np_label: str) -> str:
+    return f"{cluster}-{namespace}-{np_label}"
+
+
+def rule_prefix(cluster: str, namespace: str, direction: str, np_label: str) -> str:
+    """`<cluster>-<ns>-<dir>-<np>`, the start of every rule name of one direction."""
+    return f"{cluster}-{namespace}-{direction}-{np_label}"
+
+
+def deny_rule_name(cluster: str, namespace: str, direction: str, np_label: str) -> str:
+    return f"{rule_prefix(cluster, namespace, direction, np_label)}-denyall"
+
+
+def denyall_policy_name(cluster: str) -> str:
+    return f"{cluster}-denyall"
+
+
+def allowall_policy_name(cluster: str) -> str:
+    return f"{cluster}-allowall"
+
+
+def rule_sequence(index: int) -> str:
+    """Sequence of the index-th pass rule inside its NetworkPolicy's firewall policy."""
+    return "%05d.0" % index
+
+
+def hashed_sequence(name: str) -> str:
+    """`1.<first 12 decimal digits of int(sha1(name), 16)>`: stable whatever else exists."""
+    return "1." + str(int(sha1_hex(name), 16))[:12]
+
+
+def sequence_key(sequence: str) -> Tuple[int, str]:
+    """Numeric order of `major.minor` sequences (the minor digits compare as decimals)."""
+    major, _, minor = sequence.partition(".")
+    return (int(major), minor)

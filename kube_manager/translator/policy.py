@@ -1,0 +1,135 @@
+"""Validation of NetworkPolicy manifests into ParsedPolicy values (SPEC 4 and 11).
+
+Rejection is as narrow as possible: a bad peer or port drops only itself, a bad block (unknown
+field, unreadable `from`/`ports`) drops only that block, and only a bad own `podSelector` or
+`policyTypes` rejects the whole policy. Indices are manifest positions, rejected entries included,
+so fixing one entry renames nothing.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Optional, Tuple
+
+from .canonical import sha256_of_json
+from .cidr import parse_ip_block
+from .model import Block, ParsedPolicy, Peer, PodScope
+from .naming import EGRESS, INGRESS
+from .ports import PortSpec, parse_port
+from .selectors import optional_selector, parse_selector
+from .validation import InvalidInput, mapping, namespace_name_problem, object_name_problem, sequence
+
+_SPEC_FIELDS = frozenset({"podSelector", "ingress", "egress", "policyTypes"})
+_PEER_FIELDS = frozenset({"podSelector", "namespaceSelector", "ipBlock"})
+_POLICY_TYPES = {"Ingress": INGRESS, "Egress": EGRESS}
+_PEER_FIELD = {INGRESS: "from", EGRESS: "to"}
+
+
+def parse_peer(raw: Any, namespace: str, path: str) -> Peer:
+    """A NetworkPolicyPeer: exactly an ipBlock, or a pod and/or namespace selector."""
+    body = mapping(raw, path, _PEER_FIELDS)
+    pods = optional_selector(body.get("podSelector"), f"{path}.podSelector")
+    namespaces = optional_selector(body.get("namespaceSelector"), f"{path}.namespaceSelector")
+    if body.get("ipBlock") is not None:
+        if pods is not None or namespaces is not None:
+            raise InvalidInput(f"{path}: may not specify both ipBlock and another peer")
+        return parse_ip_block(body["ipBlock"], f"{path}.ipBlock")
+    if pods is None and namespaces is None:
+        raise InvalidInput(f"{path}: must specify a peer (podSelector, namespaceSelector or ipBlock)")
+    if namespaces is None:
+        return PodScope(namespace=namespace, pod_selector=pods)
+    return PodScope(namespace_selector=namespaces, pod_selector=pods)
+
+
+def _parse_block(raw: Any, direction: str, index: int, namespace: str,
+                 errors: List[str]) -> Optional[Block]:
+    path = f"spec.{direction}[{index}]"
+    peer_field = _PEER_FIELD[direction]
+    try:
+        body = mapping(raw, path, frozenset({peer_field, "ports"}))
+        raw_peers = sequence(body.get(peer_field), f"{path}.{peer_field}")
+        raw_ports = sequence(body.get("ports"), f"{path}.ports")
+    except InvalidInput as exc:
+        errors.append(f"{exc}; the block is ignored")
+        return None
+    peers: Optional[Tuple[Tuple[int, Peer], ...]] = None
+    if raw_peers:
+        kept_peers = []
+        for p, entry in enumerate(raw_peers):
+            try:
+                kept_peers.append((p, parse_peer(entry, namespace, f"{path}.{peer_field}[{p}]")))
+            except InvalidInput as exc:
+                errors.append(f"{exc}; the peer is ignored")
+        peers = tuple(kept_peers)
+    ports: Optional[Tuple[Tuple[int, PortSpec], ...]] = None
+    if raw_ports:
+        kept_ports = []
+        for i, entry in enumerate(raw_ports):
+            try:
+                kept_ports.append((i, parse_port(entry, f"{path}.ports[{i}]")))
+            except InvalidInput as exc:
+                errors.append(f"{exc}; the port is ignored")
+        ports = tuple(kept_ports)
+    return Block(direction, index, peers, ports)
+
+
+def _policy_types(raw: Any) -> Tuple[str, ...]:
+    entries = sequence(raw, "spec.policyTypes")
+    if len(entries) > 2:
+        raise InvalidInput("spec.policyTypes: may not list more than two policy types")
+    for i, entry in enumerate(entries):
+        if entry not in _POLICY_TYPES:
+            raise InvalidInput(f"spec.policyTypes[{i}]: {entry!r} is not Ingress or Egress")
+    return tuple(d for d in (INGRESS, EGRESS) if any(_POLICY_TYPES[e] == d for e in entries))
+
+
+def _rejected(namespace: str, name: str, uid: str, digest: str, reason: str) -> ParsedPolicy:
+    return ParsedPolicy(namespace, name, uid, digest, None,
+                        errors=(f"{reason}; the policy is rejected whole",))
+
+
+def parse_policy(manifest: Any) -> ParsedPolicy:
+    """Validate one NetworkPolicy manifest.
+
+    Raises InvalidInput only when the object cannot be identified (bad metadata); every problem
+    of the spec is reported in `errors` instead, as narrowly as SPEC 11 says.
+    """
+    manifest = manifest if isinstance(manifest, dict) else {}
+    metadata = manifest.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    namespace = metadata.get("namespace") or "default"
+    name = metadata.get("name")
+    uid = metadata.get("uid") or ""
+    uid = uid if isinstance(uid, str) else str(uid)
+    raw_spec = manifest.get("spec")
+    digest = sha256_of_json(raw_spec)
+    problem = namespace_name_problem(namespace) or object_name_problem(name)
+    if problem:
+        raise InvalidInput(f"metadata: {problem}")
+    errors: List[str] = []
+    try:
+        spec = mapping(raw_spec, "spec")
+        selection = PodScope(namespace=namespace,
+                             pod_selector=parse_selector(spec.get("podSelector"), "spec.podSelector"))
+        types = _policy_types(spec.get("policyTypes"))
+    except InvalidInput as exc:
+        return _rejected(namespace, name, uid, digest, str(exc))
+    unknown = sorted(str(k) for k in spec if k not in _SPEC_FIELDS)
+    if unknown:
+        errors.append(f"spec: unknown field {', '.join(repr(u) for u in unknown)}; ignored")
+    raw_blocks = {}
+    for direction in (INGRESS, EGRESS):
+        try:
+            raw_blocks[direction] = sequence(spec.get(direction), f"spec.{direction}")
+        except InvalidInput as exc:
+            errors.append(f"{exc}; no {direction} rule is written")
+            raw_blocks[direction] = None
+    if not types:
+        # Defaulted as the API server does; an unreadable egress list counts as given (fail closed).
+        egress = raw_blocks[EGRESS]
+        types = (INGRESS, EGRESS) if egress is None or egress else (INGRESS,)
+    blocks = []
+    for direction in types:
+        for b, raw in enumerate(raw_blocks[direction] or ()):
+            block = _parse_block(raw, direction, b, namespace, errors)
+            if block is not None:
+                blocks.append(block)
+    return ParsedPolicy(namespace, name, uid, digest, selection, types, tuple(blocks), tuple(errors))

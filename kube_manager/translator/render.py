@@ -1,0 +1,230 @@
+"""Rendering one validated NetworkPolicy into its Contrail objects (SPEC 2.1, 3, 4).
+
+The output depends on the policy, on the name label it is rendered under (its own name, or the
+collision-suffixed one), and, only for named ports, on the pods of its destinations, which the
+caller supplies through `PodView`. Everything shared (tags, address groups) is reported rather
+than owned, so the caller can reference-count it across policies.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Protocol, Tuple, Union
+
+from .bodies import ANY_ENDPOINT, DENY, PASS, Body, BodyFactory, FqName, address_group_endpoint, \
+    global_fq_name, sequenced_ref
+from .canonical import sha1_of_json
+from .cidr import IpBlock, cidr_text
+from .encoding import application_tag, encode_key, encode_namespace_key, encode_value, namespace_tag, \
+    selector_tag, tag_name
+from .model import CLUSTER_SCOPE, Block, ParsedPolicy, PodInfo, PodScope, PodSet, SelectorDef
+from .naming import INGRESS, deny_rule_name, hashed_sequence, policy_name, rule_prefix, rule_sequence, \
+    shorten
+from .ports import ANY_SERVICE, PortSpec, Service
+
+# Where a referenced tag comes from, so the caller can find the pods that carry it:
+# ("pod", key, value) for a pod label, ("namespace", key, value) for a namespace label, or the
+# SelectorDef of a selector tag.
+TagOrigin = Union[Tuple[str, str, str], SelectorDef]
+POD_LABEL, NAMESPACE_LABEL = "pod", "namespace"
+
+
+class PodView(Protocol):
+    """The cluster's pods, as the renderer needs them for named ports."""
+
+    def pods_in(self, pods: PodSet) -> Iterable[PodInfo]:
+        ...  # pragma: no cover
+
+
+@dataclass
+class PolicyRendering:
+    """Everything one NetworkPolicy contributes; fq_names are tuples, bodies are read-only."""
+
+    policy: Tuple[FqName, Body]
+    aps_sequence: str
+    rules: List[Tuple[FqName, Body]]  # pass rules, in sequence order
+    deny_rules: List[Tuple[FqName, Body, str]]  # (fq_name, body, sequence in <cluster>-denyall)
+    address_groups: Dict[FqName, Body]
+    tags: Dict[str, TagOrigin]  # label, namespace-label and selector tags its endpoints use
+    destinations: Tuple[PodSet, ...]  # pod sets whose named ports it resolved
+    names: Tuple[str, ...]  # policy name, then rule names, before shortening
+    errors: Tuple[str, ...]
+
+
+class _Work:
+    """Accumulators of one render."""
+
+    def __init__(self, policy: ParsedPolicy) -> None:
+        self.tags: Dict[str, TagOrigin] = {}
+        self.address_groups: Dict[FqName, Body] = {}
+        self.destinations: Dict[PodSet, None] = {}
+        self.errors: Dict[str, None] = dict.fromkeys(policy.errors)
+        self.names: List[str] = []
+        self.rules: List[Tuple[FqName, Body]] = []
+
+
+class PolicyRenderer:
+    """Renders NetworkPolicies of one cluster. Holds only caches of pure functions."""
+
+    def __init__(self, bodies: BodyFactory) -> None:
+        self.bodies = bodies
+        self.cluster = bodies.cluster_name
+        self.application_tag = application_tag(self.cluster)
+        self._pod_types: Dict[str, str] = {}
+        self._namespace_types: Dict[str, str] = {}
+
+    # --- tag names ---------------------------------------------------------------------------
+
+    def pod_label_tag(self, key: str, value: str) -> str:
+        tag_type = self._pod_types.get(key)
+        if tag_type is None:
+            tag_type = self._pod_types[key] = encode_key(key)
+        return tag_name(tag_type, encode_value(value))
+
+    def namespace_label_tag(self, key: str, value: str) -> str:
+        tag_type = self._namespace_types.get(key)
+        if tag_type is None:
+            tag_type = self._namespace_types[key] = encode_namespace_key(key)
+        return tag_name(tag_type, encode_value(value))
+
+    def selector_tag(self, definition: SelectorDef) -> str:
+        return selector_tag(self.cluster, sha1_of_json(definition.hash_input())[:12])
+
+    # --- endpoints ----------------------------------------------------------------------------
+
+    def _selector_endpoint(self, definition: SelectorDef, work: _Work) -> Body:
+        tag = self.selector_tag(definition)
+        work.tags[tag] = definition
+        return {"tags": [tag]}
+
+    def scope_endpoint(self, scope: PodScope, work: _Work) -> Body:
+        """The endpoint of a pod set (SPEC 2.1): its tags plus application=<cluster>, or one
+        selector tag when a selector is not a plain conjunction of labels."""
+        if not scope.is_simple:
+            return self._selector_endpoint(SelectorDef(scope), work)
+        tags = {self.application_tag}
+        if scope.namespace is not None:
+            tags.add(namespace_tag(scope.namespace))
+        elif scope.namespace_selector is not None:
+            for key, value in scope.namespace_selector.simple_labels():
+                tag = self.namespace_label_tag(key, value)
+                work.tags[tag] = (NAMESPACE_LABEL, key, value)
+                tags.add(tag)
+        if scope.pod_selector is not None:
+            for key, value in scope.pod_selector.simple_labels():
+                tag = self.pod_label_tag(key, value)
+                work.tags[tag] = (POD_LABEL, key, value)
+                tags.add(tag)
+        return {"tags": sorted(tags)}
+
+    # --- services -----------------------------------------------------------------------------
+
+    def _named_port(self, block: Block, index: int, port: PortSpec,
+                    destination: PodSet, tag_destination: bool, view: PodView, where: str,
+                    work: _Work) -> List[Tuple[Service, Optional[Body]]]:
+        """One service per number the name resolves to on the destination pods (SPEC 4), with the
+        destination endpoint to use instead of the usual one (None: the usual one)."""
+        work.destinations[destination] = None
+        numbers: Counter = Counter()
+        total = 0
+        for pod in view.pods_in(destination):
+            total += 1
+            number = pod.named_ports.get((port.name, port.protocol))
+            if number is not None:
+                numbers[number] += 1
+        if not numbers:
+            work.errors[f"spec.{block.direction}[{block.index}].ports[{index}]: named port "
+                        f"{port.name!r} ({port.protocol}) resolves on no {where}; no rule is written"] = None
+            return []
+        usual = tag_destination and len(numbers) == 1 and total == next(iter(numbers.values()))
+        protocol = port.protocol.lower()
+        result: List[Tuple[Service, Optional[Body]]] = []
+        for number in sorted(numbers):
+            override = None if usual else self._selector_endpoint(
+                SelectorDef(destination, (port.name or "", port.protocol, number)), work)
+            result.append(((protocol, number, number), override))
+        return result
+
+    def _services(self, block: Block, destination: PodSet, tag_destination: bool,
+                  view: PodView, where: str, work: _Work) -> List[Tuple[Service, Optional[Body]]]:
+        if block.ports is None:
+            return [(ANY_SERVICE, None)]
+        services: List[Tuple[Service, Optional[Body]]] = []
+        for index, port in block.ports:
+            if port.name is None:
+                services.append((port.service(), None))
+            else:
+                services.extend(self._named_port(block, index, port, destination,
+                                                 tag_destination, view, where, work))
+        return services
+
+    # --- the policy ---------------------------------------------------------------------------
+
+    def _block_rules(self, policy: ParsedPolicy, block: Block, label: str, own: Body,
+                     view: PodView, work: _Work) -> None:
+        ingress = block.direction == INGRESS
+        prefix = f"{rule_prefix(self.cluster, policy.namespace, block.direction, label)}-{block.index}-"
+        selection = policy.selection
+        assert selection is not None
+        ingress_services: Optional[List[Tuple[Service, Optional[Body]]]] = None
+        peers = ((None, None),) if block.peers is None else block.peers
+        for p, peer in peers:
+            if peer is None:
+                peer_endpoint, stem, destination = ANY_ENDPOINT, f"{prefix}allow-all-", CLUSTER_SCOPE
+                where = "pod of the cluster"
+            elif isinstance(peer, IpBlock):
+                fq_name = global_fq_name(shorten(peer.address_group_name))
+                work.address_groups[fq_name] = self.bodies.address_group(fq_name, peer.prefixes)
+                peer_endpoint = address_group_endpoint(fq_name[1])
+                stem = f"{prefix}ipBlock-{p}-cidr-{cidr_text(peer.cidr)}-"
+                destination, where = peer, f"cluster pod inside to[{p}]"
+            else:
+                peer_endpoint = self.scope_endpoint(peer, work)
+                kind = "namespaceSelector" if peer.pod_selector is None else "podSelector"
+                stem = f"{prefix}{kind}-{p}-"
+                destination, where = peer, f"pod of to[{p}]"
+            if ingress:
+                if ingress_services is None:
+                    ingress_services = self._services(block, selection, True, view,
+                                                      "selected pod", work)
+                services = ingress_services
+            else:
+                services = self._services(block, destination, isinstance(peer, PodScope), view,
+                                          where, work)
+            for s, (service, override) in enumerate(services):
+                name = f"{stem}{s}"
+                work.names.append(name)
+                fq_name = global_fq_name(shorten(name))
+                if ingress:
+                    body = self.bodies.rule(fq_name, PASS, service, peer_endpoint, override or own)
+                else:
+                    body = self.bodies.rule(fq_name, PASS, service, own, override or peer_endpoint)
+                work.rules.append((fq_name, body))
+
+    def render(self, policy: ParsedPolicy, view: PodView, label: str) -> PolicyRendering:
+        """Render a valid policy with `label` standing for its name in every object name."""
+        selection = policy.selection
+        assert selection is not None, "a policy rejected whole renders nothing"
+        work = _Work(policy)
+        own = self.scope_endpoint(selection, work)
+        name = policy_name(self.cluster, policy.namespace, label)
+        work.names.append(name)
+        for block in policy.blocks:
+            self._block_rules(policy, block, label, own, view, work)
+        deny_rules = []
+        for direction in policy.directions:
+            deny_name = deny_rule_name(self.cluster, policy.namespace, direction, label)
+            work.names.append(deny_name)
+            fq_name = global_fq_name(shorten(deny_name))
+            endpoints = (ANY_ENDPOINT, own) if direction == INGRESS else (own, ANY_ENDPOINT)
+            body = self.bodies.any_rule(fq_name, DENY, *endpoints)
+            deny_rules.append((fq_name, body, hashed_sequence(fq_name[1])))
+        fq_name = global_fq_name(shorten(name))
+        refs = [sequenced_ref(rule_fq, rule_sequence(i)) for i, (rule_fq, _) in enumerate(work.rules)]
+        marks = {"namespace": policy.namespace, "name": policy.name, "k8s_uuid": policy.uid,
+                 "spec_sha256": policy.spec_sha256}
+        body = self.bodies.firewall_policy(fq_name, refs, marks)
+        return PolicyRendering((fq_name, body), hashed_sequence(fq_name[1]), work.rules, deny_rules,
+                               work.address_groups, work.tags, tuple(work.destinations),
+                               tuple(work.names), tuple(work.errors))
+

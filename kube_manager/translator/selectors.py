@@ -1,0 +1,129 @@
+"""Kubernetes label selectors: validation, evaluation and the normal form SPEC 2.1 hashes.
+
+A selector is *simple* when it can be written as a conjunction of `key=value` tags (matchLabels,
+and `In` with a single value); only those become plain tag endpoints. Every other selector is
+evaluated here, by kube-manager, and stands in Contrail as one selector tag.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from .validation import (InvalidInput, check_labels, label_key_problem, label_value_problem, mapping,
+                         sequence, string)
+
+IN, NOT_IN, EXISTS, DOES_NOT_EXIST = "In", "NotIn", "Exists", "DoesNotExist"
+OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST)
+_SELECTOR_FIELDS = frozenset({"matchLabels", "matchExpressions"})
+_REQUIREMENT_FIELDS = frozenset({"key", "operator", "values"})
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One `matchExpressions` entry; `values` sorted for In/NotIn, empty otherwise."""
+
+    key: str
+    operator: str
+    values: Tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        op = self.operator
+        if op == IN:
+            return labels.get(self.key) in self.values
+        if op == NOT_IN:
+            return labels.get(self.key) not in self.values
+        if op == EXISTS:
+            return self.key in labels
+        return self.key not in labels
+
+    def normalised(self) -> Dict[str, Any]:
+        body: Dict[str, Any] = {"key": self.key, "operator": self.operator}
+        if self.operator in (IN, NOT_IN):
+            body["values"] = list(self.values)
+        return body
+
+
+@dataclass(frozen=True)
+class LabelSelector:
+    """A validated selector; `match_labels` sorted by key, `expressions` in normal order."""
+
+    match_labels: Tuple[Tuple[str, str], ...] = ()
+    expressions: Tuple[Requirement, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.match_labels and not self.expressions
+
+    @property
+    def is_simple(self) -> bool:
+        return all(r.operator == IN and len(r.values) == 1 for r in self.expressions)
+
+    def simple_labels(self) -> Tuple[Tuple[str, str], ...]:
+        """The (key, value) conjunction of a simple selector, sorted and without duplicates."""
+        pairs = set(self.match_labels)
+        pairs.update((r.key, r.values[0]) for r in self.expressions)
+        return tuple(sorted(pairs))
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        for key, value in self.match_labels:
+            if labels.get(key) != value:
+                return False
+        for requirement in self.expressions:
+            if not requirement.matches(labels):
+                return False
+        return True
+
+    def normalised(self) -> Dict[str, Any]:
+        """The selector as SPEC 2.1 hashes it: empty fields left out, expressions sorted."""
+        body: Dict[str, Any] = {}
+        if self.match_labels:
+            body["matchLabels"] = dict(self.match_labels)
+        if self.expressions:
+            body["matchExpressions"] = [r.normalised() for r in self.expressions]
+        return body
+
+
+EVERYTHING = LabelSelector()
+
+
+def _requirement(raw: Any, path: str) -> Requirement:
+    entry = mapping(raw, path, _REQUIREMENT_FIELDS)
+    key = string(entry.get("key"), f"{path}.key")
+    operator = string(entry.get("operator"), f"{path}.operator")
+    values = [string(v, f"{path}.values[{i}]") for i, v in enumerate(sequence(entry.get("values"),
+                                                                              f"{path}.values"))]
+    problem = label_key_problem(key)
+    if problem:
+        raise InvalidInput(f"{path}.key: {problem}")
+    if operator not in OPERATORS:
+        raise InvalidInput(f"{path}.operator: {operator!r} is not a valid selector operator"
+                           f" (one of {', '.join(OPERATORS)})")
+    if operator in (IN, NOT_IN):
+        if not values:
+            raise InvalidInput(f"{path}.values: must be given when the operator is {operator}")
+    elif values:
+        raise InvalidInput(f"{path}.values: may not be given when the operator is {operator}")
+    for i, value in enumerate(values):
+        problem = label_value_problem(value)
+        if problem:
+            raise InvalidInput(f"{path}.values[{i}]: {problem}")
+    return Requirement(key, operator, tuple(sorted(values)))
+
+
+def parse_selector(raw: Any, path: str) -> LabelSelector:
+    """Validate a LabelSelector as the API server does; raises InvalidInput naming `path`."""
+    body = mapping(raw, path, _SELECTOR_FIELDS)
+    labels = check_labels(body.get("matchLabels"), f"{path}.matchLabels")
+    requirements: List[Requirement] = [
+        _requirement(entry, f"{path}.matchExpressions[{i}]")
+        for i, entry in enumerate(sequence(body.get("matchExpressions"), f"{path}.matchExpressions"))
+    ]
+    requirements.sort(key=lambda r: (r.key, r.operator, r.values))
+    return LabelSelector(tuple(sorted(labels.items())), tuple(requirements))
+
+
+def optional_selector(raw: Any, path: str) -> Optional[LabelSelector]:
+    """A selector field that may be absent; a null field is absent."""
+    if raw is None:
+        return None
+    return parse_selector(raw, path)

@@ -1,0 +1,55 @@
+"""The whole desired state of a cluster in SPEC 8's `translate` JSON form, and `translate()`."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, Mapping, Tuple
+
+Body = Dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Translation:
+    """Every object kube-manager wants in Contrail for one cluster, each list in SPEC 8's order:
+    objects by fq_name, workloads by namespace and name, errors by kind, namespace and name."""
+
+    cluster_name: str
+    tags: Tuple[Body, ...]
+    address_groups: Tuple[Body, ...]
+    firewall_rules: Tuple[Body, ...]
+    firewall_policies: Tuple[Body, ...]
+    application_policy_set: Body
+    workloads: Tuple[Body, ...]  # {"namespace", "name", "ip", "tags"}
+    errors: Tuple[Dict[str, str], ...]  # {"kind", "namespace", "name", "reason"}
+
+    def to_dict(self) -> Dict[str, Any]:
+        """SPEC 8's JSON object. Bodies are shared with the translator: do not modify them."""
+        return {
+            "cluster_name": self.cluster_name,
+            "tags": list(self.tags),
+            "address_groups": list(self.address_groups),
+            "firewall_rules": list(self.firewall_rules),
+            "firewall_policies": list(self.firewall_policies),
+            "application_policy_set": self.application_policy_set,
+            "workloads": list(self.workloads),
+            "errors": list(self.errors),
+        }
+
+
+def translate(namespaces: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]],
+              network_policies: Iterable[Mapping[str, Any]], *, cluster_name: str = "k8s",
+              owner: str = "k8s") -> Translation:
+    """Translate plain manifests (as the API server returns them) in one go.
+
+    Equal, by construction, to a ClusterTranslator fed the same objects: it is one, without the
+    change log the daemon needs.
+    """
+    from .cluster import ClusterTranslator  # cluster imports this module for Translation
+
+    translator = ClusterTranslator(cluster_name, owner, track_changes=False)
+    for namespace in namespaces:
+        translator.upsert_namespace(namespace)
+    for pod in pods:
+        translator.upsert_pod(pod)
+    for policy in network_policies:
+        translator.upsert_policy(policy)
+    return translator.translation()

@@ -1,0 +1,118 @@
+"""The Kubernetes API server's validation rules that the translator re-applies (SPEC 11).
+
+kube-manager reads objects that the API server has already accepted, but the offline `translate`
+command reads manifests straight from disk. Re-checking here keeps both paths equal: a part the API
+server would refuse is rejected with a reason instead of being half-translated. Nulls are read as the
+API server decodes them: a null field is absent, a null list entry is `{}`, a null string is "".
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, FrozenSet, List, Optional
+
+_DNS1123_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
+_DNS1123_LABEL_RE = re.compile(_DNS1123_LABEL)
+_DNS1123_SUBDOMAIN_RE = re.compile(rf"{_DNS1123_LABEL}(?:\.{_DNS1123_LABEL})*")
+_NAME_PART_RE = re.compile(r"(?:[A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_PORT_NAME_RE = re.compile(r"[-a-z0-9]+")
+
+
+class InvalidInput(ValueError):
+    """One part of a manifest that the API server would refuse; the message says where and why."""
+
+
+def label_key_problem(key: Any) -> Optional[str]:
+    """Why `key` is not a valid label key (a qualified name), or None when it is."""
+    if not isinstance(key, str):
+        return f"label key {key!r} is not a string"
+    prefix, slash, name = key.rpartition("/")
+    if slash:
+        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix):
+            return f"label key {key!r}: prefix must be a DNS subdomain"
+    if not name or len(name) > 63 or not _NAME_PART_RE.fullmatch(name):
+        return (f"label key {key!r}: name must be 1-63 alphanumerics, '-', '_' or '.',"
+                " starting and ending with an alphanumeric")
+    return None
+
+
+def label_value_problem(value: Any) -> Optional[str]:
+    """Why `value` is not a valid label value, or None when it is."""
+    if not isinstance(value, str):
+        return f"label value {value!r} is not a string"
+    if value and (len(value) > 63 or not _NAME_PART_RE.fullmatch(value)):
+        return (f"label value {value!r} must be at most 63 alphanumerics, '-', '_' or '.',"
+                " starting and ending with an alphanumeric")
+    return None
+
+
+def port_name_problem(name: str) -> Optional[str]:
+    """Why `name` is not a valid IANA service name (a named port), or None when it is."""
+    if not 1 <= len(name) <= 15:
+        return f"port name {name!r} must be 1-15 characters"
+    if not _PORT_NAME_RE.fullmatch(name):
+        return f"port name {name!r} may contain only lower-case alphanumerics and '-'"
+    if not any("a" <= c <= "z" for c in name):
+        return f"port name {name!r} must contain at least one letter"
+    if name.startswith("-") or name.endswith("-") or "--" in name:
+        return f"port name {name!r} may not start or end with '-' or contain '--'"
+    return None
+
+
+def namespace_name_problem(name: Any) -> Optional[str]:
+    if not isinstance(name, str) or not name:
+        return "metadata.name is missing"
+    if len(name) > 63 or not _DNS1123_LABEL_RE.fullmatch(name):
+        return f"namespace name {name!r} is not a DNS label"
+    return None
+
+
+def object_name_problem(name: Any) -> Optional[str]:
+    if not isinstance(name, str) or not name:
+        return "metadata.name is missing"
+    if len(name) > 253 or not _DNS1123_SUBDOMAIN_RE.fullmatch(name):
+        return f"name {name!r} is not a DNS subdomain"
+    return None
+
+
+def mapping(raw: Any, path: str, allowed: Optional[FrozenSet[str]] = None) -> Dict[str, Any]:
+    """`raw` as an object (null is `{}`), refusing fields outside `allowed` as the API server does."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise InvalidInput(f"{path}: expected an object, got {type(raw).__name__}")
+    if allowed is not None:
+        unknown = sorted(str(k) for k in raw if k not in allowed)
+        if unknown:
+            raise InvalidInput(f"{path}: unknown field {', '.join(repr(u) for u in unknown)}")
+    return raw
+
+
+def sequence(raw: Any, path: str) -> List[Any]:
+    """`raw` as a list (null is `[]`)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise InvalidInput(f"{path}: expected a list, got {type(raw).__name__}")
+    return raw
+
+
+def string(raw: Any, path: str) -> str:
+    """`raw` as a string (null is "")."""
+    if raw is None:
+        return ""
+    if not isinstance(raw, str):
+        raise InvalidInput(f"{path}: expected a string, got {type(raw).__name__}")
+    return raw
+
+
+def check_labels(raw: Any, path: str) -> Dict[str, str]:
+    """A label map as the API server validates `metadata.labels` and `matchLabels`."""
+    labels = mapping(raw, path)
+    result: Dict[str, str] = {}
+    for key, value in labels.items():
+        value = "" if value is None else value
+        problem = label_key_problem(key) or label_value_problem(value)
+        if problem:
+            raise InvalidInput(f"{path}: {problem}")
+        result[key] = value
+    return result
