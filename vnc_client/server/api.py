@@ -1,0 +1,620 @@
+"""The config API's operations over the in-memory store, in the real contrail-api's order of checks.
+
+`ConfigApi` is what the WSGI app (`app`) calls for each request, and what tests may call directly
+(every public method takes the store lock, so it is safe from any thread). Each method returns the
+JSON-ready answer of the real server or raises `ApiError` with the real server's status and text.
+
+Request pipelines (as `VncApiServer.http_resource_*` and `_put_common` do):
+- create: fq_name present and well formed (400), property and ref-attr types (400), type pre-alloc
+  hook, fq_name unique per type (409), parent type (400), uuid given unique (409), refs to security
+  objects exist (404), parent exists (400), other refs exist (400), type pre-create hook, tag-ref
+  rules (400);
+- update (PUT, ref-update, set-tag): object exists (404), property/ref-attr types (400), refs
+  (404/400 as above), type pre-update hook, tag-ref rules; fields given replace the stored ones;
+- delete: object exists (404), no children (409), no back-refs (409), type post-delete hook.
+Reads return refs and back-refs sorted by uuid and children in creation order, as the real server's
+Cassandra rows do: clients must order sequenced refs themselves.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import re
+import uuid as uuid_lib
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+
+from ..schema import RESOURCE_TYPES, ResourceType
+from .errors import ApiError, bad_request, conflict, fq_repr, not_found, unknown_id
+from .hooks import Change, ResourceHooks, Undo, VirtualMachineInterfaceHooks
+from .security import ApplicationPolicySetHooks, FirewallPolicyHooks, FirewallRuleHooks, SecurityHooks
+from .store import Ref, Store, StoredObject
+from .tags import TagHooks, TagTypeHooks, check_tag_refs, predefined_tag_types, set_tag
+from .validation import PROPERTIES, validate_props, validate_ref_attrs
+
+log = logging.getLogger(__name__)
+
+SECURITY_TYPES = frozenset(
+    {"application-policy-set", "firewall-policy", "firewall-rule", "service-group", "address-group"})
+DEFAULT_OBJECTS: Tuple[Tuple[str, List[str], Optional[str]], ...] = (
+    ("domain", ["default-domain"], None),
+    ("project", ["default-domain", "default-project"], "domain"),
+    ("policy-management", ["default-policy-management"], None),
+)
+# Action links of the home page: (uri, link name, method), as the real server names them.
+ACTIONS: Tuple[Tuple[str, str, str], ...] = (
+    ("/ref-update", "ref-update", "POST"),
+    ("/fqname-to-id", "name-to-id", "POST"),
+    ("/id-to-fqname", "id-to-name", "POST"),
+    ("/list-bulk-collection", "list-bulk-collection", "POST"),
+    ("/set-tag", "set-tag", "POST"),
+)
+_ILLEGAL_NAME_CHARS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_HOOKS: Dict[str, ResourceHooks] = {
+    "tag": TagHooks(),
+    "tag-type": TagTypeHooks(),
+    "firewall-rule": FirewallRuleHooks(),
+    "firewall-policy": FirewallPolicyHooks(),
+    "application-policy-set": ApplicationPolicySetHooks(),
+    "address-group": SecurityHooks(),
+    "service-group": SecurityHooks(),
+    "virtual-machine-interface": VirtualMachineInterfaceHooks(),
+}
+_NO_HOOKS = ResourceHooks()
+
+
+@dataclass
+class ListQuery:
+    """The selectors and options of `GET /<plural>` (and `POST /list-bulk-collection`)."""
+
+    parent_uuids: Optional[List[str]] = None
+    parent_fq_name: Optional[List[str]] = None
+    parent_type: Optional[str] = None
+    back_ref_uuids: Optional[List[str]] = None
+    obj_uuids: Optional[List[str]] = None
+    fq_names: Optional[List[List[str]]] = None
+    detail: bool = False
+    count: bool = False
+    fields: List[str] = field(default_factory=list)
+    filters: Dict[str, List[Any]] = field(default_factory=dict)
+    exclude_hrefs: bool = False
+
+
+def parse_filters(text: Optional[str]) -> Dict[str, List[Any]]:
+    """`k==<json>,k2==<json>` as the real server reads it (values are JSON, else plain strings;
+    values of one key are alternatives, keys are all required)."""
+    result: Dict[str, List[Any]] = {}
+    if not text:
+        return result
+    for term in text.split(","):
+        parts = term.split("==")
+        if len(parts) != 2:
+            raise bad_request(f"Invalid filter {text}")
+        key, raw = parts
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        if isinstance(value, (dict, list)):
+            raise bad_request(f"Invalid filter {text}")
+        values = result.setdefault(key, [])
+        if value not in values:
+            values.append(value)
+    return result
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(tzinfo=None).isoformat()
+
+
+def _default_id_perms(obj_uuid: str, now: str) -> Dict[str, Any]:
+    number = uuid_lib.UUID(obj_uuid).int
+    return {
+        "permissions": {"owner": "cloud-admin", "owner_access": 7, "group": "cloud-admin-group",
+                        "group_access": 7, "other_access": 7},
+        "uuid": {"uuid_mslong": number >> 64, "uuid_lslong": number & ((1 << 64) - 1)},
+        "enable": True, "created": now, "last_modified": now, "description": None,
+        "user_visible": True, "creator": None,
+    }
+
+
+def _default_perms2() -> Dict[str, Any]:
+    return {"owner": "cloud-admin", "owner_access": 7, "global_access": 0, "share": []}
+
+
+class ConfigApi:
+    """The config API over one `Store` (a new one with the default objects when none is given)."""
+
+    def __init__(self, store: Optional[Store] = None) -> None:
+        self.store = store if store is not None else Store()
+        self._by_any_name: Dict[str, str] = {}
+        for rt in RESOURCE_TYPES.values():
+            self._by_any_name[rt.name] = rt.name
+            self._by_any_name[rt.field_name] = rt.name
+        # target type -> back-ref field -> (source type, source ref field)
+        self._back_ref_fields: Dict[str, Dict[str, Tuple[str, str]]] = {}
+        # parent type -> children field -> child type
+        self._children_fields: Dict[str, Dict[str, str]] = {}
+        for rt in RESOURCE_TYPES.values():
+            for ref_field, target in rt.ref_types.items():
+                self._back_ref_fields.setdefault(target, {})[f"{rt.field_name}_back_refs"] = (rt.name, ref_field)
+            for parent in rt.parent_types:
+                self._children_fields.setdefault(parent, {})[f"{rt.field_name}s"] = rt.name
+        with self.store.lock:
+            if len(self.store) == 0:
+                self._provision_defaults()
+
+    # --- type names ---------------------------------------------------------------------------
+
+    def resolve_type(self, name: Any, status: int = 404) -> str:
+        """The resource type named `name` (hyphen or underscore form). Unknown: `status`, with the
+        real server's words for that case."""
+        if isinstance(name, str) and name in self._by_any_name:
+            return self._by_any_name[name]
+        if status == 400:
+            raise bad_request(f"Invalid Contrail resource type: {name}")
+        raise ApiError(status, f"Resource type '{name}' not found")
+
+    def resource(self, name: str) -> ResourceType:
+        return RESOURCE_TYPES[self.resolve_type(name)]
+
+    # --- lookups for hooks and tests ----------------------------------------------------------
+
+    def lookup(self, obj_type: str, fq_name: List[str]) -> Optional[StoredObject]:
+        with self.store.lock:
+            uuid = self.store.uuid_for(obj_type, fq_name)
+            return self.store.get(uuid) if uuid else None
+
+    def dump(self, obj_type: str) -> List[Dict[str, Any]]:
+        """Every object of a type as a full read would return it (no hrefs), sorted by fq_name."""
+        with self.store.lock:
+            rt = self.resource(obj_type)
+            objs = sorted(self.store.objects_of_type(rt.name), key=lambda o: (o.fq_name, o.uuid))
+            return [self._render(o, "", hrefs=False, all_fields=True, extra=self._link_fields(rt.name))
+                    for o in objs]
+
+    # --- CRUD ---------------------------------------------------------------------------------
+
+    def create(self, obj_type: str, body: Any, base_url: str = "") -> Dict[str, Any]:
+        with self.store.lock:
+            rt = self.resource(obj_type)
+            obj = self._create(rt, body)
+            answer: Dict[str, Any] = {"name": obj.fq_name[-1], "fq_name": list(obj.fq_name), "uuid": obj.uuid,
+                                      "href": f"{base_url}/{obj.type}/{obj.uuid}"}
+            if obj.parent_type:
+                answer.update(parent_type=obj.parent_type, parent_uuid=obj.parent_uuid,
+                              parent_href=f"{base_url}/{obj.parent_type}/{obj.parent_uuid}")
+            return answer
+
+    def read(self, obj_type: str, uuid: str, *, fields: Optional[Iterable[str]] = None,
+             exclude_back_refs: bool = False, exclude_children: bool = False,
+             base_url: str = "", hrefs: bool = True) -> Dict[str, Any]:
+        with self.store.lock:
+            rt = self.resource(obj_type)
+            obj = self._get_typed(rt.name, uuid, not_found(unknown_id(uuid)))
+            if fields is not None:
+                return self._render(obj, base_url, hrefs, all_fields=False,
+                                    extra=set(fields) | {"id_perms", "perms2"})
+            extra: Set[str] = set()
+            if not exclude_back_refs:
+                extra |= set(self._back_ref_fields.get(rt.name, {}))
+            if not exclude_children:
+                extra |= set(self._children_fields.get(rt.name, {}))
+            return self._render(obj, base_url, hrefs, all_fields=True, extra=extra)
+
+    def update(self, obj_type: str, uuid: str, body: Any, base_url: str = "") -> Optional[Dict[str, Any]]:
+        """PUT: the fields given replace the stored ones. An empty body changes nothing (None)."""
+        with self.store.lock:
+            rt = self.resource(obj_type)
+            current = self._get_typed(rt.name, uuid, not_found(unknown_id(uuid)))
+            if not body:
+                return None
+            if not isinstance(body, dict):
+                raise bad_request(f"Bad Request, the {rt.name} body must be an object")
+            body = copy.deepcopy(body)
+            if "perms2" in body and "owner" not in (body["perms2"] or {}):
+                raise bad_request("owner in perms2 must be present")
+            validate_props(rt.name, body, "http_put")
+            validate_ref_attrs(rt.name, body, "http_put")
+            change = Change(props={k: body[k] for k in PROPERTIES[rt.name] if k in body},
+                            refs=self._resolve_refs(rt, body, "update", security=True))
+            change.refs.update(self._resolve_refs(rt, body, "update", security=False))
+            self._apply_update(current, change)
+            return {"uuid": uuid, "href": f"{base_url}/{rt.name}/{uuid}"}
+
+    def delete(self, obj_type: str, uuid: str, base_url: str = "") -> None:
+        with self.store.lock:
+            rt = self.resource(obj_type)
+            obj = self.store.get(uuid)
+            if obj is None:
+                raise not_found(f"ID {uuid} does not exist")
+            if obj.type != rt.name:
+                raise not_found(f"No {rt.name} object found for id {uuid}")
+            self._delete(obj, base_url)
+
+    def list(self, obj_type: str, query: ListQuery, base_url: str = "") -> Dict[str, Any]:
+        with self.store.lock:
+            rt = self.resource(obj_type)
+            return {rt.plural: self._list(rt, query, base_url)}
+
+    # --- actions ------------------------------------------------------------------------------
+
+    def fqname_to_id(self, body: Any) -> Dict[str, Any]:
+        body = _expect_object(body)
+        with self.store.lock:
+            rt_name = self.resolve_type(body.get("type"))
+            fq_name = body.get("fq_name")
+            if not _is_fq_name(fq_name):
+                raise bad_request("Bad Request, fq_name must be a list of strings")
+            uuid = self.store.uuid_for(rt_name, fq_name)
+            if uuid is None:
+                raise not_found(f"Name {fq_repr(fq_name)} not found")
+            return {"uuid": uuid}
+
+    def id_to_fqname(self, body: Any) -> Dict[str, Any]:
+        body = _expect_object(body)
+        uuid = body.get("uuid")
+        if not isinstance(uuid, str):
+            raise bad_request("Bad Request, uuid must be a string")
+        with self.store.lock:
+            obj = self.store.get(uuid)
+            if obj is None:
+                raise not_found(f"UUID {uuid} not found")
+            return {"fq_name": list(obj.fq_name), "type": obj.type}
+
+    def ref_update(self, body: Any) -> Dict[str, Any]:
+        body = _expect_object(body)
+        with self.store.lock:
+            obj_type, ref_type = body.get("type"), body.get("ref-type")
+            obj_uuid, operation = body.get("uuid"), body.get("operation")
+            if None in (obj_type, obj_uuid, ref_type, operation):
+                raise bad_request("Bad Request: type/uuid/ref-type/operation is null: "
+                                  f"{obj_type}, {obj_uuid}, {ref_type}, {operation}.")
+            rt = self.resource(obj_type)
+            ref_rt = self.resource(ref_type)
+            operation = str(operation).upper()
+            if operation not in ("ADD", "DELETE"):
+                raise bad_request(f"Bad Request: operation should be add or delete: {operation}")
+            ref_uuid, ref_fq_name = body.get("ref-uuid"), body.get("ref-fq-name")
+            if not ref_uuid and not ref_fq_name:
+                raise bad_request("Bad Request: ref-uuid or ref-fq-name must be specified")
+            if not ref_uuid:
+                if not _is_fq_name(ref_fq_name):
+                    raise bad_request("Bad Request: ref-fq-name must be a list of strings")
+                ref_uuid = self.store.uuid_for(ref_rt.name, ref_fq_name)
+                if ref_uuid is None:
+                    raise not_found(f"Name {fq_repr(ref_fq_name)} not found")
+            elif operation == "ADD":
+                ref_fq_name = self._get_typed(ref_rt.name, ref_uuid, not_found(unknown_id(ref_uuid))).fq_name
+            obj = self._get_typed(rt.name, obj_uuid, not_found(unknown_id(obj_uuid)))
+            ref_field = f"{ref_rt.field_name}_refs"
+            if ref_field not in rt.ref_types:
+                raise bad_request(f"Bad Request: {rt.name} has no reference to {ref_rt.name}")
+            attr = body.get("attr")
+            refs = list(obj.refs.get(ref_field, []))
+            if operation == "ADD":
+                validate_ref_attrs(rt.name, {ref_field: [{"to": ref_fq_name, "attr": attr}]}, "ref-update")
+                refs = [r for r in refs if r.uuid != ref_uuid] + [Ref(list(ref_fq_name), ref_uuid, attr)]
+            else:
+                doomed = next((r for r in refs if r.to == ref_fq_name or r.uuid == ref_uuid), None)
+                refs = [r for r in refs if r is not doomed]
+            self._apply_update(obj, Change(refs={ref_field: refs}))
+            return {"uuid": obj_uuid}
+
+    def set_tag(self, body: Any) -> Dict[str, Any]:
+        body = _expect_object(body)
+        with self.store.lock:
+            return set_tag(self, body)
+
+    def homepage(self, base_url: str) -> Dict[str, Any]:
+        links = []
+        for rt in RESOURCE_TYPES.values():
+            links.append({"link": {"rel": "collection", "href": f"{base_url}/{rt.plural}", "name": rt.name,
+                                   "method": None}})
+        for rt in RESOURCE_TYPES.values():
+            links.append({"link": {"rel": "resource-base", "href": f"{base_url}/{rt.name}", "name": rt.name,
+                                   "method": None}})
+        for uri, name, method in ACTIONS:
+            links.append({"link": {"rel": "action", "href": f"{base_url}{uri}", "name": name, "method": method}})
+        return {"href": base_url, "links": links}
+
+    # --- internal operations for hooks --------------------------------------------------------
+
+    def create_internal(self, obj_type: str, body: Dict[str, Any]) -> StoredObject:
+        with self.store.lock:
+            return self._create(RESOURCE_TYPES[obj_type], body)
+
+    def delete_internal(self, obj_type: str, uuid: str) -> None:
+        with self.store.lock:
+            obj = self.store.get(uuid)
+            if obj is None or obj.type != obj_type:
+                raise not_found(f"ID {uuid} does not exist")
+            self._delete(obj, "")
+
+    def update_internal(self, obj: StoredObject, change: Change) -> None:
+        with self.store.lock:
+            self._apply_update(obj, change)
+
+    # --- pipelines ----------------------------------------------------------------------------
+
+    def _create(self, rt: ResourceType, body: Any) -> StoredObject:
+        if not isinstance(body, dict):
+            raise bad_request(f"Bad Request, the {rt.name} body must be an object")
+        body = copy.deepcopy(body)
+        fq_name = body.get("fq_name")
+        if not fq_name:
+            raise bad_request("Bad Request, no fq_name in POST body")
+        if not _is_fq_name(fq_name):
+            raise bad_request("Bad Request, fq_name must be a list of strings")
+        if _ILLEGAL_NAME_CHARS.search(fq_name[-1]):
+            raise bad_request("Bad Request, name has illegal xml characters")
+        if ":" in fq_name[-1]:
+            raise bad_request("Bad Request, name has one of invalid chars {':'}")
+        validate_props(rt.name, body, "create")
+        validate_ref_attrs(rt.name, body, "create")
+        hooks = _HOOKS.get(rt.name, _NO_HOOKS)
+        hooks.pre_alloc(self, body)
+        fq_name = body["fq_name"]
+        existing = self.store.uuid_for(rt.name, fq_name)
+        if existing:
+            raise conflict(f"{fq_repr(fq_name)} already exists with uuid: {existing}")
+        parent_type = _parent_type(rt, body.get("parent_type"), fq_name)
+        obj_uuid = body.get("uuid")
+        if obj_uuid is not None:
+            if not isinstance(obj_uuid, str) or not _is_canonical_uuid(obj_uuid):
+                raise bad_request(f"Invalid UUID format: {obj_uuid}")
+            taken = self.store.get(obj_uuid)
+            if taken is not None:
+                raise conflict(f"{obj_uuid} already exists with fq_name: {fq_repr(taken.fq_name)}")
+        refs = self._resolve_refs(rt, body, "create", security=True)
+        parent_uuid = None
+        if parent_type:
+            parent_uuid = self.store.uuid_for(parent_type, fq_name[:-1])
+            if parent_uuid is None:
+                raise bad_request(f"Parent {fq_repr(fq_name[:-1])} type {parent_type} does not exist")
+        refs.update(self._resolve_refs(rt, body, "create", security=False))
+
+        obj_uuid = obj_uuid or str(uuid_lib.uuid4())
+        now = _now()
+        props = {k: body[k] for k in PROPERTIES[rt.name] if k in body}
+        if props.get("display_name") is None:
+            props["display_name"] = fq_name[-1]
+        props["id_perms"] = {**_default_id_perms(obj_uuid, now), **(props.get("id_perms") or {})}
+        props["perms2"] = {**_default_perms2(), **(props.get("perms2") or {})}
+        obj = StoredObject(rt.name, obj_uuid, list(fq_name), parent_type, parent_uuid, props, refs)
+        undo: Undo = []
+        try:
+            hooks.pre_create(self, obj, undo)
+            check_tag_refs(rt.name, obj.refs.get("tag_refs", []))
+        except ApiError:
+            for step in reversed(undo):
+                step()
+            raise
+        self.store.insert(obj)
+        log.info("config-api create type=%s fq_name=%s uuid=%s", rt.name, ":".join(obj.fq_name), obj.uuid)
+        return obj
+
+    def _apply_update(self, current: StoredObject, change: Change) -> None:
+        _HOOKS.get(current.type, _NO_HOOKS).pre_update(self, current, change)
+        if "tag_refs" in change.refs:
+            check_tag_refs(current.type, change.refs["tag_refs"])
+        props = {k: v for k, v in change.props.items() if current.props.get(k) != v}
+        refs = {f: r for f, r in change.refs.items() if _ref_key(current.refs.get(f, [])) != _ref_key(r)}
+        if not props and not refs:
+            return
+        id_perms = {**current.props["id_perms"], **(props.get("id_perms") or {})}
+        id_perms.update(uuid=current.props["id_perms"]["uuid"], created=current.props["id_perms"]["created"],
+                        last_modified=_now())
+        props["id_perms"] = id_perms
+        self.store.set_props(current.uuid, props)
+        for ref_field, ref_list in refs.items():
+            self.store.set_refs(current.uuid, ref_field, ref_list)
+        log.info("config-api update type=%s fq_name=%s uuid=%s fields=%s", current.type,
+                 ":".join(current.fq_name), current.uuid, ",".join(sorted(set(props) | set(refs))))
+
+    def _delete(self, obj: StoredObject, base_url: str) -> None:
+        children = self.store.children(obj.uuid)
+        if children:
+            hrefs = [f"{base_url}/{c.type}/{c.uuid}" for c in children]
+            raise conflict(f"Delete when children still present: {hrefs}")
+        referrers = sorted({(src.type, src.uuid) for src, _f, _r in self.store.referrers(obj.uuid)})
+        if referrers:
+            hrefs = [f"{base_url}/{t}/{u}" for t, u in referrers]
+            raise conflict(f"Delete when resource still referred: {hrefs}")
+        self.store.remove(obj.uuid)
+        log.info("config-api delete type=%s fq_name=%s uuid=%s", obj.type, ":".join(obj.fq_name), obj.uuid)
+        _HOOKS.get(obj.type, _NO_HOOKS).post_delete(self, obj)
+
+    def _resolve_refs(self, rt: ResourceType, body: Dict[str, Any], operation: str,
+                      security: bool) -> Dict[str, List[Ref]]:
+        """Refs of the request to (security or other) objects, resolved by fq_name (`to`) first,
+        as the real server's database layer does; a security object may also be named by uuid."""
+        resolved: Dict[str, List[Ref]] = {}
+        for ref_field, target in rt.ref_types.items():
+            if ref_field not in body or (target in SECURITY_TYPES) != security:
+                continue
+            raw = body[ref_field] or []
+            if not isinstance(raw, list):
+                raise bad_request(f"Bad reference in {operation}: {ref_field} must be a list")
+            refs: Dict[str, Ref] = {}
+            for ref in raw:
+                target_obj = self._ref_target(rt, ref_field, target, ref, operation, security)
+                refs[target_obj.uuid] = Ref(list(target_obj.fq_name), target_obj.uuid,
+                                            copy.deepcopy(ref.get("attr")))
+            resolved[ref_field] = list(refs.values())
+        return resolved
+
+    def _ref_target(self, rt: ResourceType, ref_field: str, target: str, ref: Any, operation: str,
+                    security: bool) -> StoredObject:
+        to = ref.get("to") if isinstance(ref, dict) else None
+        ref_uuid = ref.get("uuid") if isinstance(ref, dict) else None
+        if not _is_fq_name(to) and not isinstance(ref_uuid, str):
+            raise bad_request(f"Bad reference in {operation}: {ref_field} entry {ref!r} needs 'to' or 'uuid'")
+        if security:  # the real server's pending-delete check reads it by uuid first: 404
+            if isinstance(ref_uuid, str):
+                return self._get_typed(target, ref_uuid, not_found(unknown_id(ref_uuid)))
+            found = self.lookup(target, to)
+            if found is None:
+                raise not_found(unknown_id(f"{target.replace('-', '_')} {fq_repr(to)}"))
+            return found
+        found = self.lookup(target, to) if _is_fq_name(to) else self.store.get(ref_uuid)
+        if found is None or found.type != target:
+            raise bad_request(f"Unknown reference in resource {operation} {rt.name}: {ref_field} {ref!r}.")
+        return found
+
+    def _get_typed(self, obj_type: str, uuid: Any, missing: ApiError) -> StoredObject:
+        obj = self.store.get(uuid) if isinstance(uuid, str) else None
+        if obj is None:
+            raise missing
+        if obj.type != obj_type:
+            raise not_found(f"No {obj_type} object found for id {uuid}")
+        return obj
+
+    def _list(self, rt: ResourceType, query: ListQuery, base_url: str) -> Any:
+        parents = query.parent_uuids
+        if query.parent_fq_name is not None:
+            types = [self.resolve_type(query.parent_type)] if query.parent_type else [
+                t for t in rt.parent_types if t != "config-root"]
+            parents = [u for u in (self.store.uuid_for(t, query.parent_fq_name) for t in types) if u]
+        obj_uuids = query.obj_uuids
+        if query.fq_names is not None:
+            found = [u for u in (self.store.uuid_for(rt.name, fq) for fq in query.fq_names) if u]
+            obj_uuids = (obj_uuids or []) + found
+            if not obj_uuids:
+                return [] if not query.count else {"count": 0}
+        if obj_uuids is None and query.back_ref_uuids is None and parents == []:
+            return [] if not query.count else {"count": 0}
+        selected = []
+        for obj in self.store.objects_of_type(rt.name):
+            if parents is not None and obj.parent_uuid not in parents:
+                continue
+            if obj_uuids is not None and obj.uuid not in obj_uuids:
+                continue
+            if query.back_ref_uuids is not None and not any(
+                    r.uuid in query.back_ref_uuids for refs in obj.refs.values() for r in refs):
+                continue
+            if any(obj.props.get(k) not in values for k, values in query.filters.items()):
+                continue
+            selected.append(obj)
+        if query.count:
+            return {"count": len(selected)}
+        selected.sort(key=lambda o: (o.fq_name, o.uuid))
+        wanted = set(query.fields)
+        if query.detail:
+            return [{rt.name: self._render(o, base_url, not query.exclude_hrefs, all_fields=True, extra=wanted)}
+                    for o in selected]
+        items = []
+        for obj in selected:
+            item = self._render(obj, base_url, not query.exclude_hrefs, all_fields=False, extra=wanted)
+            for key in ("name", "parent_type", "parent_uuid", "parent_href"):
+                item.pop(key, None)
+            items.append(item)
+        return items
+
+    # --- rendering ----------------------------------------------------------------------------
+
+    def _link_fields(self, obj_type: str) -> Set[str]:
+        return set(self._back_ref_fields.get(obj_type, {})) | set(self._children_fields.get(obj_type, {}))
+
+    def _render(self, obj: StoredObject, base_url: str, hrefs: bool, *, all_fields: bool,
+                extra: Set[str]) -> Dict[str, Any]:
+        """An object as the real server returns it: identity, then properties and refs (all of them,
+        or those in `extra`), then the back-refs and children named in `extra`."""
+        out: Dict[str, Any] = {"uuid": obj.uuid, "name": obj.fq_name[-1], "fq_name": list(obj.fq_name)}
+        if obj.parent_type:
+            out["parent_type"] = obj.parent_type
+            out["parent_uuid"] = obj.parent_uuid
+            if hrefs:
+                out["parent_href"] = f"{base_url}/{obj.parent_type}/{obj.parent_uuid}"
+        if hrefs:
+            out["href"] = f"{base_url}/{obj.type}/{obj.uuid}"
+        for name, value in obj.props.items():
+            if all_fields or name in extra:
+                out[name] = copy.deepcopy(value)
+        rt = RESOURCE_TYPES[obj.type]
+        for ref_field, refs in obj.refs.items():
+            if all_fields or ref_field in extra:
+                out[ref_field] = [self._link(r.to, rt.ref_types.get(ref_field, ""), r.uuid, base_url, hrefs,
+                                             attr=r.attr) for r in sorted(refs, key=lambda r: r.uuid)]
+        back_fields = self._back_ref_fields.get(obj.type, {})
+        if extra & set(back_fields):
+            grouped: Dict[str, List[Dict[str, Any]]] = {}
+            for src, ref_field, ref in sorted(self.store.referrers(obj.uuid), key=lambda t: t[0].uuid):
+                name = f"{RESOURCE_TYPES[src.type].field_name}_back_refs"
+                if name in extra:
+                    grouped.setdefault(name, []).append(
+                        self._link(src.fq_name, src.type, src.uuid, base_url, hrefs, attr=ref.attr))
+            out.update(grouped)
+        child_fields = self._children_fields.get(obj.type, {})
+        if extra & set(child_fields):
+            for child in self.store.children(obj.uuid):
+                name = f"{RESOURCE_TYPES[child.type].field_name}s"
+                if name in extra:
+                    out.setdefault(name, []).append(
+                        self._link(child.fq_name, child.type, child.uuid, base_url, hrefs))
+        return out
+
+    @staticmethod
+    def _link(to: List[str], obj_type: str, uuid: str, base_url: str, hrefs: bool,
+              **extra: Any) -> Dict[str, Any]:
+        link: Dict[str, Any] = {"to": list(to), "uuid": uuid, **{k: copy.deepcopy(v) for k, v in extra.items()}}
+        if hrefs:
+            link["href"] = f"{base_url}/{obj_type}/{uuid}"
+        return link
+
+    # --- provisioning -------------------------------------------------------------------------
+
+    def _provision_defaults(self) -> None:
+        """What the real server creates at start and kube-manager relies on."""
+        for obj_type, fq_name, parent_type in DEFAULT_OBJECTS:
+            self._create(RESOURCE_TYPES[obj_type], {"fq_name": fq_name, "parent_type": parent_type})
+        for name, type_id in predefined_tag_types():
+            obj_uuid = str(uuid_lib.uuid4())
+            props = {"tag_type_id": type_id, "display_name": name, "perms2": _default_perms2(),
+                     "id_perms": {**_default_id_perms(obj_uuid, _now()), "user_visible": False}}
+            self.store.insert(StoredObject("tag-type", obj_uuid, [name], None, None, props, {}))
+
+
+def _parent_type(rt: ResourceType, given: Any, fq_name: List[str]) -> Optional[str]:
+    """The parent type of a new object, checked as `validate_parent_type` does (None: no parent)."""
+    allowed = list(rt.parent_types)
+    if given == "config-root":
+        given = None
+    if given is not None:
+        if given not in allowed:
+            raise bad_request(f"Invalid parent type: {given}. Allowed types: {allowed}")
+        parent_type: Optional[str] = given
+    elif len(allowed) > 1 and "config-root" not in allowed:
+        raise bad_request(f"Missing parent type: None. Allowed types: {allowed}")
+    else:
+        parent_type = allowed[0] if len(allowed) == 1 else None
+    if parent_type in (None, "config-root"):
+        if len(fq_name) != 1:
+            raise bad_request(f"Invalid fq-name of an object with no parent: {fq_name}")
+        return None
+    if len(fq_name) < 2:
+        raise bad_request(f"Invalid fq-name for object with parent_type {parent_type}: {fq_name}")
+    return parent_type
+
+
+def _is_fq_name(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(p, str) and p for p in value)
+
+
+def _is_canonical_uuid(value: str) -> bool:
+    try:
+        return str(uuid_lib.UUID(value)) == value
+    except ValueError:
+        return False
+
+
+def _ref_key(refs: List[Ref]) -> List[Tuple[str, str]]:
+    return sorted((r.uuid, json.dumps(r.attr, sort_keys=True)) for r in refs)
+
+
+def _expect_object(body: Any) -> Dict[str, Any]:
+    if not isinstance(body, dict):
+        raise bad_request("Bad Request, the body must be a JSON object")
+    return body

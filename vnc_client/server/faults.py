@@ -1,0 +1,155 @@
+"""Test and benchmark knobs of the embedded server: added latency, injected faults, request counters.
+
+All three are shared between the server (possibly in its own thread) and the test code driving it,
+so their state is guarded by real OS locks; none of their methods ever yields to gevent.
+
+Faults are decided per request, before the request is handled (an injected fault never changes the
+store): first any explicitly queued ones (`fail_next`, `drop_next`), then at random with the
+configured rates from a seeded generator, so a run with a given seed is reproducible.
+"""
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, replace
+from typing import Dict, List, Optional, Tuple
+
+from gevent.monkey import get_original
+
+_Lock = get_original("_thread", "allocate_lock")
+
+FAIL = "fail"
+DROP = "drop"
+DROPPED = 0  # the status recorded for a request whose connection was dropped
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """Behaviour of the embedded server beyond the real API (defaults: a plain, fast server)."""
+
+    latency: float = 0.0  # seconds added before every answer
+    fail_rate: float = 0.0  # share of requests answered 503 Service Unavailable
+    drop_rate: float = 0.0  # share of requests whose connection is closed without an answer
+    seed: Optional[int] = None  # seed of the fault decisions (None: unpredictable)
+
+    def __post_init__(self) -> None:
+        if self.latency < 0:
+            raise ValueError(f"latency must not be negative, got {self.latency}")
+        for name in ("fail_rate", "drop_rate"):
+            rate = getattr(self, name)
+            if not 0.0 <= rate <= 1.0:
+                raise ValueError(f"{name} must be between 0 and 1, got {rate}")
+        if self.fail_rate + self.drop_rate > 1.0:
+            raise ValueError("fail_rate + drop_rate must not exceed 1")
+
+
+class DropConnection(Exception):
+    """Raised by the app so that the server's handler closes the connection without answering."""
+
+
+class FaultInjector:
+    """Latency and fault decisions; reconfigurable while the server runs."""
+
+    def __init__(self, options: ServerOptions = ServerOptions()) -> None:
+        self._lock = _Lock()
+        self._options = options
+        self._random = random.Random(options.seed)
+        self._queued: List[Tuple[str, int]] = []  # (kind, status) consumed first, in order
+
+    @property
+    def options(self) -> ServerOptions:
+        return self._options
+
+    def configure(self, *, latency: Optional[float] = None, fail_rate: Optional[float] = None,
+                  drop_rate: Optional[float] = None) -> None:
+        """Change latency or fault rates from now on (unspecified ones keep their value)."""
+        changes = {k: v for k, v in (("latency", latency), ("fail_rate", fail_rate), ("drop_rate", drop_rate))
+                   if v is not None}
+        with self._lock:
+            self._options = replace(self._options, **changes)
+
+    def fail_next(self, count: int = 1, status: int = 503) -> None:
+        """Answer the next `count` requests with `status` (a 5xx) and a plain-text body."""
+        if not 500 <= status <= 599:
+            raise ValueError(f"an injected failure must be a 5xx status, got {status}")
+        with self._lock:
+            self._queued.extend([(FAIL, status)] * count)
+
+    def drop_next(self, count: int = 1) -> None:
+        """Close the connection of the next `count` requests without answering."""
+        with self._lock:
+            self._queued.extend([(DROP, DROPPED)] * count)
+
+    def clear(self) -> None:
+        """Forget queued faults and set both rates to 0 (latency stays)."""
+        with self._lock:
+            self._queued.clear()
+            self._options = replace(self._options, fail_rate=0.0, drop_rate=0.0)
+
+    def decide(self) -> Tuple[Optional[str], int]:
+        """The fault for the request being handled: (FAIL, status), (DROP, 0) or (None, 0)."""
+        with self._lock:
+            if self._queued:
+                return self._queued.pop(0)
+            options = self._options
+            if not options.fail_rate and not options.drop_rate:
+                return None, 0
+            draw = self._random.random()
+        if draw < options.fail_rate:
+            return FAIL, 503
+        if draw < options.fail_rate + options.drop_rate:
+            return DROP, DROPPED
+        return None, 0
+
+    @property
+    def latency(self) -> float:
+        return self._options.latency
+
+
+class RequestCounters:
+    """How many requests the server saw, by (method, route), by status, and how many could write.
+
+    Routes are templates, the same the REST client reports: `/`, `/<plural>`, `/<type>/{uuid}`,
+    `/fqname-to-id` and the other action paths; unknown paths count as `<unknown>`. A dropped
+    connection counts under status 0.
+    """
+
+    def __init__(self) -> None:
+        self._lock = _Lock()
+        self._by_route: Counter = Counter()
+        self._by_status: Counter = Counter()
+        self._writes = 0
+
+    def record(self, method: str, route: str, status: int, *, write: bool = False) -> None:
+        """Count one request; `write` marks requests that may change the store (create, update,
+        delete, ref-update, set-tag), whatever their outcome."""
+        with self._lock:
+            self._by_route[(method, route)] += 1
+            self._by_status[status] += 1
+            self._writes += write
+
+    def snapshot(self) -> Dict[Tuple[str, str], int]:
+        """{(method, route): count} of every request so far."""
+        with self._lock:
+            return dict(self._by_route)
+
+    def statuses(self) -> Dict[int, int]:
+        with self._lock:
+            return dict(self._by_status)
+
+    def count(self, method: Optional[str] = None, route: Optional[str] = None) -> int:
+        """Requests matching a method and/or a route (None matches any)."""
+        with self._lock:
+            return sum(n for (m, r), n in self._by_route.items()
+                       if (method is None or m == method) and (route is None or r == route))
+
+    def writes(self) -> int:
+        """Requests that asked for a change (the read-only POSTs such as fqname-to-id excluded)."""
+        with self._lock:
+            return self._writes
+
+    def reset(self) -> None:
+        with self._lock:
+            self._by_route.clear()
+            self._by_status.clear()
+            self._writes = 0

@@ -1,0 +1,61 @@
+"""Type-specific behaviour of the embedded server, shaped like the real server's resource classes.
+
+The real contrail-api runs `pre_dbe_alloc`, `pre_dbe_create`, `pre_dbe_update` and `post_dbe_delete`
+hooks per resource type (`vnc_cfg_api_server/resources/*.py`). `ResourceHooks` is the same set of
+extension points; `tags` and `security` implement the ones kube-manager depends on, and the
+virtual-machine-interface rules live here. Hooks raise `ApiError` to refuse a request.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Dict, List
+
+from .errors import bad_request
+from .store import Ref, StoredObject
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from .api import ConfigApi
+
+Undo = List[Callable[[], None]]
+
+
+@dataclass
+class Change:
+    """What an update request sets: whole property values and whole ref lists, by field name."""
+
+    props: Dict[str, Any] = field(default_factory=dict)
+    refs: Dict[str, List[Ref]] = field(default_factory=dict)
+
+
+class ResourceHooks:
+    """No-op hooks; subclasses override what their type needs."""
+
+    def pre_alloc(self, api: "ConfigApi", body: Dict[str, Any]) -> None:
+        """Before the fq_name uniqueness check (may rename the object, as tags do)."""
+
+    def pre_create(self, api: "ConfigApi", obj: StoredObject, undo: Undo) -> None:
+        """After parent and refs are resolved and the uuid is set, before the object is stored.
+        Side effects (objects created, ids allocated) push their reversal on `undo`."""
+
+    def pre_update(self, api: "ConfigApi", current: StoredObject, change: Change) -> None:
+        """Before a PUT, ref-update or set-tag change is applied to `current`."""
+
+    def post_delete(self, api: "ConfigApi", obj: StoredObject) -> None:
+        """After the object left the store (free ids, delete implicit objects)."""
+
+
+class VirtualMachineInterfaceHooks(ResourceHooks):
+    """A VMI must name its virtual network on create, and gets a MAC address as on the real server."""
+
+    def pre_create(self, api: "ConfigApi", obj: StoredObject, undo: Undo) -> None:
+        if not obj.refs.get("virtual_network_refs"):
+            raise bad_request("Virtual Machine Interface must have valide Virtual Network reference")
+        macs = obj.props.get("virtual_machine_interface_mac_addresses") or {}
+        if not macs.get("mac_address"):
+            obj.props["virtual_machine_interface_mac_addresses"] = {"mac_address": [_mac_for(obj.uuid)]}
+
+
+def _mac_for(uuid: str) -> str:
+    """A locally administered MAC derived from the uuid, as the real server's allocator does."""
+    digits = uuid.replace("-", "")
+    return "02:" + ":".join(digits[i:i + 2] for i in range(0, 10, 2))

@@ -1,0 +1,183 @@
+"""In-memory object store of the embedded config API: the Cassandra and ZooKeeper of the real server.
+
+It keeps objects by uuid with the indexes the API needs: (type, fq_name) -> uuid, the objects of each
+type, back-references and children. It knows nothing of HTTP or of validation; `api.ConfigApi` checks
+every precondition before calling a mutator, so the indexes can stay consistent without rollbacks.
+
+All access goes through `lock`, a real (OS-level) re-entrant lock even when gevent has
+monkey-patched `threading`: the server may run in its own thread (see `runner`) while test code in
+another thread inspects the store. No operation holding the lock ever yields to the gevent hub.
+"""
+from __future__ import annotations
+
+import copy
+import heapq
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from gevent.monkey import get_original
+
+_RLock = get_original("_thread", "RLock")
+
+
+@dataclass
+class Ref:
+    """One reference: the referred object's fq_name (`to`) and uuid, and the link attribute."""
+
+    to: List[str]
+    uuid: str
+    attr: Any = None
+
+
+@dataclass
+class StoredObject:
+    """One config object as stored: identity, properties and references (back-refs and children are
+    indexes of the store, never stored on the object)."""
+
+    type: str  # resource type, hyphen form ("firewall-rule")
+    uuid: str
+    fq_name: List[str]
+    parent_type: Optional[str]
+    parent_uuid: Optional[str]
+    props: Dict[str, Any] = field(default_factory=dict)
+    refs: Dict[str, List[Ref]] = field(default_factory=dict)  # ref field ("tag_refs") -> refs
+    seq: int = 0  # creation order; children are listed in it, as the real server does
+
+
+class IndexAllocator:
+    """Lowest-free integer allocator, like the ZooKeeper index allocators of the real server (tag
+    type and tag value ids): freed ids are reused, lowest first."""
+
+    def __init__(self, start: int, size: int) -> None:
+        self._start = start
+        self._end = start + size  # exclusive
+        self._next = start
+        self._freed: List[int] = []
+        self._owners: Dict[int, str] = {}
+
+    def alloc(self, owner: str) -> Optional[int]:
+        """The lowest free id, or None when the pool is exhausted."""
+        if self._freed:
+            index = heapq.heappop(self._freed)
+        elif self._next < self._end:
+            index = self._next
+            self._next += 1
+        else:
+            return None
+        self._owners[index] = owner
+        return index
+
+    def free(self, index: int, owner: str) -> None:
+        """Free `index` if `owner` holds it (a stale owner keeps nothing from the real holder)."""
+        if self._owners.get(index) == owner:
+            del self._owners[index]
+            heapq.heappush(self._freed, index)
+
+    def __len__(self) -> int:
+        return len(self._owners)
+
+
+class Store:
+    """The objects and their indexes. Callers hold `lock` around each API operation."""
+
+    def __init__(self) -> None:
+        self.lock = _RLock()
+        self.revision = 0  # bumped by every mutation; "no write happened" is an unchanged revision
+        self._objects: Dict[str, StoredObject] = {}
+        self._by_fq: Dict[Tuple[str, Tuple[str, ...]], str] = {}
+        self._by_type: Dict[str, Dict[str, None]] = {}
+        self._back: Dict[str, Dict[Tuple[str, str], None]] = {}  # target -> {(source uuid, ref field)}
+        self._children: Dict[str, Dict[str, None]] = {}  # parent uuid -> child uuids, creation order
+        self._pools: Dict[str, IndexAllocator] = {}
+        self._seq = 0
+
+    # --- lookups ---------------------------------------------------------------------------
+
+    def get(self, uuid: str) -> Optional[StoredObject]:
+        return self._objects.get(uuid)
+
+    def uuid_for(self, obj_type: str, fq_name: List[str]) -> Optional[str]:
+        return self._by_fq.get((obj_type, tuple(fq_name)))
+
+    def objects_of_type(self, obj_type: str) -> Iterator[StoredObject]:
+        for uuid in self._by_type.get(obj_type, {}):
+            yield self._objects[uuid]
+
+    def referrers(self, uuid: str) -> List[Tuple[StoredObject, str, Ref]]:
+        """Every (source object, ref field, ref) pointing at `uuid`."""
+        found = []
+        for src_uuid, ref_field in self._back.get(uuid, {}):
+            src = self._objects[src_uuid]
+            for ref in src.refs.get(ref_field, []):
+                if ref.uuid == uuid:
+                    found.append((src, ref_field, ref))
+        return found
+
+    def children(self, uuid: str) -> List[StoredObject]:
+        return [self._objects[c] for c in self._children.get(uuid, {})]
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+    def pool(self, name: str, start: int, size: int) -> IndexAllocator:
+        """The named id allocator, created on first use (the real server's ZooKeeper paths)."""
+        if name not in self._pools:
+            self._pools[name] = IndexAllocator(start, size)
+        return self._pools[name]
+
+    def drop_pool(self, name: str) -> None:
+        self._pools.pop(name, None)
+
+    # --- mutations (preconditions are the caller's job) -------------------------------------
+
+    def insert(self, obj: StoredObject) -> None:
+        self._seq += 1
+        obj.seq = self._seq
+        obj.props = copy.deepcopy(obj.props)
+        self._objects[obj.uuid] = obj
+        self._by_fq[(obj.type, tuple(obj.fq_name))] = obj.uuid
+        self._by_type.setdefault(obj.type, {})[obj.uuid] = None
+        if obj.parent_uuid:
+            self._children.setdefault(obj.parent_uuid, {})[obj.uuid] = None
+        for ref_field, refs in obj.refs.items():
+            self._index_refs(obj.uuid, ref_field, refs)
+        self.revision += 1
+
+    def set_props(self, uuid: str, changes: Dict[str, Any]) -> None:
+        self._objects[uuid].props.update(copy.deepcopy(changes))
+        self.revision += 1
+
+    def set_refs(self, uuid: str, ref_field: str, refs: List[Ref]) -> None:
+        obj = self._objects[uuid]
+        self._unindex_refs(uuid, ref_field, obj.refs.get(ref_field, []))
+        if refs:
+            obj.refs[ref_field] = list(refs)
+            self._index_refs(uuid, ref_field, refs)
+        else:
+            obj.refs.pop(ref_field, None)
+        self.revision += 1
+
+    def remove(self, uuid: str) -> StoredObject:
+        obj = self._objects.pop(uuid)
+        del self._by_fq[(obj.type, tuple(obj.fq_name))]
+        del self._by_type[obj.type][uuid]
+        if obj.parent_uuid:
+            self._children.get(obj.parent_uuid, {}).pop(uuid, None)
+        self._children.pop(uuid, None)
+        for ref_field, refs in obj.refs.items():
+            self._unindex_refs(uuid, ref_field, refs)
+        self._back.pop(uuid, None)
+        self.revision += 1
+        return obj
+
+    def _index_refs(self, uuid: str, ref_field: str, refs: List[Ref]) -> None:
+        for ref in refs:
+            self._back.setdefault(ref.uuid, {})[(uuid, ref_field)] = None
+
+    def _unindex_refs(self, uuid: str, ref_field: str, refs: List[Ref]) -> None:
+        for ref in refs:
+            sources = self._back.get(ref.uuid)
+            if sources is not None:
+                sources.pop((uuid, ref_field), None)
+                if not sources:
+                    del self._back[ref.uuid]
