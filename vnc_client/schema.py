@@ -48,7 +48,7 @@ RESOURCE_TYPES: Dict[str, ResourceType] = {
         _rt("project", ("domain",)),
         _rt("policy-management", ("config-root", "project")),
         _rt("tag-type", ("config-root",)),
-        _rt("tag", ("config-root", "project", "policy-management"), "tag-type"),
+        _rt("tag", ("config-root", "project"), "tag-type"),
         _rt("address-group", ("policy-management", "project")),
         _rt("service-group", ("policy-management", "project")),
         _rt("firewall-rule", ("policy-management", "project"),
