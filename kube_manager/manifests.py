@@ -43,7 +43,7 @@ class Manifests:
             return
         metadata = obj.setdefault("metadata", {}) or {}
         obj["metadata"] = metadata
-        if kind != "Namespace" and not metadata.get("namespace"):
+        if isinstance(metadata, dict) and kind != "Namespace" and not metadata.get("namespace"):
             metadata["namespace"] = "default"
         target.append(obj)
 

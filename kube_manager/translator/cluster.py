@@ -161,8 +161,6 @@ class ClusterTranslator:
             self._use_namespace(policy.namespace, 1)
         self._policies[policy.key] = policy
         self._dirty_policies.add(policy.key)
-        for reason in policy.errors:
-            log.warning("NetworkPolicy %s/%s: %s", policy.namespace, policy.name, reason)
 
     def delete_policy(self, namespace: str, name: str) -> None:
         key = (namespace, name)

@@ -11,7 +11,7 @@ from typing import Any, Dict, Mapping, Tuple
 
 from .model import METADATA_NAME_LABEL, NamespaceInfo, PodInfo
 from .ports import container_port_name
-from .validation import (InvalidInput, check_labels, namespace_name_problem, object_name_problem)
+from .validation import InvalidInput, check_labels, metadata_problem, namespace_name_problem
 
 
 def _metadata(manifest: Any) -> Mapping[str, Any]:
@@ -45,7 +45,7 @@ def parse_namespace(manifest: Any) -> NamespaceInfo:
     name = metadata.get("name")
     problem = namespace_name_problem(name)
     if problem:
-        raise InvalidInput(f"metadata: {problem}")
+        raise InvalidInput(f"metadata.name: {problem}")
     labels = check_labels(metadata.get("labels"), "metadata.labels")
     return NamespaceInfo(name, _uid(metadata), namespace_labels(name, labels))
 
@@ -71,9 +71,9 @@ def parse_pod(manifest: Any) -> PodInfo:
     metadata = _metadata(manifest)
     namespace = metadata.get("namespace") or "default"
     name = metadata.get("name")
-    problem = namespace_name_problem(namespace) or object_name_problem(name)
+    problem = metadata_problem(namespace, name)
     if problem:
-        raise InvalidInput(f"metadata: {problem}")
+        raise InvalidInput(problem)
     labels = check_labels(metadata.get("labels"), "metadata.labels")
     status = manifest.get("status")
     ip = status.get("podIP") if isinstance(status, dict) else None

@@ -15,7 +15,7 @@ from .model import Block, ParsedPolicy, Peer, PodScope
 from .naming import EGRESS, INGRESS
 from .ports import PortSpec, parse_port
 from .selectors import optional_selector, parse_selector
-from .validation import InvalidInput, mapping, namespace_name_problem, object_name_problem, sequence
+from .validation import InvalidInput, mapping, metadata_problem, sequence
 
 _SPEC_FIELDS = frozenset({"podSelector", "ingress", "egress", "policyTypes"})
 _PEER_FIELDS = frozenset({"podSelector", "namespaceSelector", "ipBlock"})
@@ -101,9 +101,9 @@ def parse_policy(manifest: Any) -> ParsedPolicy:
     uid = uid if isinstance(uid, str) else str(uid)
     raw_spec = manifest.get("spec")
     digest = sha256_of_json(raw_spec)
-    problem = namespace_name_problem(namespace) or object_name_problem(name)
+    problem = metadata_problem(namespace, name)
     if problem:
-        raise InvalidInput(f"metadata: {problem}")
+        raise InvalidInput(problem)
     errors: List[str] = []
     try:
         spec = mapping(raw_spec, "spec")

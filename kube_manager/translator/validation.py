@@ -59,19 +59,30 @@ def port_name_problem(name: str) -> Optional[str]:
 
 
 def namespace_name_problem(name: Any) -> Optional[str]:
+    """Why `name` cannot name a namespace (a DNS label), or None."""
     if not isinstance(name, str) or not name:
-        return "metadata.name is missing"
+        return "missing"
     if len(name) > 63 or not _DNS1123_LABEL_RE.fullmatch(name):
-        return f"namespace name {name!r} is not a DNS label"
+        return f"{name!r} is not a DNS label"
     return None
 
 
 def object_name_problem(name: Any) -> Optional[str]:
+    """Why `name` cannot name a pod or NetworkPolicy (a DNS subdomain), or None."""
     if not isinstance(name, str) or not name:
-        return "metadata.name is missing"
+        return "missing"
     if len(name) > 253 or not _DNS1123_SUBDOMAIN_RE.fullmatch(name):
-        return f"name {name!r} is not a DNS subdomain"
+        return f"{name!r} is not a DNS subdomain"
     return None
+
+
+def metadata_problem(namespace: Any, name: Any) -> Optional[str]:
+    """Why a namespaced object cannot exist, or None."""
+    problem = namespace_name_problem(namespace)
+    if problem:
+        return f"metadata.namespace: {problem}"
+    problem = object_name_problem(name)
+    return f"metadata.name: {problem}" if problem else None
 
 
 def mapping(raw: Any, path: str, allowed: Optional[FrozenSet[str]] = None) -> Dict[str, Any]:

@@ -1,0 +1,66 @@
+"""`contrail-kube-manager translate -f PATH... [-o table|json|yaml] [--cluster-name NAME]` (SPEC 8).
+
+Offline: reads Namespace, Pod and NetworkPolicy manifests and prints the Contrail objects the daemon
+would write for them. The same input always gives byte-identical output, so the result can be
+diffed and kept under version control.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import yaml
+
+from kube_manager.manifests import ManifestError, load_manifests
+
+USAGE_ERROR = 2
+FORMATS = ("table", "json", "yaml")
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """Bodies share sub-objects; YAML must repeat them rather than print anchors and aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-f", "--filename", dest="paths", metavar="PATH", nargs="+", action="extend",
+                        required=True,
+                        help="manifest files or directories (YAML or JSON, multi-document, List kinds)")
+    parser.add_argument("-o", "--output", choices=FORMATS, default="table",
+                        help="table (the Contrail wiki's tables, Markdown), json or yaml (default table)")
+    parser.add_argument("--cluster-name", default="k8s",
+                        help="the cluster_name the objects are named after (default k8s)")
+
+
+def render(translation: Any, output: str) -> str:
+    """The translation in one of FORMATS, ending with a newline."""
+    if output == "json":
+        return json.dumps(translation.to_dict(), indent=2) + "\n"
+    if output == "yaml":
+        return yaml.dump(translation.to_dict(), Dumper=_PlainDumper, sort_keys=False,
+                         default_flow_style=False)
+    from kube_manager.render_table import render_table
+
+    return render_table(translation)
+
+
+def main(args: argparse.Namespace) -> int:
+    from kube_manager.translator import cluster_name_problem, translate
+
+    problem = cluster_name_problem(args.cluster_name)
+    if problem:
+        print(f"contrail-kube-manager translate: --cluster-name: {problem}", file=sys.stderr)
+        return USAGE_ERROR
+    try:
+        manifests = load_manifests(args.paths)
+    except ManifestError as exc:
+        print(f"contrail-kube-manager translate: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
+                            cluster_name=args.cluster_name)
+    sys.stdout.write(render(translation, args.output))
+    return 0

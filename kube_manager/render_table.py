@@ -1,0 +1,85 @@
+"""`translate -o table`: the translation as the Contrail wiki's tables, in Markdown.
+
+The wiki explains the mapping with one table per object kind (Tags, Address Groups, Firewall
+Rules, Firewall Policy); operators compare against those, so the same columns are printed here.
+Markdown pipe tables, padded, read well in a terminal and paste into documents unchanged
+(docs/mapping.md is generated this way). Rules and policies are listed in evaluation order: the
+application policy set's sequence, then each policy's rule sequence.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Sequence
+
+from kube_manager.translator import Translation
+
+Body = Mapping[str, Any]
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    cells = [[str(c).replace("|", "\\|").replace("\n", " ") for c in row] for row in rows]
+    widths = [max([len(h)] + [len(row[i]) for row in cells]) for i, h in enumerate(headers)]
+
+    def line(values: Sequence[str]) -> str:
+        return "| " + " | ".join(v.ljust(w) for v, w in zip(values, widths)) + " |"
+
+    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(row) for row in cells])
+
+
+def endpoint_text(endpoint: Body) -> str:
+    if endpoint.get("any"):
+        return "any"
+    if "address_group" in endpoint:
+        return "Address Group: " + endpoint["address_group"].split(":", 1)[-1]
+    return " && ".join(endpoint.get("tags", ()))
+
+
+def service_text(service: Body) -> str:
+    protocol = service["protocol"]
+    if protocol == "any":
+        return "any"
+    start, end = service["dst_ports"]["start_port"], service["dst_ports"]["end_port"]
+    if (start, end) == (0, 65535):
+        return f"{protocol}:any"
+    return f"{protocol}:{start}" if start == end else f"{protocol}:{start}-{end}"
+
+
+def _section(title: str, headers: Sequence[str], rows: List[List[str]]) -> str:
+    return f"## {title}\n\n" + (markdown_table(headers, rows) if rows else "None") + "\n"
+
+
+def render_table(translation: Translation) -> str:
+    aps = translation.application_policy_set
+    policies: Dict[tuple, Body] = {tuple(p["fq_name"]): p for p in translation.firewall_policies}
+    rules: Dict[tuple, Body] = {tuple(r["fq_name"]): r for r in translation.firewall_rules}
+    tag_rows = [[t["tag_type_name"], t["tag_value"]] for t in translation.tags]
+    group_rows = [[g["fq_name"][-1], ", ".join(f"{s['ip_prefix']}/{s['ip_prefix_len']}"
+                                               for s in g["address_group_prefix"]["subnet"]) or "(empty)"]
+                  for g in translation.address_groups]
+    rule_rows: List[List[str]] = []
+    policy_rows: List[List[str]] = []
+    for policy_ref in aps["firewall_policy_refs"]:
+        policy = policies[tuple(policy_ref["to"])]
+        names = []
+        for rule_ref in policy["firewall_rule_refs"]:
+            rule = rules[tuple(rule_ref["to"])]
+            names.append(rule["fq_name"][-1])
+            rule_rows.append([rule["fq_name"][-1], rule["action_list"]["simple_action"],
+                              service_text(rule["service"]), endpoint_text(rule["endpoint_1"]),
+                              rule["direction"], endpoint_text(rule["endpoint_2"]),
+                              " && ".join(rule["match_tags"]["tag_list"])])
+        policy_rows.append([policy_ref["attr"]["sequence"], policy["fq_name"][-1], ", ".join(names)])
+    workload_rows = [[w["namespace"], w["name"], w["ip"] or "", ", ".join(w["tags"])]
+                     for w in translation.workloads]
+    error_rows = [[e["kind"], e["namespace"], e["name"], e["reason"]] for e in translation.errors]
+    application = ", ".join(ref["to"][-1] for ref in aps["tag_refs"])
+    return "\n".join([
+        f"# Cluster {translation.cluster_name}\n",
+        _section("Tags", ["Key", "Value"], tag_rows),
+        _section("Address Groups", ["Name", "Prefix"], group_rows),
+        _section("Firewall Rules", ["Rule Name", "Action", "Services", "Endpoint1", "Dir", "Endpoint2",
+                                    "Match Tags"], rule_rows),
+        _section(f"Firewall Policies (application policy set {aps['fq_name'][-1]}, {application})",
+                 ["Sequence", "Name", "Rules"], policy_rows),
+        _section("Workloads", ["Namespace", "Pod", "IP", "Tags"], workload_rows),
+        _section("Errors", ["Kind", "Namespace", "Name", "Reason"], error_rows),
+    ])
