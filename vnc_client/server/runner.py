@@ -40,8 +40,8 @@ STOP_GRACE = 1.0
 
 
 class _Handler(WSGIHandler):
-    """Tracks its connection (so stop can close idle ones) and turns `DropConnection` into a
-    connection closed without an answer."""
+    """Tracks its connection (so stop can close idle ones), disables Nagle's algorithm, and turns
+    `DropConnection` into a connection closed without an answer."""
 
     busy = False
     greenlet: Optional[gevent.Greenlet] = None
@@ -49,6 +49,9 @@ class _Handler(WSGIHandler):
     def handle(self) -> None:
         connections: Set["_Handler"] = self.server.connections
         self.greenlet = gevent.getcurrent()
+        # pywsgi sends the headers and the body in two writes: without this, Nagle's algorithm and
+        # the client's delayed ACK hold every keep-alive answer back by ~40 ms.
+        self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         connections.add(self)
         try:
             super().handle()
