@@ -210,7 +210,8 @@ class VncClient:
         return self._unwrap("GET", path, obj_type, self._call("GET", path, f"/{rt.name}/{{uuid}}", params=params))
 
     def update(self, obj_type: str, ident: Ident, body: Body) -> Dict[str, Any]:
-        """Partial update (PUT): only the fields in `body` change. Returns the server's answer."""
+        """Partial update (PUT): only the fields in `body` change. Returns the server's answer
+        (`{"uuid", "href"}`; `{}` when the body named nothing to change)."""
         rt = _resource(obj_type)
         data = _body_dict(obj_type, body)
         uuid = self._uuid_of(obj_type, ident)
@@ -218,7 +219,8 @@ class VncClient:
         result = self._call("PUT", path, f"/{rt.name}/{{uuid}}", json_body={obj_type: data})
         log.info("vnc write op=update type=%s fq_name=%s uuid=%s fields=%s", obj_type,
                  _fq_str(data.get("fq_name") or ident), uuid, ",".join(sorted(data)))
-        return self._unwrap("PUT", path, obj_type, result)
+        # The server answers an empty update (nothing to change) with an empty body.
+        return {} if result is None else self._unwrap("PUT", path, obj_type, result)
 
     def delete(self, obj_type: str, ident: Ident) -> None:
         """Delete by uuid or fq_name. A missing object raises NotFound (the caller decides)."""
