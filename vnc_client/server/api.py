@@ -172,7 +172,7 @@ class ConfigApi:
         with self.store.lock:
             rt = self.resource(obj_type)
             objs = sorted(self.store.objects_of_type(rt.name), key=lambda o: (o.fq_name, o.uuid))
-            return [self._render(o, "", hrefs=False, all_fields=True, extra=self._link_fields(rt.name))
+            return [self._render(o, "", hrefs=False, all_fields=True, extra=self.link_fields(rt.name))
                     for o in objs]
 
     # --- CRUD ---------------------------------------------------------------------------------
@@ -515,7 +515,8 @@ class ConfigApi:
 
     # --- rendering ----------------------------------------------------------------------------
 
-    def _link_fields(self, obj_type: str) -> Set[str]:
+    def link_fields(self, obj_type: str) -> Set[str]:
+        """Names of the back-ref and children fields a read of `obj_type` can return."""
         return set(self._back_ref_fields.get(obj_type, {})) | set(self._children_fields.get(obj_type, {}))
 
     def _render(self, obj: StoredObject, base_url: str, hrefs: bool, *, all_fields: bool,
