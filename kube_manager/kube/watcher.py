@@ -1,0 +1,385 @@
+"""List then watch one Kubernetes resource with the official client, losing no event.
+
+One `KubeWatcher` per resource (namespaces, pods, networkpolicies), all sharing one `ApiClient`. The
+cycle is the one client-go's reflector uses:
+1. list (paged) and take the list's resourceVersion;
+2. watch from that version with bookmarks, a server-side `timeoutSeconds` drawn between 300 and 600
+   s (so that the watches of many clients do not all expire together), and a client-side read
+   timeout slightly longer, so that a connection that died silently is noticed;
+3. when the server ends the watch, watch again from the last version seen (events and bookmarks
+   advance it); on a connection or API error, the same after a backoff of 0.8 s doubling up to 30 s
+   (reset by the next success);
+4. on 410 Gone (the version was compacted away), list again at once and emit the differences against
+   what was seen before as synthetic events, so that nothing is lost, then a RELISTED signal.
+
+Events go to `on_event(resource, event_type, obj)`:
+- `ADDED` / `MODIFIED` / `DELETED` with `obj` a plain dict in API-server form, trimmed to what the
+  translator reads (see the `trim_*` functions); normalised against what this watcher has seen:
+  ADDED exactly once per object lifetime (a re-created object is DELETED then ADDED), MODIFIED only
+  when the trimmed content changed (a pod's status churn does not wake anyone), DELETED only for a
+  known object;
+- `LISTED` once, when the first list has been delivered; `RELISTED` after each re-list's
+  differences. `obj` is then `{"resourceVersion": rv}`. Until LISTED, the picture is incomplete, so
+  nothing should be garbage-collected on its basis.
+The callback runs in the watcher's greenlet/thread; an exception it raises is logged and the event
+counts as delivered. It gets its own copy of the object.
+
+The watcher keeps `Database.kube_connections[resource]` (a `ConnectionStatus`) up to date for the
+introspect page, and the `kube_events` / `watch_restarts` metrics when given a `Metrics`.
+Blocking calls are plain socket I/O: in the daemon, after `gevent.monkey.patch_all()`, `run` is a
+greenlet; in tests it runs in a thread. `stop` may be called from anywhere.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import random
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import urllib3
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from kubernetes.watch.watch import iter_resp_lines
+
+from kube_manager.db import ConnectionStatus, Database
+from kube_manager.kube.resources import NAMESPACES, NETWORK_POLICIES, PODS, RESOURCES, Resource
+from kube_manager.logging_setup import kv
+from kube_manager.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+LISTED, RELISTED = "LISTED", "RELISTED"
+BOOKMARK, ERROR = "BOOKMARK", "ERROR"
+
+OnEvent = Callable[[str, str, Dict[str, Any]], None]
+Key = Tuple[str, str]  # (namespace or "", name)
+
+
+@dataclass(frozen=True)
+class WatchSettings:
+    """Timeouts and backoff; the defaults are the production values (issue 4)."""
+
+    min_timeout_seconds: int = 300
+    max_timeout_seconds: int = 600
+    connect_timeout: float = 10.0
+    read_grace: float = 30.0         # read timeout of a watch = its timeoutSeconds + this
+    list_read_timeout: float = 60.0  # per read of one list page
+    initial_backoff: float = 0.8
+    max_backoff: float = 30.0
+    page_size: int = 500
+
+
+class Backoff:
+    """Delays `initial`, 2x, 4x ... capped at `cap`; `reset` after a success."""
+
+    def __init__(self, initial: float, cap: float) -> None:
+        self._initial = initial
+        self._cap = cap
+        self._next = initial
+
+    def next(self) -> float:
+        delay = self._next
+        self._next = min(self._cap, self._next * 2)
+        return delay
+
+    def reset(self) -> None:
+        self._next = self._initial
+
+
+class WatchError(Exception):
+    """An ERROR event other than 410, or a line that is not a watch event."""
+
+
+class _Gone(Exception):
+    """410: the resourceVersion is too old; only a new list can continue."""
+
+
+# Failures after which the watch is retried with backoff.
+RETRYABLE = (urllib3.exceptions.HTTPError, ApiException, OSError, WatchError, ValueError)
+
+
+# --- trimming: only what the translator reads --------------------------------------------------
+
+_META_KEYS = ("name", "namespace", "uid", "labels", "resourceVersion")
+
+
+def _meta(obj: Dict[str, Any]) -> Dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    return {key: meta[key] for key in _META_KEYS if meta.get(key) is not None}
+
+
+def trim_namespace(obj: Dict[str, Any]) -> Dict[str, Any]:
+    return {"apiVersion": NAMESPACES.api_version, "kind": NAMESPACES.kind, "metadata": _meta(obj)}
+
+
+def trim_pod(obj: Dict[str, Any]) -> Dict[str, Any]:
+    """metadata, `spec.containers[].name/ports` (named ports) and `status.podIP`."""
+    containers = []
+    for container in (obj.get("spec") or {}).get("containers") or []:
+        if isinstance(container, dict):
+            containers.append({key: container[key] for key in ("name", "ports")
+                               if container.get(key) is not None})
+    trimmed: Dict[str, Any] = {"apiVersion": PODS.api_version, "kind": PODS.kind,
+                               "metadata": _meta(obj), "spec": {"containers": containers}}
+    pod_ip = (obj.get("status") or {}).get("podIP")
+    trimmed["status"] = {"podIP": pod_ip} if pod_ip else {}
+    return trimmed
+
+
+def trim_network_policy(obj: Dict[str, Any]) -> Dict[str, Any]:
+    """metadata and the spec exactly as the server gives it (its sha256 is an annotation)."""
+    trimmed = {"apiVersion": NETWORK_POLICIES.api_version, "kind": NETWORK_POLICIES.kind,
+               "metadata": _meta(obj)}
+    if "spec" in obj:
+        trimmed["spec"] = obj["spec"]
+    return trimmed
+
+
+TRIMMERS: Dict[str, Callable[[Dict[str, Any]], Dict[str, Any]]] = {
+    NAMESPACES.name: trim_namespace,
+    PODS.name: trim_pod,
+    NETWORK_POLICIES.name: trim_network_policy,
+}
+
+
+def _lister(api_client: client.ApiClient, resource: Resource) -> Callable[..., Any]:
+    """The official client's cluster-wide list function for `resource` (also used to watch)."""
+    if resource is NAMESPACES:
+        return client.CoreV1Api(api_client).list_namespace
+    if resource is PODS:
+        return client.CoreV1Api(api_client).list_pod_for_all_namespaces
+    return client.NetworkingV1Api(api_client).list_network_policy_for_all_namespaces
+
+
+def _key(obj: Dict[str, Any]) -> Key:
+    meta = obj["metadata"]
+    return meta.get("namespace", ""), meta.get("name", "")
+
+
+def _without_version(obj: Dict[str, Any]) -> Dict[str, Any]:
+    meta = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
+    return dict(obj, metadata=meta)
+
+
+class KubeWatcher:
+    """Lists then watches one resource until `stop`; see the module docstring for the contract."""
+
+    def __init__(self, api_client: client.ApiClient, resource: str, on_event: OnEvent,
+                 db: Database, *, metrics: Optional[Metrics] = None,
+                 settings: WatchSettings = WatchSettings(),
+                 sleep: Optional[Callable[[float], None]] = None,
+                 rand: Optional[random.Random] = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.resource = RESOURCES[resource]
+        self._list_fn = _lister(api_client, self.resource)
+        self._trim = TRIMMERS[resource]
+        self._on_event = on_event
+        self._metrics = metrics
+        self._settings = settings
+        self._stopped = threading.Event()
+        self._sleep = sleep if sleep is not None else self._stopped.wait
+        self._rand = rand if rand is not None else random.Random()
+        self._clock = clock
+        self._backoff = Backoff(settings.initial_backoff, settings.max_backoff)
+        self._known: Dict[Key, Dict[str, Any]] = {}
+        self._rv: Optional[str] = None
+        self._listed = False
+        self._response: Any = None
+        self.status: ConnectionStatus = db.kube_connections.setdefault(
+            resource, ConnectionStatus(name=resource))
+        self.status.url = (api_client.configuration.host.rstrip("/")
+                           + f"{self.resource.api_prefix}/{self.resource.name}")
+
+    # --- control ---------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """List and watch until `stop` is called."""
+        while not self._stopped.is_set():
+            try:
+                if self._rv is None:
+                    self._list()
+                self._watch()
+            except _Gone as exc:
+                self._restarted("expired", f"410 Gone: {exc}")
+                log.info("watch expired, re-listing", extra=kv(resource=self.resource.name))
+                self._rv = None
+            except RETRYABLE as exc:
+                if self._stopped.is_set():
+                    break
+                reason = "timeout" if isinstance(exc, urllib3.exceptions.TimeoutError) else "error"
+                self._restarted(reason, f"{type(exc).__name__}: {exc}")
+                delay = self._backoff.next()
+                log.warning("watch failed, retrying", extra=kv(
+                    resource=self.resource.name, error=self.status.last_error, retry_in=delay))
+                self._sleep(delay)
+        self.status.connected = False
+
+    def stop(self) -> None:
+        """Make `run` return soon: wakes its sleep and breaks its open connection."""
+        self._stopped.set()
+        response = self._response
+        if response is not None:
+            try:
+                response.shutdown()
+            except (OSError, ValueError, RuntimeError):
+                pass  # already closed or released: run notices the flag by itself
+
+    # --- list ------------------------------------------------------------------------------------
+
+    def _list(self) -> None:
+        items: Dict[Key, Dict[str, Any]] = {}
+        rv: Optional[str] = None
+        token: Optional[str] = None
+        while True:
+            kwargs: Dict[str, Any] = {"limit": self._settings.page_size}
+            if token:
+                kwargs["_continue"] = token
+            page = self._read_json(**kwargs)
+            metadata = page.get("metadata") or {}
+            rv = rv or metadata.get("resourceVersion")
+            for item in page.get("items") or []:
+                trimmed = self._trim(item)
+                items[_key(trimmed)] = trimmed
+            token = metadata.get("continue")
+            if not token:
+                break
+        if not rv:
+            raise WatchError("the list carried no resourceVersion")
+        self._mark_connected(rv)
+        self._backoff.reset()
+        self._apply_list(items)
+        signal = RELISTED if self._listed else LISTED
+        self._listed = True
+        self.status.initial_list_done = True
+        log.info("listed", extra=kv(resource=self.resource.name, objects=len(items), rv=rv,
+                                    relist=signal == RELISTED))
+        self._emit(signal, {"resourceVersion": rv})
+
+    def _call(self, read_timeout: float, **kwargs: Any) -> Any:
+        """The raw urllib3 response of a list or watch request; 410 (an expired continue token,
+        or a server that refuses an old watch version outright) becomes _Gone."""
+        try:
+            response = self._list_fn(_preload_content=False,
+                                     _request_timeout=(self._settings.connect_timeout, read_timeout),
+                                     **kwargs)
+        except ApiException as exc:
+            if exc.status == 410:
+                raise _Gone(exc.reason) from None
+            raise
+        self._response = response
+        return response
+
+    def _read_json(self, **kwargs: Any) -> Dict[str, Any]:
+        response = self._call(self._settings.list_read_timeout, **kwargs)
+        try:
+            return json.loads(response.data)
+        finally:
+            self._response = None
+            response.release_conn()
+
+    def _apply_list(self, items: Dict[Key, Dict[str, Any]]) -> None:
+        for key in sorted(set(self._known) - set(items)):
+            self._emit(DELETED, self._known.pop(key))
+        for key in sorted(items):
+            self._upsert(key, items[key])
+
+    # --- watch -----------------------------------------------------------------------------------
+
+    def _watch(self) -> None:
+        timeout = self._rand.randint(self._settings.min_timeout_seconds,
+                                     self._settings.max_timeout_seconds)
+        response = self._call(timeout + self._settings.read_grace, watch=True,
+                              resource_version=self._rv, allow_watch_bookmarks=True,
+                              timeout_seconds=timeout)
+        try:
+            # `stop` either set the flag before this check, or finds `_response` and shuts it.
+            if self._stopped.is_set():
+                return
+            self._mark_connected(self._rv)
+            log.debug("watching", extra=kv(resource=self.resource.name, rv=self._rv,
+                                           timeout=timeout))
+            for line in iter_resp_lines(response):
+                if self._stopped.is_set():
+                    return
+                if line:
+                    self._handle(line)
+        finally:
+            self._response = None
+            response.close()  # never hand a half-read stream back to the pool
+            response.release_conn()
+        self._backoff.reset()  # a clean end of the stream: the server's timeout
+
+    def _handle(self, line: str) -> None:
+        try:
+            event = json.loads(line)
+            event_type, obj = event["type"], event["object"]
+        except (ValueError, KeyError, TypeError):
+            raise WatchError(f"not a watch event: {line[:200]!r}") from None
+        if not isinstance(obj, dict):
+            raise WatchError(f"watch event without an object: {line[:200]!r}")
+        self.status.last_event_at = self._clock()
+        if self._metrics is not None:
+            self._metrics.kube_events.labels(resource=self.resource.name, type=event_type).inc()
+        if event_type == ERROR:
+            if obj.get("code") == 410:
+                raise _Gone(obj.get("message", ""))
+            raise WatchError(f"{obj.get('code')} {obj.get('reason')}: {obj.get('message')}")
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if event_type in (ADDED, MODIFIED, DELETED):
+            trimmed = self._trim(obj)
+            if event_type == DELETED:
+                if self._known.pop(_key(trimmed), None) is not None:
+                    self._emit(DELETED, trimmed)
+            else:
+                self._upsert(_key(trimmed), trimmed)
+        elif event_type != BOOKMARK:
+            log.warning("unknown watch event type ignored",
+                        extra=kv(resource=self.resource.name, type=event_type))
+        if rv:
+            self._rv = rv
+            self.status.resource_version = rv
+        self._backoff.reset()
+
+    # --- shared ----------------------------------------------------------------------------------
+
+    def _upsert(self, key: Key, new: Dict[str, Any]) -> None:
+        old = self._known.get(key)
+        self._known[key] = new
+        if old is None:
+            self._emit(ADDED, new)
+        elif old["metadata"].get("uid") != new["metadata"].get("uid"):
+            self._emit(DELETED, old)
+            self._emit(ADDED, new)
+        elif _without_version(old) != _without_version(new):
+            self._emit(MODIFIED, new)
+
+    def _emit(self, event_type: str, obj: Dict[str, Any]) -> None:
+        try:
+            self._on_event(self.resource.name, event_type, copy.deepcopy(obj))
+        except Exception:  # a consumer bug must not stop the watch; the resync repairs
+            log.exception("event handler failed", extra=kv(resource=self.resource.name,
+                                                            type=event_type))
+
+    def _mark_connected(self, rv: Optional[str]) -> None:
+        self._rv = rv
+        self.status.connected = True
+        self.status.resource_version = rv or ""
+
+    def _restarted(self, reason: str, error: str) -> None:
+        self.status.connected = False
+        self.status.last_error = error
+        self.status.last_error_at = self._clock()
+        self.status.reconnects += 1
+        if self._metrics is not None:
+            self._metrics.watch_restarts.labels(resource=self.resource.name, reason=reason).inc()
+
+
+def make_watchers(api_client: client.ApiClient, on_event: OnEvent, db: Database,
+                   **kwargs: Any) -> List[KubeWatcher]:
+    """One watcher per resource (namespaces first), sharing `api_client`; call `run` on each."""
+    return [KubeWatcher(api_client, name, on_event, db, **kwargs) for name in RESOURCES]

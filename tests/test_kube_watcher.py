@@ -1,0 +1,345 @@
+"""The list+watch loop, over real HTTP against the emulated API server."""
+from __future__ import annotations
+
+import socket
+import threading
+from typing import Any, Dict, Iterator, List, Tuple
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from kube_helpers import Recorder, namespace, pod, policy, running, wait_until, watcher
+from kube_manager.db import Database
+from kube_manager.kube.client_factory import api_client_for_url
+from kube_manager.kube.emulator_runner import EmulatorRunner
+from kube_manager.kube.watcher import TRIMMERS, WatchSettings, make_watchers
+from kube_manager.metrics import Metrics
+
+
+@pytest.fixture
+def kube() -> Iterator[EmulatorRunner]:
+    with EmulatorRunner() as runner:
+        yield runner
+
+
+class GatedSleeper:
+    """An injected sleep that records its delays and, when closed, holds the watcher until opened:
+    the test then changes the cluster while the watcher is certainly disconnected."""
+
+    def __init__(self, closed: bool = False) -> None:
+        self.delays: List[float] = []
+        self.called = threading.Semaphore(0)
+        self._gate = threading.Event()
+        if not closed:
+            self._gate.set()
+
+    def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+        self.called.release()
+        assert self._gate.wait(10), "the test never opened the gate"
+
+    def wait_called(self) -> None:
+        assert self.called.acquire(timeout=10), "the watcher never slept"
+
+    def open(self) -> None:
+        self._gate.set()
+
+
+def emulator_state(kube: EmulatorRunner) -> Dict[Tuple[str, str, str], Dict[str, Any]]:
+    """What a watcher should have delivered: every object of the emulator, trimmed."""
+    state = {}
+    for resource, trim in TRIMMERS.items():
+        for obj in kube.store.list(resource):
+            meta = obj["metadata"]
+            state[(resource, meta.get("namespace", ""), meta["name"])] = trim(obj)
+    return state
+
+
+def test_list_then_ordered_events(kube: EmulatorRunner) -> None:
+    kube.store.create(namespace("dev"))
+    kube.store.create(pod("dev", "old"))
+    rec, db = Recorder(), Database()
+    with running([watcher(api_client_for_url(kube.url), "pods", rec, db)]):
+        rec.wait_for("LISTED")
+        status = db.kube_connections["pods"]
+        assert status.initial_list_done and status.resource_version == "2"
+        assert status.url == kube.url + "/api/v1/pods"
+        kube.store.create(pod("dev", "web", app="web"))
+        kube.store.update(pod("dev", "web", "10.1.1.1", app="web"))
+        kube.store.delete("pods", "dev", "web")
+        kube.store.delete("pods", "dev", "old")
+        rec.wait_for("DELETED", "old")
+        assert rec.types() == [("ADDED", "old"), ("LISTED", ""), ("ADDED", "web"),
+                               ("MODIFIED", "web"), ("DELETED", "web"), ("DELETED", "old")]
+        assert rec.events[3][2]["status"] == {"podIP": "10.1.1.1"}
+        wait_until(lambda: status.resource_version == "6", "the version of the last event")
+        assert status.connected and status.last_event_at is not None and status.reconnects == 0
+
+
+def test_list_follows_continue_tokens(kube: EmulatorRunner) -> None:
+    kube.store.create(namespace("dev"))
+    for i in range(7):
+        kube.store.create(pod("dev", f"p{i}"))
+    rec = Recorder()
+    with running([watcher(api_client_for_url(kube.url), "pods", rec,
+                          settings=WatchSettings(page_size=2))]):
+        rec.wait_for("LISTED")
+        assert rec.types() == [("ADDED", f"p{i}") for i in range(7)] + [("LISTED", "")]
+        assert rec.events[-1][2] == {"resourceVersion": "8"}
+
+
+def test_objects_are_trimmed_to_what_the_translator_reads(kube: EmulatorRunner) -> None:
+    kube.store.create(namespace("dev", team="a"))
+    full = pod("dev", "web", "10.0.0.7", app="web")
+    full["metadata"]["annotations"] = {"noise": "x"}
+    full["spec"]["containers"] = [{"name": "c", "image": "nginx", "env": [{"name": "A"}],
+                                   "ports": [{"name": "http", "containerPort": 80}]}]
+    full["spec"]["nodeName"] = "node-1"
+    full["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    created = kube.store.create(full)
+    rec = Recorder()
+    with running([watcher(api_client_for_url(kube.url), "pods", rec)]):
+        rec.wait_for("LISTED")
+    assert rec.events[0][2] == {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "dev", "uid": created["metadata"]["uid"],
+                     "labels": {"app": "web"}, "resourceVersion": "2"},
+        "spec": {"containers": [{"name": "c", "ports": [{"name": "http", "containerPort": 80}]}]},
+        "status": {"podIP": "10.0.0.7"},
+    }
+
+
+def test_irrelevant_changes_are_not_emitted(kube: EmulatorRunner) -> None:
+    kube.store.create(namespace("dev"))
+    kube.store.create(pod("dev", "web", "10.0.0.7"))
+    rec = Recorder()
+    with running([watcher(api_client_for_url(kube.url), "pods", rec)]):
+        rec.wait_for("LISTED")
+        churn = pod("dev", "web", "10.0.0.7")
+        churn["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+        kube.store.update(churn)  # status churn: nothing the translator reads
+        kube.store.update(pod("dev", "web", "10.0.0.7", tier="db"))
+        rec.wait_for("MODIFIED", "web")
+        assert rec.count("MODIFIED") == 1
+        assert rec.events[-1][2]["metadata"]["labels"] == {"tier": "db"}
+
+
+def test_bookmarks_advance_the_version_so_a_resume_needs_no_relist(kube: EmulatorRunner) -> None:
+    kube.store.create(namespace("dev"))
+    rec, db, sleeper = Recorder(), Database(), GatedSleeper()
+    w = watcher(api_client_for_url(kube.url), "networkpolicies", rec, db, sleep=sleeper)
+    with running([w]):
+        rec.wait_for("LISTED")
+        wait_until(lambda: kube.store.watch_count == 1, "the watch")
+        for i in range(3):
+            kube.store.create(pod("dev", f"p{i}"))  # versions move, no policy event
+        kube.store.send_bookmarks()
+        status = db.kube_connections["networkpolicies"]
+        wait_until(lambda: status.resource_version == "4", "the bookmark's version")
+        kube.store.compact()  # a resume from the list's version 1 would now be 410
+        kube.store.drop_watches()
+        sleeper.wait_called()
+        kube.store.create(policy("dev", "np"))
+        rec.wait_for("ADDED", "np")
+        assert rec.count("RELISTED") == 0 and status.reconnects == 1
+        assert sleeper.delays == [0.8]
+        assert "ProtocolError" in status.last_error and status.last_error_at is not None
+
+
+def test_410_relists_and_loses_no_event(kube: EmulatorRunner) -> None:
+    kube.store.create(namespace("dev"))
+    for name in ("keep", "change", "remove", "recreate"):
+        kube.store.create(pod("dev", name, app=name))
+    rec, db, sleeper = Recorder(), Database(), GatedSleeper(closed=True)
+    metrics = Metrics(CollectorRegistry())
+    with running([watcher(api_client_for_url(kube.url), "pods", rec, db, sleep=sleeper,
+                          metrics=metrics)]):
+        rec.wait_for("LISTED")
+        wait_until(lambda: kube.store.watch_count == 1, "the watch")
+        old_uid = kube.store.get("pods", "dev", "recreate")["metadata"]["uid"]
+        kube.store.drop_watches()
+        sleeper.wait_called()  # disconnected, held in its backoff
+        kube.store.update(pod("dev", "change", "10.9.9.9", app="changed"))
+        kube.store.delete("pods", "dev", "remove")
+        kube.store.delete("pods", "dev", "recreate")
+        kube.store.create(pod("dev", "recreate", app="again"))
+        kube.store.create(pod("dev", "new", app="new"))
+        kube.store.compact()
+        sleeper.open()
+        rec.wait_for("RELISTED")
+        relist = rec.types()[rec.types().index(("LISTED", "")) + 1:]
+        # Vanished objects first, then the rest in key order; a new uid is a delete + add.
+        assert relist == [("DELETED", "remove"), ("MODIFIED", "change"), ("ADDED", "new"),
+                          ("DELETED", "recreate"), ("ADDED", "recreate"), ("RELISTED", "")]
+        assert rec.state == {k: v for k, v in emulator_state(kube).items() if k[0] == "pods"}
+        assert rec.state[("pods", "dev", "recreate")]["metadata"]["uid"] != old_uid
+        kube.store.create(pod("dev", "after"))  # and the watch goes on from the re-list
+        rec.wait_for("ADDED", "after")
+        status = db.kube_connections["pods"]
+        assert status.reconnects == 2 and status.last_error.startswith("410 Gone")
+        restarts = {(s.labels["reason"], s.value) for m in metrics.watch_restarts.collect()
+                    for s in m.samples if s.name.endswith("_total")}
+        assert restarts == {("error", 1.0), ("expired", 1.0)}
+
+
+def test_backoff_doubles_to_the_cap_and_resets_after_success() -> None:
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", 0))  # bound, not listening: connection refused
+    port = blocker.getsockname()[1]
+    started: List[EmulatorRunner] = []
+    delays: List[float] = []
+    called = threading.Semaphore(0)
+
+    def sleeper(delay: float) -> None:
+        delays.append(delay)
+        called.release()
+        if len(delays) == 8:  # the API server comes up during the eighth wait
+            blocker.close()
+            started.append(EmulatorRunner(port=port).start())
+
+    rec, db = Recorder(), Database()
+    w = watcher(api_client_for_url(f"http://127.0.0.1:{port}"), "namespaces", rec, db,
+                sleep=sleeper)
+    try:
+        with running([w]):
+            rec.wait_for("LISTED")
+            assert delays == [0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30, 30]
+            assert db.kube_connections["namespaces"].reconnects == 8
+            wait_until(lambda: started[0].store.watch_count == 1, "the watch")
+            started[0].store.drop_watches()
+            assert called.acquire(timeout=10)
+            wait_until(lambda: len(delays) == 9, "the sleep after the drop")
+            assert delays[-1] == 0.8  # the success reset the backoff
+            started[0].store.create(namespace("back"))
+            rec.wait_for("ADDED", "back")
+    finally:
+        for runner in started:
+            runner.stop()
+        blocker.close()
+
+
+def test_a_dead_connection_is_noticed_by_the_read_timeout() -> None:
+    """A server that answers the list, then accepts the watch and goes silent forever."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    connections: List[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            connections.append(conn)
+            request = conn.recv(65536)
+            if b"watch=true" in request:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             b"Transfer-Encoding: chunked\r\n\r\n")
+            else:
+                body = b'{"kind":"NamespaceList","metadata":{"resourceVersion":"7"},"items":[]}'
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: %d\r\nConnection: close\r\n\r\n%s"
+                             % (len(body), body))
+    threading.Thread(target=serve, daemon=True).start()
+    rec, db = Recorder(), Database()
+    stop_requested = threading.Event()
+    holder: List[Any] = []
+
+    def sleeper(delay: float) -> None:
+        stop_requested.set()
+        holder[0].stop()
+
+    metrics = Metrics(CollectorRegistry())
+    w = watcher(api_client_for_url(f"http://127.0.0.1:{listener.getsockname()[1]}"), "namespaces",
+                rec, db, sleep=sleeper, metrics=metrics,
+                settings=WatchSettings(min_timeout_seconds=1, max_timeout_seconds=1, read_grace=0.3))
+    holder.append(w)
+    try:
+        with running([w]):
+            assert stop_requested.wait(10), "the silent watch was never given up"
+        status = db.kube_connections["namespaces"]
+        assert "ReadTimeoutError" in status.last_error and not status.connected
+        assert rec.types() == [("LISTED", "")]
+        timeouts = [s.value for m in metrics.watch_restarts.collect() for s in m.samples
+                    if s.name.endswith("_total") and s.labels["reason"] == "timeout"]
+        assert timeouts == [1.0]
+    finally:
+        listener.close()
+        for conn in connections:
+            conn.close()
+
+
+def test_server_side_timeout_rewatches_without_backoff(kube: EmulatorRunner) -> None:
+    rec, db, sleeper = Recorder(), Database(), GatedSleeper()
+    settings = WatchSettings(min_timeout_seconds=300, max_timeout_seconds=600)
+
+    class Rand:
+        def __init__(self) -> None:
+            self.calls: List[Tuple[int, int]] = []
+
+        def randint(self, low: int, high: int) -> int:
+            self.calls.append((low, high))
+            return 450
+
+    rand = Rand()
+    with running([watcher(api_client_for_url(kube.url), "namespaces", rec, db, sleep=sleeper,
+                          settings=settings, rand=rand)]):  # type: ignore[arg-type]
+        rec.wait_for("LISTED")
+        wait_until(lambda: kube.store.watch_count == 1, "the watch")
+        kube.store.close_watches()  # as when timeoutSeconds runs out
+        wait_until(lambda: len(rand.calls) == 2, "a second watch")
+        kube.store.create(namespace("next"))
+        rec.wait_for("ADDED", "next")
+    assert sleeper.delays == [] and rand.calls == [(300, 600), (300, 600)]
+    assert db.kube_connections["namespaces"].reconnects == 0
+
+
+def test_a_failing_handler_does_not_stop_the_watch(kube: EmulatorRunner) -> None:
+    rec = Recorder()
+
+    def handler(resource: str, event_type: str, obj: Dict[str, Any]) -> None:
+        if obj.get("metadata", {}).get("name") == "bad":
+            raise RuntimeError("handler bug")
+        rec(resource, event_type, obj)
+
+    with running([watcher(api_client_for_url(kube.url), "namespaces", handler)]):  # type: ignore
+        rec.wait_for("LISTED")
+        kube.store.create(namespace("bad"))
+        kube.store.create(namespace("good"))
+        rec.wait_for("ADDED", "good")
+
+
+def test_stop_returns_promptly_from_an_idle_watch(kube: EmulatorRunner) -> None:
+    rec = Recorder()
+    w = watcher(api_client_for_url(kube.url), "namespaces", rec)
+    thread = threading.Thread(target=w.run, daemon=True)
+    thread.start()
+    rec.wait_for("LISTED")
+    wait_until(lambda: kube.store.watch_count == 1, "the watch")
+    w.stop()
+    thread.join(5)
+    assert not thread.is_alive()
+
+
+def test_three_watchers_on_one_client_deliver_the_whole_cluster(kube: EmulatorRunner) -> None:
+    kube.store.create(namespace("a", team="x"))
+    kube.store.create(namespace("b"))
+    kube.store.create(pod("a", "p1", "10.0.0.1", app="web"))
+    kube.store.create(policy("a", "np", {"podSelector": {"matchLabels": {"app": "web"}},
+                                         "ingress": [{}]}))
+    rec, db = Recorder(), Database()
+    api_client = api_client_for_url(kube.url)
+    watchers = make_watchers(api_client, rec, db)
+    assert [w.resource.name for w in watchers] == ["namespaces", "pods", "networkpolicies"]
+    with running(watchers):
+        wait_until(lambda: rec.count("LISTED") == 3, "three initial lists")
+        kube.store.create(pod("b", "p2", "10.0.0.2"))
+        kube.store.update(namespace("b", team="y"))
+        kube.store.delete("networkpolicies", "a", "np")
+        rec.wait_for("DELETED", "np")
+        rec.wait_for("MODIFIED", "b")
+        rec.wait_for("ADDED", "p2")
+        assert rec.state == emulator_state(kube)
+    assert sorted(db.kube_connections) == ["namespaces", "networkpolicies", "pods"]
+    assert all(s.initial_list_done and not s.connected for s in db.kube_connections.values())
