@@ -1,0 +1,205 @@
+"""Watch events in, DB records and desired state updated, the reconciler told what changed.
+
+This is the daemon's one consumer of Kubernetes events (`on_event`, the watchers' callback). For each
+event it updates the `Database` records the introspect pages show (namespaces, pods with their tags,
+NetworkPolicies with their firewall policy, rules and errors), feeds the incremental
+`ClusterTranslator`, and passes the translator's change report to the reconciler, which only ever
+hears about real differences. `db.desired` is the translator's live desired state.
+
+It also answers the one question the reconciler cannot answer from bodies alone: which
+NetworkPolicy's firewall policy a deny rule of `<cluster>-denyall` protects (make before break).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict, Iterable, Mapping, Optional, Protocol, Set, Tuple
+
+from kube_manager.db import (PENDING, REJECTED, RETRYING, SYNCED, Database, FqName, Key, NamespaceRecord,
+                             PodRecord, PolicyRecord)
+from kube_manager.kube.resources import NAMESPACES, NETWORK_POLICIES, PODS
+from kube_manager.kube.watcher import ADDED, DELETED, LISTED, MODIFIED, RELISTED
+from kube_manager.logging_setup import kv
+from kube_manager.translator import Changes, ClusterTranslator
+
+log = logging.getLogger(__name__)
+
+ObjKey = Tuple[str, FqName]
+
+
+class ChangeSink(Protocol):
+    """Where changes go (the reconciler)."""
+
+    def objects_changed(self, keys: Iterable[ObjKey]) -> None: ...
+
+    def pods_changed(self, keys: Iterable[Key]) -> None: ...
+
+
+class StateSource(Protocol):
+    """Sync state of one Contrail object (the reconciler's `state_of`)."""
+
+    def state_of(self, key: ObjKey) -> str: ...
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _key(obj: Mapping[str, Any]) -> Key:
+    meta = _meta(obj)
+    return (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
+
+
+class KubeCache:
+    """Keeps the DB and the translator in step with watch events; see the module docstring."""
+
+    def __init__(self, db: Database, translator: ClusterTranslator, sink: Optional[ChangeSink] = None) -> None:
+        self.db = db
+        self.translator = translator
+        self.sink = sink
+        self.listed: Set[str] = set()  # resources whose first list has been delivered
+        self.relists = 0
+        self._deny_owner: Dict[FqName, FqName] = {}              # deny rule -> its NP's firewall policy
+        self._deny_rules_of: Dict[Key, Tuple[FqName, ...]] = {}  # NetworkPolicy -> its deny rules
+        db.desired = translator.desired()  # type: ignore[assignment]  # live, read-only view
+
+    # --- events ------------------------------------------------------------------------------
+
+    def on_event(self, resource: str, event_type: str, obj: Dict[str, Any]) -> None:
+        """The watchers' callback: one event, then flush the translator's changes."""
+        if event_type in (LISTED, RELISTED):
+            self.listed.add(resource)
+            self.relists += event_type == RELISTED
+            log.info("kubernetes list delivered", extra=kv(resource=resource, event=event_type,
+                                                           resource_version=obj.get("resourceVersion", "")))
+            return
+        if event_type not in (ADDED, MODIFIED, DELETED):
+            return
+        deleted = event_type == DELETED
+        if resource == NAMESPACES.name:
+            self._namespace(obj, deleted)
+        elif resource == PODS.name:
+            self._pod(obj, deleted)
+        elif resource == NETWORK_POLICIES.name:
+            self._policy(obj, deleted)
+        else:
+            return
+        self.flush()
+
+    @property
+    def initial_lists_done(self) -> bool:
+        return {NAMESPACES.name, PODS.name, NETWORK_POLICIES.name} <= self.listed
+
+    def flush(self) -> Changes:
+        """Take the translator's change report, update the records, tell the sink."""
+        changes = self.translator.pop_changes()
+        if not changes:
+            return changes
+        for key in changes.pods:
+            record = self.db.pods.get(key)
+            if record is not None:
+                record.tags = list(self.translator.pod_tags(*key) or ())
+        for key in changes.policies:
+            self._refresh_policy(key)
+        self.db.errors = self.translator.errors()
+        if self.sink is not None:
+            self.sink.objects_changed(changes.added + changes.changed + changes.removed)
+            self.sink.pods_changed(changes.pods)
+        return changes
+
+    # --- what the reconciler and the introspect pages ask ------------------------------------
+
+    def deny_owner(self, rule: FqName) -> Optional[FqName]:
+        """The firewall policy of the NetworkPolicy whose deny rule `rule` is."""
+        return self._deny_owner.get(rule)
+
+    def refresh_states(self, source: StateSource) -> None:
+        """Recompute every NetworkPolicy's sync state from the states of its objects."""
+        for (namespace, name), record in self.db.network_policies.items():
+            objects = self.translator.policy_objects(namespace, name)
+            if objects is None:
+                record.state = REJECTED if record.errors else PENDING
+                continue
+            keys = [("firewall-policy", objects.firewall_policy)]
+            keys += [("firewall-rule", fq) for fq in objects.rules + objects.deny_rules]
+            states = {source.state_of(k) for k in keys}
+            if RETRYING in states:
+                record.state = RETRYING
+            elif states == {SYNCED}:
+                record.state = REJECTED if record.errors else SYNCED
+            else:
+                record.state = PENDING
+
+    # --- per kind ----------------------------------------------------------------------------
+
+    def _namespace(self, obj: Dict[str, Any], deleted: bool) -> None:
+        meta = _meta(obj)
+        name = str(meta.get("name") or "")
+        if deleted:
+            self.db.namespaces.pop(name, None)
+            self.translator.delete_namespace(name)
+            return
+        self.db.namespaces[name] = NamespaceRecord(str(meta.get("uid") or ""), name, dict(meta.get("labels") or {}))
+        self.translator.upsert_namespace(obj)
+
+    def _pod(self, obj: Dict[str, Any], deleted: bool) -> None:
+        key = _key(obj)
+        if deleted:
+            self.db.pods.pop(key, None)
+            self.translator.delete_pod(*key)
+            return
+        meta = _meta(obj)
+        record = self.db.pods.get(key)
+        uid = str(meta.get("uid") or "")
+        if record is None or record.uid != uid:
+            record = PodRecord(uid, key[0], key[1])
+            self.db.pods[key] = record
+        record.ip = (obj.get("status") or {}).get("podIP")
+        record.labels = dict(meta.get("labels") or {})
+        record.manifest = obj
+        self.translator.upsert_pod(obj)
+        record.tags = list(self.translator.pod_tags(*key) or ())
+
+    def _policy(self, obj: Dict[str, Any], deleted: bool) -> None:
+        key = _key(obj)
+        if deleted:
+            record = self.db.network_policies.pop(key, None)
+            self.translator.delete_policy(*key)
+            if record is not None:
+                log.info("NetworkPolicy deleted", extra=kv(namespace=key[0], name=key[1]))
+            return
+        meta = _meta(obj)
+        spec = obj.get("spec")
+        record = self.db.network_policies.get(key)
+        if record is None:
+            record = self.db.network_policies[key] = PolicyRecord(str(meta.get("uid") or ""), key[0], key[1])
+        record.uid = str(meta.get("uid") or "")
+        record.spec = spec if isinstance(spec, dict) else {}
+        record.manifest = obj
+        self.translator.upsert_policy(obj)
+        self._refresh_policy(key)
+
+    def _refresh_policy(self, key: Key) -> None:
+        objects = self.translator.policy_objects(*key)
+        for rule in self._deny_rules_of.pop(key, ()):
+            self._deny_owner.pop(rule, None)
+        if objects is not None:
+            self._deny_rules_of[key] = objects.deny_rules
+            for rule in objects.deny_rules:
+                self._deny_owner[rule] = objects.firewall_policy
+        record = self.db.network_policies.get(key)
+        if record is None:
+            return
+        errors = list(self.translator.policy_errors(*key))
+        for reason in sorted(set(errors) - set(record.errors)):
+            log.warning("NetworkPolicy input rejected", extra=kv(
+                namespace=key[0], name=key[1], whole=objects is None, reason=reason))
+        record.errors = errors
+        if objects is None:
+            record.firewall_policy, record.rules = [], []
+            record.state = REJECTED
+            return
+        record.firewall_policy = list(objects.firewall_policy)
+        record.rules = [fq[-1] for fq in objects.rules]
+        if record.state == REJECTED:
+            record.state = PENDING

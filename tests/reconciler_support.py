@@ -1,0 +1,246 @@
+"""Helpers for the reconciler tests: the embedded config API called in-process, and a cluster.
+
+`InProcessApi` calls the embedded server's `ConfigApi` directly (the same code the HTTP server runs,
+so every rule the real server enforces applies) with the REST client's typed errors, yielding to
+gevent on every call as network I/O would, so the reconciler's workers really interleave. It records
+every write in order, and can fail chosen calls, for the ordering and failure tests.
+"""
+from __future__ import annotations
+
+import copy
+import uuid as uuid_lib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import gevent
+
+from kube_manager.cache import KubeCache
+from kube_manager.db import Database
+from kube_manager.reconciler.ownership import OWNED_TYPES, Marks
+from kube_manager.translator import ClusterTranslator
+from vnc_client.errors import ServerError, VncConnectionError, error_for_status
+from vnc_client.server.api import ConfigApi, ListQuery
+from vnc_client.server.errors import ApiError
+
+VN = ["default-domain", "default-project", "k8s-default-pod-network"]
+MARKS = Marks(owner="k8s", cluster="k8s")
+
+
+@dataclass
+class Write:
+    op: str  # create | update | delete | set-tag
+    obj_type: str
+    fq_name: Tuple[str, ...]
+    body: Dict[str, Any] = field(default_factory=dict)
+
+
+# fault(op, obj_type, fq_name) -> an exception to raise instead of the call, or None
+Fault = Callable[[str, str, Tuple[str, ...]], Optional[Exception]]
+
+
+class InProcessApi:
+    """The reconciler's client Protocol over an in-process embedded `ConfigApi`."""
+
+    def __init__(self, api: Optional[ConfigApi] = None) -> None:
+        self.api = api or ConfigApi()
+        self.writes: List[Write] = []
+        self.requests = 0
+        self.inflight = 0
+        self.max_inflight = 0
+        self.fault: Optional[Fault] = None
+
+    # --- the client Protocol ---------------------------------------------------------------
+
+    def create(self, obj_type: str, body: Mapping[str, Any]) -> Dict[str, Any]:
+        fq = tuple(body.get("fq_name") or ())
+        answer = self._call("create", obj_type, fq, lambda: self.api.create(obj_type, copy.deepcopy(dict(body))))
+        self.writes.append(Write("create", obj_type, fq, copy.deepcopy(dict(body))))
+        return {**body, **answer}
+
+    def read(self, obj_type: str, ident: Any, *, fields: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+        uuid = ident if isinstance(ident, str) else self._uuid(obj_type, ident)
+        return self._call("read", obj_type, (), lambda: self.api.read(obj_type, uuid, fields=fields))
+
+    def update(self, obj_type: str, ident: str, body: Mapping[str, Any]) -> Dict[str, Any]:
+        fq = self._fq(ident)
+        answer = self._call("update", obj_type, fq, lambda: self.api.update(obj_type, ident, copy.deepcopy(dict(body))))
+        self.writes.append(Write("update", obj_type, fq, copy.deepcopy(dict(body))))
+        return answer or {}
+
+    def delete(self, obj_type: str, ident: str) -> None:
+        fq = self._fq(ident)
+        self._call("delete", obj_type, fq, lambda: self.api.delete(obj_type, ident))
+        self.writes.append(Write("delete", obj_type, fq))
+
+    def list(self, obj_type: str, *, detail: bool = False,
+             fields: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
+        query = ListQuery(detail=detail, fields=list(fields or []))
+        answer = self._call("list", obj_type, (), lambda: self.api.list(obj_type, query))
+        items = answer[obj_type + "s"]
+        return [item[obj_type] for item in items] if detail else items
+
+    def set_tags(self, obj_type: str, obj_uuid: str, changes: Mapping[str, Any]) -> None:
+        fq = self._fq(obj_uuid)
+        body = {"obj_type": obj_type, "obj_uuid": obj_uuid, **copy.deepcopy(dict(changes))}
+        self._call("set-tag", obj_type, fq, lambda: self.api.set_tag(body))
+        self.writes.append(Write("set-tag", obj_type, fq, dict(changes)))
+
+    # --- helpers for tests -----------------------------------------------------------------
+
+    def owned(self, marks: Marks = MARKS) -> Dict[str, Dict[Tuple[str, ...], Dict[str, Any]]]:
+        """Our objects in the store, per type, as a full read returns them."""
+        return {t: {tuple(b["fq_name"]): b for b in self.api.dump(t) if marks.owns(b)} for t in OWNED_TYPES}
+
+    def writes_of(self, op: Optional[str] = None) -> List[Write]:
+        return [w for w in self.writes if op is None or w.op == op]
+
+    def index_of(self, op: str, obj_type: str, name: str) -> int:
+        """Position in the write log of the first `op` on the object whose fq_name ends with `name`."""
+        for i, w in enumerate(self.writes):
+            if w.op == op and w.obj_type == obj_type and w.fq_name[-1] == name:
+                return i
+        raise AssertionError(f"no {op} of {obj_type} {name} in {[(w.op, w.fq_name[-1]) for w in self.writes]}")
+
+    def add_pod_vmi(self, pod_uid: str, name: str) -> str:
+        """What the CNI does for a pod: its VM (uuid = pod uid) and one VMI; returns the VMI uuid."""
+        if self.api.lookup("virtual-network", VN) is None:
+            self.api.create("virtual-network", {"fq_name": VN, "parent_type": "project"})
+        vm = self.api.create("virtual-machine", {"fq_name": [name], "uuid": pod_uid})
+        vmi = self.api.create("virtual-machine-interface", {
+            "fq_name": VN[:2] + [name], "parent_type": "project",
+            "virtual_machine_refs": [{"to": [name], "uuid": vm["uuid"]}],
+            "virtual_network_refs": [{"to": VN}]})
+        return vmi["uuid"]
+
+    def vmi_tags(self, pod_uid: str) -> List[str]:
+        vm = self.api.read("virtual-machine", pod_uid, fields=["virtual_machine_interface_back_refs"])
+        tags: List[str] = []
+        for ref in vm.get("virtual_machine_interface_back_refs") or []:
+            vmi = self.api.read("virtual-machine-interface", ref["uuid"], fields=["tag_refs"])
+            tags.extend(r["to"][-1] for r in vmi.get("tag_refs") or [])
+        return sorted(tags)
+
+    # --- internals -------------------------------------------------------------------------
+
+    def _call(self, op: str, obj_type: str, fq: Tuple[str, ...], fn: Callable[[], Any]) -> Any:
+        self.inflight += 1
+        self.max_inflight = max(self.max_inflight, self.inflight)
+        try:
+            gevent.sleep(0)  # a network call yields
+        finally:
+            self.inflight -= 1
+        self.requests += 1
+        if self.fault is not None:
+            exc = self.fault(op, obj_type, fq)
+            if exc is not None:
+                raise exc
+        try:
+            return fn()
+        except ApiError as exc:
+            raise error_for_status(op.upper(), f"/{obj_type}", exc.status, exc.message) from None
+
+    def _uuid(self, obj_type: str, fq_name: Sequence[str]) -> str:
+        self.requests += 1
+        try:
+            return self.api.fqname_to_id({"type": obj_type, "fq_name": list(fq_name)})["uuid"]
+        except ApiError as exc:
+            raise error_for_status("POST", "/fqname-to-id", exc.status, exc.message) from None
+
+    def _fq(self, uuid: str) -> Tuple[str, ...]:
+        obj = self.api.store.get(uuid)
+        return tuple(obj.fq_name) if obj is not None else ()
+
+
+def server_error(op: str = "create") -> Exception:
+    return ServerError(op.upper(), "/x", 503, "Service Unavailable")
+
+
+def connection_error() -> Exception:
+    return VncConnectionError("connection reset")
+
+
+# --- a small cluster, fed to a translator and a DB as the daemon does --------------------------
+
+
+def namespace(name: str, **labels: str) -> Dict[str, Any]:
+    return {"kind": "Namespace", "metadata": {"name": name, "uid": f"ns-{name}", "labels": labels}}
+
+
+def pod(ns: str, name: str, ip: str, **labels: str) -> Dict[str, Any]:
+    uid = str(uuid_lib.uuid5(uuid_lib.NAMESPACE_URL, f"{ns}/{name}"))
+    return {"kind": "Pod", "metadata": {"namespace": ns, "name": name, "uid": uid, "labels": labels},
+            "spec": {"containers": [{"name": "c", "ports": [{"name": "http", "containerPort": 8080}]}]},
+            "status": {"podIP": ip}}
+
+
+def policy(ns: str, name: str, spec: Dict[str, Any]) -> Dict[str, Any]:
+    return {"kind": "NetworkPolicy", "metadata": {"namespace": ns, "name": name, "uid": f"np-{ns}-{name}"},
+            "spec": spec}
+
+
+def allow_from(app: str, to: str, port: int = 80) -> Dict[str, Any]:
+    return {"podSelector": {"matchLabels": {"app": to}}, "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": app}}}],
+                         "ports": [{"protocol": "TCP", "port": port}]}]}
+
+
+RESOURCE_OF = {"Namespace": "namespaces", "Pod": "pods", "NetworkPolicy": "networkpolicies"}
+
+
+class Cluster:
+    """The daemon's KubeCache (translator + DB records) fed events by hand."""
+
+    def __init__(self, sink: Any = None) -> None:
+        self.db = Database()
+        self.cache = KubeCache(self.db, ClusterTranslator("k8s", "k8s"), sink)
+
+    def apply(self, *manifests: Dict[str, Any]) -> None:
+        for manifest in manifests:
+            self.cache.on_event(RESOURCE_OF[manifest["kind"]], "ADDED", copy.deepcopy(manifest))
+
+    def remove(self, *manifests: Dict[str, Any]) -> None:
+        for manifest in manifests:
+            self.cache.on_event(RESOURCE_OF[manifest["kind"]], "DELETED", copy.deepcopy(manifest))
+
+    def translation(self) -> Dict[str, Any]:
+        return self.cache.translator.translation().to_dict()
+
+
+# --- assertions shared by the reconciler and end-to-end tests ----------------------------------
+
+TRANSLATION_LISTS = {"tag": "tags", "address-group": "address_groups", "firewall-rule": "firewall_rules",
+                     "firewall-policy": "firewall_policies"}
+
+
+def expected_objects(translation: Mapping[str, Any]) -> Dict[str, Dict[Tuple[str, ...], Dict[str, Any]]]:
+    """`translate`'s JSON as {type: {fq_name: body}}."""
+    expected = {t: {tuple(b["fq_name"]): b for b in translation[name]} for t, name in TRANSLATION_LISTS.items()}
+    aps = translation["application_policy_set"]
+    expected["application-policy-set"] = {tuple(aps["fq_name"]): aps}
+    return expected
+
+
+def differences(expected: Mapping[str, Mapping[Tuple[str, ...], Any]],
+                owned: Mapping[str, Mapping[Tuple[str, ...], Any]]) -> List[str]:
+    """What differs between the translation and our objects in the config API (uuids and hrefs
+    ignored): missing, extra, and changed objects with the fields that differ."""
+    from kube_manager.reconciler.diff import changed_fields
+    problems = []
+    for obj_type, wanted in expected.items():
+        have = owned.get(obj_type, {})
+        problems += [f"missing {obj_type} {':'.join(fq)}" for fq in sorted(set(wanted) - set(have))]
+        problems += [f"extra {obj_type} {':'.join(fq)}" for fq in sorted(set(have) - set(wanted))]
+        for fq in sorted(set(wanted) & set(have)):
+            changed = changed_fields(obj_type, wanted[fq], have[fq])
+            if changed:
+                problems.append(f"changed {obj_type} {':'.join(fq)}: {sorted(changed)}")
+    return problems
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
+    """Poll `predicate` (yielding to gevent) until true or the deadline passes."""
+    deadline = gevent.get_hub().loop.now() + timeout
+    while not predicate():
+        if gevent.get_hub().loop.now() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        gevent.sleep(0.005)

@@ -1,0 +1,296 @@
+"""The reconciler against the embedded config API (in-process): minimal writes, make before break,
+failures that delay but lose nothing, ownership, drift repair, pod tagging."""
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+import pytest
+
+from kube_manager.db import SYNCED
+from kube_manager.reconciler.core import Reconciler, Settings
+from kube_manager.reconciler.pods import NO_VM
+from tests.reconciler_support import (
+    MARKS, Cluster, InProcessApi, allow_from, connection_error, differences, expected_objects, namespace,
+    pod, policy, server_error, wait_for)
+
+NS_A = namespace("a", team="x")
+NS_B = namespace("b")
+WEB = pod("a", "web", "10.0.0.1", app="web")
+CLIENT = pod("a", "client", "10.0.0.2", app="client")
+DB = pod("b", "db", "10.0.1.1", app="db")
+ALLOW_CLIENT = policy("a", "allow-client", allow_from("client", "web"))
+FROM_TEAM = policy("b", "from-team", {
+    "podSelector": {"matchLabels": {"app": "db"}},
+    "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"team": "x"}}},
+                          {"ipBlock": {"cidr": "192.168.0.0/16", "except": ["192.168.1.0/24"]}}]}]})
+EGRESS = policy("a", "egress", {
+    "podSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web", "client"]}]},
+    "policyTypes": ["Egress"], "egress": [{"to": [{"podSelector": {}}], "ports": [{"port": 53, "protocol": "UDP"}]}]})
+PODS = (WEB, CLIENT, DB)
+BASE = (NS_A, NS_B) + PODS + (ALLOW_CLIENT, FROM_TEAM, EGRESS)
+FAST = Settings(concurrency=4, retry_base=0.01, retry_cap=0.05)
+
+
+class Setup:
+    def __init__(self, api: Optional[InProcessApi] = None, settings: Settings = FAST,
+                 manifests=BASE, vmis: bool = True) -> None:
+        self.api = api or InProcessApi()
+        self.cluster = Cluster()
+        self.rec = Reconciler(self.api, self.cluster.db, MARKS, settings, deny_owner=self.cluster.cache.deny_owner)
+        self.cluster.cache.sink = self.rec
+        self.cluster.apply(*manifests)
+        if vmis:
+            for manifest in manifests:
+                if manifest["kind"] == "Pod" and self.api.api.lookup("virtual-machine", [manifest["metadata"]["name"]]) is None:
+                    self.api.add_pod_vmi(manifest["metadata"]["uid"], manifest["metadata"]["name"])
+
+    def start(self) -> "Setup":
+        self.rec.start()
+        self.rec.resync()
+        return self
+
+    def converge(self, timeout: float = 10.0) -> None:
+        wait_for(self.rec.converged, timeout, "convergence")
+        assert differences(expected_objects(self.cluster.translation()), self.api.owned()) == []
+        for workload in self.cluster.translation()["workloads"]:
+            uid = self.cluster.db.pods[(workload["namespace"], workload["name"])].uid
+            assert self.api.vmi_tags(uid) == workload["tags"], workload
+
+    def stop(self) -> None:
+        self.rec.stop()
+
+
+@pytest.fixture
+def setup():
+    made: List[Setup] = []
+
+    def make(**kwargs) -> Setup:
+        made.append(Setup(**kwargs))
+        return made[-1]
+    yield make
+    for s in made:
+        s.stop()
+
+
+def object_count(translation) -> int:
+    return sum(len(v) for v in expected_objects(translation).values())
+
+
+def test_cold_start_writes_each_object_once_and_matches_translate(setup):
+    s = setup().start()
+    s.converge()
+    translation = s.cluster.translation()
+    assert len(s.api.writes_of("create")) == object_count(translation)
+    assert s.api.writes_of("update") == [] and s.api.writes_of("delete") == []
+    assert len(s.api.writes_of("set-tag")) == len(PODS)
+    assert s.rec.counters.writes == len(s.api.writes)
+    s.cluster.cache.refresh_states(s.rec)
+    assert all(r.state == SYNCED for r in s.cluster.db.network_policies.values())
+    assert s.api.max_inflight <= FAST.concurrency
+
+
+def test_restart_with_nothing_changed_writes_nothing(setup):
+    first = setup().start()
+    first.converge()
+    first.stop()
+    second = setup(api=first.api).start()
+    first.api.writes.clear()
+    second.converge()
+    assert first.api.writes == []
+
+
+def test_new_policy_is_made_before_break(setup):
+    s = setup().start()
+    s.converge()
+    s.api.writes.clear()
+    s.cluster.apply(policy("b", "db-from-web", allow_from("web", "db", 5432)))
+    s.converge()
+    idx = s.api.index_of
+    rule = idx("create", "firewall-rule", "k8s-b-ingress-db-from-web-0-podSelector-0-0")
+    deny = idx("create", "firewall-rule", "k8s-b-ingress-db-from-web-denyall")
+    fwp = idx("create", "firewall-policy", "k8s-b-db-from-web")
+    aps = idx("update", "application-policy-set", "k8s")
+    denyall = idx("update", "firewall-policy", "k8s-denyall")
+    assert rule < fwp < aps < denyall and deny < denyall
+    # the only updates are the two ref lists; each list changed by exactly this policy
+    assert sorted(w.fq_name[-1] for w in s.api.writes_of("update")) == ["k8s", "k8s-denyall"]
+
+
+def test_deleted_policy_is_broken_in_reverse(setup):
+    s = setup().start()
+    s.converge()
+    s.api.writes.clear()
+    # the first attempt at the denyall policy fails: everything that must follow it has to wait
+    once = []
+    s.api.fault = lambda op, t, fq: (once.append(1) or server_error()) if (
+        op == "update" and fq[-1:] == ("k8s-denyall",) and not once) else None
+    s.cluster.remove(ALLOW_CLIENT)
+    s.converge()
+    assert once
+    idx = s.api.index_of
+    denyall = idx("update", "firewall-policy", "k8s-denyall")
+    aps = idx("update", "application-policy-set", "k8s")
+    fwp = idx("delete", "firewall-policy", "k8s-a-allow-client")
+    rule = idx("delete", "firewall-rule", "k8s-a-ingress-allow-client-0-podSelector-0-0")
+    deny = idx("delete", "firewall-rule", "k8s-a-ingress-allow-client-denyall")
+    assert denyall < aps < fwp < rule and denyall < deny
+    # app=client is no longer referenced: its pod is untagged before the tag goes
+    untag = max(i for i, w in enumerate(s.api.writes) if w.op == "set-tag")
+    assert untag < idx("delete", "tag", "app=client")
+
+
+def test_changed_policy_only_touches_what_changed(setup):
+    s = setup().start()
+    s.converge()
+    s.api.writes.clear()
+    s.cluster.apply(policy("a", "allow-client", allow_from("client", "web", port=8443)))
+    s.converge()
+    assert [(w.op, w.fq_name[-1]) for w in s.api.writes] == [
+        ("update", "k8s-a-ingress-allow-client-0-podSelector-0-0"), ("update", "k8s-a-allow-client")]
+
+
+def test_server_errors_and_dropped_connections_delay_but_lose_nothing(setup):
+    api = InProcessApi()
+    failed = set()
+
+    def flaky(op: str, obj_type: str, fq: Tuple[str, ...]):
+        if op in ("create", "set-tag", "update") and (op, fq) not in failed:
+            failed.add((op, fq))
+            return server_error(op) if len(failed) % 2 else connection_error()
+        return None
+    api.fault = flaky
+    s = setup(api=api).start()
+    s.converge()
+    assert s.rec.counters.failures >= len(failed) > 10
+
+
+def test_a_failing_object_does_not_hold_back_the_others(setup):
+    api = InProcessApi()
+    broken = "k8s-a-ingress-allow-client-0-podSelector-0-0"
+    api.fault = lambda op, t, fq: server_error() if op == "create" and fq[-1:] == (broken,) else None
+    s = setup(api=api).start()
+    aps = ("default-policy-management", "k8s")
+
+    def others_in_force() -> bool:
+        body = s.api.owned()["application-policy-set"].get(aps)
+        refs = {r["to"][-1] for r in (body or {}).get("firewall_policy_refs", [])}
+        return {"k8s-b-from-team", "k8s-a-egress", "k8s-denyall", "k8s-allowall"} <= refs
+    wait_for(others_in_force, what="the other policies in the APS")
+    wait_for(lambda: s.rec.counters.failures >= 3, what="retries of the broken rule")
+    # fail closed: without its pass rule, the policy's deny rule is not in force either
+    denyall = s.api.owned()["firewall-policy"][("default-policy-management", "k8s-denyall")]
+    assert "k8s-a-ingress-allow-client-denyall" not in {r["to"][-1] for r in denyall["firewall_rule_refs"]}
+    assert not s.rec.converged()
+    api.fault = None
+    s.converge()
+
+
+def test_rule_deleted_by_hand_comes_back_at_resync(setup):
+    s = setup().start()
+    s.converge()
+    store = s.api.api
+    name = ("default-policy-management", "k8s-a-ingress-allow-client-0-podSelector-0-0")
+    fwp = store.lookup("firewall-policy", ["default-policy-management", "k8s-a-allow-client"])
+    store.update("firewall-policy", fwp.uuid, {"firewall_rule_refs": []})
+    store.delete("firewall-rule", store.lookup("firewall-rule", list(name)).uuid)
+    assert differences(expected_objects(s.cluster.translation()), s.api.owned()) != []
+    s.api.writes.clear()
+    assert s.rec.resync() == 2
+    s.converge()
+    assert [(w.op, w.fq_name[-1]) for w in s.api.writes] == [("create", name[-1]), ("update", "k8s-a-allow-client")]
+
+
+def test_leftovers_are_collected_and_unowned_objects_left_alone(setup):
+    api = InProcessApi()
+    pm = ["default-policy-management"]
+    marks = {"key_value_pair": [{"key": "owner", "value": "k8s"}, {"key": "cluster", "value": "k8s"},
+                                {"key": "kind", "value": "firewall-rule"}]}
+    rule = {"parent_type": "policy-management", "action_list": {"simple_action": "pass"}, "direction": ">",
+            "endpoint_1": {"any": True}, "endpoint_2": {"any": True},
+            "service": {"protocol": "any", "dst_ports": {"start_port": 0, "end_port": 65535}}}
+    api.api.create("firewall-rule", {**rule, "fq_name": pm + ["k8s-old-leftover"], "annotations": marks})
+    api.api.create("firewall-rule", {**rule, "fq_name": pm + ["k8s-operator-made"]})
+    s = setup(api=api).start()
+    s.converge()
+    names = {o.fq_name[-1] for o in api.api.store.objects_of_type("firewall-rule")}
+    assert "k8s-old-leftover" not in names and "k8s-operator-made" in names
+
+
+def test_name_taken_by_an_unowned_object_is_reported_not_overwritten(setup):
+    api = InProcessApi()
+    taken = ["default-policy-management", "k8s-a-egress"]
+    api.api.create("firewall-policy", {"fq_name": taken, "parent_type": "policy-management"})
+    s = setup(api=api).start()
+    wait_for(lambda: ("firewall-policy", tuple(taken)) in s.rec.conflicts, what="the conflict")
+    wait_for(lambda: s.api.owned()["firewall-policy"].get(
+        ("default-policy-management", "k8s-b-from-team")) is not None, what="the other policies")
+    assert api.api.lookup("firewall-policy", taken).props.get("annotations") is None
+    s.cluster.cache.refresh_states(s.rec)
+    assert s.cluster.db.network_policies[("a", "egress")].state == "retrying"
+    assert s.cluster.db.network_policies[("b", "from-team")].state == SYNCED
+    assert not s.rec.converged()
+
+
+def test_shared_tag_of_another_cluster_is_used_as_it_is(setup):
+    api = InProcessApi()
+    theirs = {"key_value_pair": [{"key": "owner", "value": "k8s"}, {"key": "cluster", "value": "other"}]}
+    api.api.create("tag", {"fq_name": ["app=web"], "tag_type_name": "app", "tag_value": "web", "annotations": theirs})
+    s = setup(api=api).start()
+    wait_for(s.rec.converged, what="convergence")
+    tag = api.api.lookup("tag", ["app=web"])
+    assert tag.props["annotations"] == theirs  # not adopted, not rewritten
+    s.cluster.remove(ALLOW_CLIENT, EGRESS)
+    wait_for(s.rec.converged, what="convergence after removal")
+    assert api.api.lookup("tag", ["app=web"]) is not None  # not ours to delete
+
+
+def test_create_conflict_with_our_own_object_reads_compares_updates(setup):
+    api = InProcessApi()
+    name = "k8s-b-from-team"
+    raced = []
+
+    def race(op: str, obj_type: str, fq: Tuple[str, ...]):
+        if op == "create" and fq[-1:] == (name,) and not raced:
+            raced.append(fq)  # someone (a previous run) created it meanwhile, with stale content
+            body = dict(s.cluster.cache.translator.desired()["firewall-policy"][fq])
+            api.api.create("firewall-policy", {**body, "firewall_rule_refs": []})
+        return None
+    api.fault = race
+    s = setup(api=api).start()
+    s.converge()
+    assert raced and s.rec.counters.conflicts == 1
+    assert ("update", name) in [(w.op, w.fq_name[-1]) for w in api.writes]
+
+
+def test_pod_whose_vmi_appears_late_is_pending_then_tagged(setup):
+    s = setup(vmis=False).start()
+    record = s.cluster.db.pods[("a", "web")]
+    wait_for(lambda: record.vmi_state == NO_VM, what="the pod shown without VM")
+    assert not s.rec.converged()
+    for manifest in PODS:
+        s.api.add_pod_vmi(manifest["metadata"]["uid"], manifest["metadata"]["name"])
+    s.converge()
+    assert record.vmi_state == SYNCED
+
+
+def test_pod_label_change_retags_its_vmi(setup):
+    s = setup().start()
+    s.converge()
+    s.api.writes.clear()
+    s.cluster.apply(pod("a", "client", "10.0.0.2", app="web"))
+    s.converge()
+    assert [w.op for w in s.api.writes if w.obj_type == "virtual-machine-interface"] == ["set-tag"]
+    assert "app=web" in s.api.vmi_tags(CLIENT["metadata"]["uid"])
+
+
+def test_a_tag_still_used_by_someone_else_is_left_for_the_next_resync(setup):
+    s = setup().start()
+    s.converge()
+    # a VMI that is not a pod of ours carries app=client
+    foreign = s.api.add_pod_vmi("0a0a0a0a-0000-0000-0000-000000000001", "foreign")
+    s.api.api.set_tag({"obj_type": "virtual-machine-interface", "obj_uuid": foreign,
+                       "app": {"is_global": True, "value": "client"}})
+    s.cluster.remove(ALLOW_CLIENT)
+    wait_for(s.rec.converged, what="convergence with the tag in use")
+    assert s.api.api.lookup("tag", ["app=client"]) is not None
+    assert s.rec.summary()["deferred"] == 1
