@@ -1,0 +1,129 @@
+"""The one `kubernetes.client.ApiClient` the watchers share, built from the configuration.
+
+Where the API server is, first match wins (SPEC section 9):
+1. `kubeconfig = FILE`;
+2. `kubernetes_api_server = HOST`: `https://HOST:kubernetes_api_secure_port` with the bearer `token`
+   when one is set (as the original kube-manager did), `http://HOST:kubernetes_api_port` otherwise;
+3. running in a pod: the service account (KUBERNETES_SERVICE_HOST/PORT, its token and CA), with the
+   token re-read as the kubelet rotates it;
+4. the `KUBECONFIG` environment variable, or `~/.kube/config`.
+`kubernetes_api_server = emulated` uses the URL of the in-process emulator.
+
+The client never retries on its own (`retries = False`): the watchers have their own backoff, and a
+hidden retry would only hide a dead connection longer. The token is never logged: only the source
+and the URL are.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import Mapping, Optional, Tuple
+
+import yaml
+from kubernetes import client
+from kubernetes.config import ConfigException, incluster_config, load_kube_config
+
+from kube_manager.config import Config, ConfigError
+from kube_manager.logging_setup import kv
+
+log = logging.getLogger(__name__)
+
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+# Three watches, their re-lists, and room to spare.
+POOL_MAXSIZE = 8
+
+
+@dataclass(frozen=True)
+class KubeEndpoint:
+    """Where the client goes, for logs and the introspect page (never a secret)."""
+
+    source: str  # kubeconfig | api-server | in-cluster | default-kubeconfig | emulated
+    url: str
+
+
+def _new_configuration() -> client.Configuration:
+    configuration = client.Configuration()
+    configuration.retries = False
+    configuration.connection_pool_maxsize = POOL_MAXSIZE
+    return configuration
+
+
+def api_client_for_url(url: str) -> client.ApiClient:
+    """A client for a plain-HTTP URL without credentials (the emulator)."""
+    configuration = _new_configuration()
+    configuration.host = url
+    return client.ApiClient(configuration)
+
+
+def _from_kubeconfig(path: str, configuration: client.Configuration, where: str) -> None:
+    try:
+        load_kube_config(config_file=path, client_configuration=configuration, persist_config=False)
+    except (ConfigException, yaml.YAMLError, OSError, TypeError, KeyError, ValueError) as exc:
+        raise ConfigError(f"{where}: cannot use {path!r}: {exc}") from None
+
+
+def _from_api_server(config: Config, configuration: client.Configuration) -> None:
+    host = config.kubernetes_api_server
+    if ":" in host:
+        host = f"[{host}]"
+    if config.token:
+        configuration.host = f"https://{host}:{config.kubernetes_api_secure_port}"
+        configuration.api_key = {"BearerToken": config.token}
+        configuration.api_key_prefix = {"BearerToken": "Bearer"}
+        if config.kubernetes_ca_cert:
+            configuration.ssl_ca_cert = config.kubernetes_ca_cert
+    else:
+        configuration.host = f"http://{host}:{config.kubernetes_api_port}"
+
+
+def _in_cluster_available(environ: Mapping[str, str], service_account_dir: str) -> bool:
+    return bool(environ.get(incluster_config.SERVICE_HOST_ENV_NAME)
+                and environ.get(incluster_config.SERVICE_PORT_ENV_NAME)
+                and os.path.isfile(os.path.join(service_account_dir, "token")))
+
+
+def _from_service_account(configuration: client.Configuration, environ: Mapping[str, str],
+                          service_account_dir: str) -> None:
+    loader = incluster_config.InClusterConfigLoader(
+        token_filename=os.path.join(service_account_dir, "token"),
+        cert_filename=os.path.join(service_account_dir, "ca.crt"),
+        environ=environ, try_refresh_token=True)
+    try:
+        loader.load_and_set(configuration)
+    except (ConfigException, OSError) as exc:
+        raise ConfigError(f"in-cluster service account ({service_account_dir}): {exc}") from None
+
+
+def build_api_client(config: Config, emulated_url: Optional[str] = None, *,
+                     environ: Optional[Mapping[str, str]] = None,
+                     service_account_dir: str = SERVICE_ACCOUNT_DIR,
+                     ) -> Tuple[client.ApiClient, KubeEndpoint]:
+    """The shared ApiClient and where it points; ConfigError says what is missing or unusable."""
+    environ = os.environ if environ is None else environ
+    configuration = _new_configuration()
+    if config.emulated_kubernetes:
+        if not emulated_url:
+            raise ConfigError("[KUBERNETES] kubernetes_api_server: 'emulated' needs the emulator "
+                              "to be started first")
+        configuration.host = emulated_url
+        source = "emulated"
+    elif config.kubeconfig:
+        _from_kubeconfig(config.kubeconfig, configuration, "[KUBERNETES] kubeconfig")
+        source = "kubeconfig"
+    elif config.kubernetes_api_server:
+        _from_api_server(config, configuration)
+        source = "api-server"
+    elif _in_cluster_available(environ, service_account_dir):
+        _from_service_account(configuration, environ, service_account_dir)
+        source = "in-cluster"
+    else:
+        default = environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+        if not environ.get("KUBECONFIG") and not os.path.isfile(default):
+            raise ConfigError("[KUBERNETES]: no Kubernetes API server configured: set kubeconfig "
+                              "or kubernetes_api_server, or run in a pod with a service account")
+        _from_kubeconfig(default, configuration, "KUBECONFIG")
+        source = "default-kubeconfig"
+    endpoint = KubeEndpoint(source, configuration.host)
+    log.info("Kubernetes API server", extra=kv(source=endpoint.source, url=endpoint.url))
+    return client.ApiClient(configuration), endpoint
