@@ -10,9 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, TypeVar
+
+import gevent
 
 from kube_manager.db import Database, FqName
+
+T = TypeVar("T")
+# Items handled between two yields to the gevent loop (see `paced`).
+PACE = 256
 
 # Presence of an object, shown as its "state" on the Contrail lists.
 PRESENT = "present"   # desired and in the config API (or ours in the config API, nothing to compare)
@@ -32,7 +38,20 @@ ENDPOINTS = ("endpoint_1", "endpoint_2")
 UNREFERENCED = "~"
 
 
-@dataclass(frozen=True)
+def paced(items: Iterable[T]) -> Iterator[T]:
+    """`items`, yielding to the other greenlets every PACE items.
+
+    The pages run in the daemon's gevent loop; a list of 100,000 rules takes seconds to build, and
+    the watches, the reconciler and the loop heartbeat must keep running meanwhile. Callers pass
+    materialised lists (never a live dict view), so the DB may change between two items safely.
+    """
+    for count, item in enumerate(items, 1):
+        if count % PACE == 0:
+            gevent.sleep(0)
+        yield item
+
+
+@dataclass(slots=True)
 class ContrailObject:
     """One Contrail object, from the desired map, the actual map, or both."""
 
@@ -63,7 +82,7 @@ class ContrailObject:
     def annotation(self, key: str) -> str:
         pairs = ((self.body.get("annotations") or {}).get("key_value_pair")) or []
         for pair in pairs:
-            if isinstance(pair, Mapping) and pair.get("key") == key:
+            if isinstance(pair, dict) and pair.get("key") == key:
                 return str(pair.get("value", ""))
         return ""
 
@@ -73,7 +92,7 @@ class ContrailObject:
         for ref in self.body.get(field) or []:
             to = ref.get("to") or []
             attr = ref.get("attr") or {}
-            sequence = attr.get("sequence", "") if isinstance(attr, Mapping) else ""
+            sequence = attr.get("sequence", "") if isinstance(attr, dict) else ""
             found.append((to[-1] if to else "", str(sequence)))
         return sorted(found, key=lambda item: (item[1], item[0]))
 
@@ -92,15 +111,31 @@ class ContrailView:
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._objects: Dict[str, List[ContrailObject]] = {}
 
     def objects(self, kind: str) -> List[ContrailObject]:
         """Every object of `kind` in either map, sorted by fq_name."""
-        desired = self._db.desired.get(kind, {})
-        actual = self._db.actual.get(kind, {})
-        return [
-            ContrailObject(kind, tuple(fq_name), desired.get(fq_name), actual.get(fq_name))
-            for fq_name in sorted(set(desired) | set(actual))
-        ]
+        if kind not in self._objects:
+            desired = self._db.desired.get(kind, {})
+            actual = self._db.actual.get(kind, {})
+            self._objects[kind] = [
+                ContrailObject(kind, tuple(fq_name), desired.get(fq_name), actual.get(fq_name))
+                for fq_name in paced(sorted(set(desired) | set(actual)))
+            ]
+        return self._objects[kind]
+
+    def find(self, kind: str, fq_name: List[str]) -> Optional[ContrailObject]:
+        """One object by fq_name, from either map (None when neither holds it)."""
+        key = tuple(fq_name)
+        desired = self._db.desired.get(kind, {}).get(key)
+        actual = self._db.actual.get(kind, {}).get(key)
+        if desired is None and actual is None:
+            return None
+        return ContrailObject(kind, key, desired, actual)
+
+    def count(self, kind: str) -> int:
+        """How many objects of `kind` either map holds, without building them."""
+        return len(set(self._db.desired.get(kind, {})) | set(self._db.actual.get(kind, {})))
 
     @cached_property
     def policy_sequences(self) -> Dict[str, str]:
@@ -111,7 +146,7 @@ class ContrailView:
     def memberships(self) -> Dict[str, Membership]:
         """Rule name -> the policy it belongs to (the first one, in evaluation order)."""
         found: Dict[str, Membership] = {}
-        for policy in self.ordered_policies:
+        for policy in paced(self.ordered_policies):
             for rule, sequence in policy.refs("firewall_rule_refs"):
                 found.setdefault(rule, Membership(policy.name, sequence, self.policy_sequence(policy.name)))
         return found
@@ -134,7 +169,7 @@ class ContrailView:
     def rules_by_tag(self) -> Dict[str, List[str]]:
         """Tag name -> names of the rules whose endpoints name it."""
         found: Dict[str, List[str]] = {}
-        for rule in self.objects(FIREWALL_RULE):
+        for rule in paced(self.objects(FIREWALL_RULE)):
             for tag in sorted({t for side in ENDPOINTS for t in endpoint_tags(rule.body.get(side))}):
                 found.setdefault(tag, []).append(rule.name)
         return found
@@ -143,7 +178,7 @@ class ContrailView:
     def rules_by_address_group(self) -> Dict[str, List[str]]:
         """Address group name -> names of the rules whose endpoints refer to it."""
         found: Dict[str, List[str]] = {}
-        for rule in self.objects(FIREWALL_RULE):
+        for rule in paced(self.objects(FIREWALL_RULE)):
             for group in sorted({endpoint_address_group(rule.body.get(side)) for side in ENDPOINTS} - {None}):
                 found.setdefault(group, []).append(rule.name)
         return found
@@ -152,7 +187,7 @@ class ContrailView:
     def pods_by_tag(self) -> Dict[str, List[str]]:
         """Tag name -> "namespace/name" of each pod whose VMIs must carry it."""
         found: Dict[str, List[str]] = {}
-        for (namespace, name), pod in sorted(self._db.pods.items()):
+        for (namespace, name), pod in paced(sorted(self._db.pods.items())):
             for tag in pod.tags:
                 found.setdefault(tag, []).append(f"{namespace}/{name}")
         return found

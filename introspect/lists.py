@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 
 from kube_manager.db import ConnectionStatus, Database
 from introspect import contrail as c
+from introspect.contrail import paced
 from introspect.redact import Redactor
 
 Row = Dict[str, Any]
@@ -42,8 +43,8 @@ class Snapshot:
     def rule_namespaces(self) -> Dict[str, str]:
         """Rule name -> namespace of the NetworkPolicy that owns it (deny rules included)."""
         found = {rule: record.namespace
-                 for record in self.db.network_policies.values() for rule in record.rules}
-        for policy in self.contrail.objects(c.FIREWALL_POLICY):
+                 for record in list(self.db.network_policies.values()) for rule in record.rules}
+        for policy in paced(self.contrail.objects(c.FIREWALL_POLICY)):
             namespace = policy.annotation("namespace")
             for rule, _seq in policy.refs("firewall_rule_refs"):
                 found.setdefault(rule, namespace)
@@ -98,6 +99,16 @@ class ListPage:
     summary: str = ""
     group: str = ""
     state_legend: Tuple[Tuple[str, str], ...] = field(default_factory=tuple)
+    # How many rows without building them (the index shows every count); None: build and count.
+    count: Optional[Callable[[Snapshot], int]] = None
+    # Adds display-only fields to a row, for the rows an HTML page shows (None: rows are complete).
+    describe: Optional[Callable[[Row], Row]] = None
+
+    def displayed(self, rows: List[Row]) -> List[Row]:
+        return [self.describe(row) for row in rows] if self.describe else rows
+
+    def size(self, snapshot: Snapshot) -> int:
+        return self.count(snapshot) if self.count else len(self.build(snapshot))
 
     def select(self, rows: List[Row], query: Mapping[str, str]) -> List[Row]:
         for flt in self.filters:
@@ -129,7 +140,7 @@ def policy_errors(snapshot: Snapshot) -> Dict[Tuple[str, str], List[str]]:
 def network_policy_rows(snapshot: Snapshot) -> List[Row]:
     translation_errors = policy_errors(snapshot)
     rows = []
-    for key, record in sorted(snapshot.db.network_policies.items()):
+    for key, record in paced(sorted(snapshot.db.network_policies.items())):
         # The record's own errors (sync failures) and the translator's, each reason once.
         errors = list(dict.fromkeys(list(record.errors) + translation_errors.get(key, [])))
         fp_name = record.firewall_policy[-1] if record.firewall_policy else ""
@@ -150,7 +161,7 @@ def pod_rows(snapshot: Snapshot) -> List[Row]:
         "vmi_error": snapshot.redactor.text(pod.vmi_error),
         "labels": [f"{k}={v}" for k, v in sorted(pod.labels.items())],
         "tag_links": [(tag, href(TAGS.path, name=tag)) for tag in pod.tags],
-    } for _key, pod in sorted(snapshot.db.pods.items())]
+    } for _key, pod in paced(sorted(snapshot.db.pods.items()))]
 
 
 def namespace_rows(snapshot: Snapshot) -> List[Row]:
@@ -176,7 +187,7 @@ def _object_fields(obj: c.ContrailObject) -> Row:
 def tag_rows(snapshot: Snapshot) -> List[Row]:
     view = snapshot.contrail
     rows = []
-    for tag in view.objects(c.TAG):
+    for tag in paced(view.objects(c.TAG)):
         body = tag.body
         tag_type, _, tag_value = tag.name.partition("=")
         pods = view.pods_by_tag.get(tag.name, [])
@@ -194,13 +205,13 @@ def address_group_rows(snapshot: Snapshot) -> List[Row]:
     return [{**_object_fields(group), "prefixes": c.prefixes(group.body),
              "rules": view.rules_by_address_group.get(group.name, []),
              "rule_count": len(view.rules_by_address_group.get(group.name, []))}
-            for group in view.objects(c.ADDRESS_GROUP)]
+            for group in paced(view.objects(c.ADDRESS_GROUP))]
 
 
 def firewall_policy_rows(snapshot: Snapshot) -> List[Row]:
     view = snapshot.contrail
     rows = []
-    for policy in view.ordered_policies:
+    for policy in paced(view.ordered_policies):
         rules = [name for name, _seq in policy.refs("firewall_rule_refs")]
         namespace, np_name = policy.annotation("namespace"), policy.annotation("name")
         rows.append({**_object_fields(policy), "namespace": namespace or None,
@@ -211,27 +222,34 @@ def firewall_policy_rows(snapshot: Snapshot) -> List[Row]:
 
 
 def firewall_rule_rows(snapshot: Snapshot) -> List[Row]:
-    rows = []
-    for rule, membership in snapshot.contrail.ordered_rules():
-        body = rule.body
-        ep1, ep2 = body.get("endpoint_1"), body.get("endpoint_2")
-        groups = [g for g in (c.endpoint_address_group(ep1), c.endpoint_address_group(ep2)) if g]
-        rows.append({
-            **_object_fields(rule),
-            "namespace": snapshot.rule_namespaces.get(rule.name) or None,
-            "policy": membership.policy if membership else None,
-            "policy_sequence": membership.policy_sequence if membership else None,
-            "sequence": membership.sequence if membership else None,
-            "endpoint_1": ep1, "direction": body.get("direction", ""), "endpoint_2": ep2,
-            "service": body.get("service"), "action": c.describe_action(body),
-            "tags": sorted(set(c.endpoint_tags(ep1)) | set(c.endpoint_tags(ep2))),
-            "address_groups": groups,
-            "source": c.describe_endpoint(ep1), "destination": c.describe_endpoint(ep2),
-            "service_text": c.describe_service(body.get("service")),
-            "order": " / ".join(s for s in (membership.policy_sequence, membership.sequence) if s)
-            if membership else "",
-        })
-    return rows
+    return [rule_row(snapshot, rule, membership)
+            for rule, membership in paced(snapshot.contrail.ordered_rules())]
+
+
+def rule_row(snapshot: Snapshot, rule: c.ContrailObject, membership: Optional[c.Membership]) -> Row:
+    """A rule's JSON fields and what the filters need; `describe_rule` adds the display text."""
+    body = rule.body
+    ep1, ep2 = body.get("endpoint_1"), body.get("endpoint_2")
+    groups = [g for g in (c.endpoint_address_group(ep1), c.endpoint_address_group(ep2)) if g]
+    return {
+        **_object_fields(rule),
+        "namespace": snapshot.rule_namespaces.get(rule.name) or None,
+        "policy": membership.policy if membership else None,
+        "policy_sequence": membership.policy_sequence if membership else None,
+        "sequence": membership.sequence if membership else None,
+        "endpoint_1": ep1, "direction": body.get("direction", ""), "endpoint_2": ep2,
+        "service": body.get("service"), "action": c.describe_action(body),
+        "tags": sorted(set(c.endpoint_tags(ep1)) | set(c.endpoint_tags(ep2))),
+        "address_groups": groups,
+    }
+
+
+def describe_rule(row: Row) -> Row:
+    """The wiki-notation columns of a rule row, computed only for the rows a page shows."""
+    order = [s for s in (row["policy_sequence"], row["sequence"]) if s]
+    return {**row, "source": c.describe_endpoint(row["endpoint_1"]),
+            "destination": c.describe_endpoint(row["endpoint_2"]),
+            "service_text": c.describe_service(row["service"]), "order": " / ".join(order)}
 
 
 def aps_rows(snapshot: Snapshot) -> List[Row]:
@@ -290,7 +308,8 @@ NETWORK_POLICIES = ListPage(
     "Kubernetes",
     (("synced", "Contrail holds exactly the desired objects"), ("pending", "not yet written"),
      ("retrying", "a write failed; retried with backoff"),
-     ("rejected", "invalid input; only the valid part (if any) is written")))
+     ("rejected", "invalid input; only the valid part (if any) is written")),
+    count=lambda s: len(s.db.network_policies))
 
 PODS = ListPage(
     "/Snh_PodDatabaseList", "Pods", "pods", ("uid", "namespace", "name", "ip", "tags", "vmi_state"),
@@ -304,7 +323,8 @@ PODS = ListPage(
     "Kubernetes",
     (("synced", "its VMIs carry exactly these tags"), ("pending", "not tagged yet"),
      ("retrying", "tagging failed; retried with backoff"),
-     ("no-vm", "its virtual machine or VMIs do not exist yet (CNI not done)")))
+     ("no-vm", "its virtual machine or VMIs do not exist yet (CNI not done)")),
+    count=lambda s: len(s.db.pods))
 
 NAMESPACES = ListPage(
     "/Snh_NamespaceDatabaseList", "Namespaces", "namespaces",
@@ -316,7 +336,8 @@ NAMESPACES = ListPage(
      Column("uid", "uid", "code")),
     (Filter("namespace", "name", label="namespace"), NAME_CONTAINS),
     namespace_rows, "Each namespace with its labels (namespace label tags come from these).",
-    "Kubernetes")
+    "Kubernetes",
+    count=lambda s: len(s.db.namespaces))
 
 TAGS = ListPage(
     "/Snh_TagDatabaseList", "Tags", "tags",
@@ -327,7 +348,8 @@ TAGS = ListPage(
      Column("tag_id", "tag id", "code"), OBJECT_STATE, UUID),
     (NAME, NAME_CONTAINS, Filter("type", "type", label="type"), STATE),
     tag_rows, "Tags kube-manager uses, the pods that carry them and the rules that name them.",
-    "Contrail", OBJECT_LEGEND)
+    "Contrail", OBJECT_LEGEND,
+    count=lambda s: s.contrail.count(c.TAG))
 
 ADDRESS_GROUPS = ListPage(
     "/Snh_AddressGroupDatabaseList", "Address groups", "address_groups",
@@ -338,7 +360,8 @@ ADDRESS_GROUPS = ListPage(
      OBJECT_STATE, UUID),
     (NAME, NAME_CONTAINS, STATE),
     address_group_rows, "ipBlocks as address groups: the CIDR minus its excepts.", "Contrail",
-    OBJECT_LEGEND)
+    OBJECT_LEGEND,
+    count=lambda s: s.contrail.count(c.ADDRESS_GROUP))
 
 FIREWALL_POLICIES = ListPage(
     "/Snh_FirewallPolicyDatabaseList", "Firewall policies", "firewall_policies",
@@ -351,7 +374,8 @@ FIREWALL_POLICIES = ListPage(
      OBJECT_STATE, UUID),
     (NAMESPACE, NAME, NAME_CONTAINS, STATE),
     firewall_policy_rows, "Firewall policies in the order the APS evaluates them.", "Contrail",
-    OBJECT_LEGEND)
+    OBJECT_LEGEND,
+    count=lambda s: s.contrail.count(c.FIREWALL_POLICY))
 
 FIREWALL_RULES = ListPage(
     "/Snh_FirewallRuleDatabaseList", "Firewall rules", "firewall_rules",
@@ -369,7 +393,8 @@ FIREWALL_RULES = ListPage(
      Filter("address_group", "address_groups", "member", "uses address group"), STATE),
     firewall_rule_rows,
     "Every rule in evaluation order: by policy sequence, then rule sequence. The first rule "
-    "matching a flow decides it.", "Contrail", OBJECT_LEGEND)
+    "matching a flow decides it.", "Contrail", OBJECT_LEGEND,
+    count=lambda s: s.contrail.count(c.FIREWALL_RULE), describe=describe_rule)
 
 APPLICATION_POLICY_SETS = ListPage(
     "/Snh_ApplicationPolicySetDatabaseList", "Application policy sets", "application_policy_sets",
@@ -378,7 +403,8 @@ APPLICATION_POLICY_SETS = ListPage(
      Column("policy_links", "firewall policies (sequence, name)", "links"), OBJECT_STATE, UUID),
     (NAME, STATE),
     aps_rows, "The cluster's APS and the firewall policies it applies, in sequence.", "Contrail",
-    OBJECT_LEGEND)
+    OBJECT_LEGEND,
+    count=lambda s: s.contrail.count(c.APS))
 
 _CONNECTION_COLUMNS = (
     Column("name", "name"), Column("connected", "connected", "bool"), Column("url", "URL", "code"),

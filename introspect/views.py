@@ -9,15 +9,16 @@ from __future__ import annotations
 import datetime
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import yaml
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from kube_manager.db import Database
+from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
 from introspect import lists
-from introspect.contrail import ContrailObject
+from introspect.contrail import FIREWALL_POLICY, FIREWALL_RULE, UNREFERENCED, ContrailObject
 from introspect.explain import EXPLAIN_FIELDS, ExplainFn, ExplainPage
 from introspect.health import ConfigApiProbe, HealthPolicy, liveness, readiness, render_text
 from introspect.http import BadRequest, Request, Response
@@ -107,7 +108,7 @@ class Pages:
     def index(self, request: Request) -> Response:
         request.check_params(["format"])
         snapshot = self.snapshot()
-        counts = {page.path: len(page.build(snapshot)) for page in LIST_PAGES}
+        counts = {page.path: page.size(snapshot) for page in LIST_PAGES}
         live = liveness(self.db, self.health_policy, self.clock())
         if request.wants_json():
             return Response.json(200, {
@@ -127,7 +128,8 @@ class Pages:
         shown = window.slice(rows)
         if wants_json:
             return Response.json(200, {page.json_key: [page.to_json(row) for row in shown]})
-        return self.render("list.html", title=page.title, page=page, rows=shown, total=len(every),
+        return self.render("list.html", title=page.title, page=page, rows=page.displayed(shown),
+                           total=len(every),
                            matched=len(rows), window=window, query=request.query,
                            translation_errors=self._translation_errors(page, request))
 
@@ -209,14 +211,21 @@ class Pages:
 def _policy_detail(snapshot: Snapshot, row: Dict[str, Any]) -> Dict[str, Any]:
     """One NetworkPolicy with its rules (pass rules in its firewall policy, deny rules in the
     cluster's deny-all policy), the tags and address groups those rules use."""
-    named = set(row["rules"])
-    optional: set = set()
-    for policy in snapshot.contrail.objects("firewall-policy"):
-        if policy.name == row["firewall_policy_name"]:
-            named.update(name for name, _seq in policy.refs("firewall_rule_refs"))
-            optional.update(_deny_rule_names(policy))
-    rules = [r for r in lists.firewall_rule_rows(snapshot) if r["name"] in named | optional]
-    missing = sorted(named - {r["name"] for r in rules})
+    view = snapshot.contrail
+    named = list(row["rules"])
+    optional: List[str] = []
+    own = view.find(FIREWALL_POLICY, row["firewall_policy"])
+    if own is not None:
+        named += [name for name, _seq in own.refs("firewall_rule_refs")]
+        optional = _deny_rule_names(own)
+    found = {}
+    for name in dict.fromkeys(named + optional):
+        rule = view.find(FIREWALL_RULE, DEFAULT_POLICY_MANAGEMENT + [name])
+        if rule is not None:
+            found[name] = lists.rule_row(snapshot, rule, view.memberships.get(name))
+    rules = sorted(found.values(), key=lambda r: (r["policy_sequence"] or UNREFERENCED,
+                                                   r["sequence"] or UNREFERENCED, r["name"]))
+    missing = sorted(set(named) - set(found))
     tag_names = {t for r in rules for t in r["tags"]}
     group_names = {g for r in rules for g in r["address_groups"]}
     tags = [t for t in lists.tag_rows(snapshot) if t["name"] in tag_names]
@@ -228,7 +237,8 @@ def _policy_detail(snapshot: Snapshot, row: Dict[str, Any]) -> Dict[str, Any]:
         "tags": [lists.TAGS.to_json(t) for t in tags],
         "address_groups": [lists.ADDRESS_GROUPS.to_json(g) for g in groups],
     }
-    return {"policy": row, "rules": rules, "missing_rules": missing, "tags": tags, "groups": groups,
+    return {"policy": row, "rules": lists.FIREWALL_RULES.displayed(rules), "missing_rules": missing,
+            "tags": tags, "groups": groups,
             "spec_yaml": yaml.safe_dump(row["spec"], sort_keys=False, default_flow_style=False),
             "json": as_json}
 

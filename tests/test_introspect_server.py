@@ -7,13 +7,14 @@ import pytest
 import requests
 
 from introspect.app import create_app
+from introspect.contrail import PACE
 from introspect.health import HealthPolicy
 from introspect.lists import LIST_PAGES
 from introspect.server import IntrospectServer
 from kube_manager.config import Config
 from kube_manager.metrics import Metrics
 
-from introspect_support import NOW, build_db, call
+from introspect_support import ANY, NOW, SHOP, build_db, call, rule, service
 
 ALL_URLS = ["/", "/config", "/livez", "/readyz", "/metrics", "/explain",
             "/Snh_NetworkPolicyDetail?namespace=shop&name=db-allow-web",
@@ -208,3 +209,26 @@ def test_a_taken_port_is_an_error_naming_the_address(db):
         second = IntrospectServer("127.0.0.1", first.address[1], make_app(db))
         with pytest.raises(OSError):
             second.start()
+
+
+def test_a_large_page_lets_the_rest_of_the_daemon_run_while_it_is_built(db):
+    for index in range(2000):
+        body = rule(f"k8s-shop-ingress-bulk-{index}", ANY, SHOP, service("tcp", 80, 80))
+        db.desired["firewall-rule"][tuple(body["fq_name"])] = body
+    ticks = []
+
+    def other_work():  # stands for the watches, the reconciler and the heartbeat
+        while True:
+            ticks.append(1)
+            gevent.sleep(0)
+
+    worker = gevent.spawn(other_work)
+    try:
+        reply = call(make_app(db), "/Snh_FirewallRuleDatabaseList?format=json")
+        ran_meanwhile = len(ticks)
+    finally:
+        worker.kill()
+    assert reply.status == 200 and len(reply.json()["firewall_rules"]) == 2007
+    # Without pacing the worker would not run once before the page is done; with it, it runs at
+    # least once per PACE rules of each pass over them.
+    assert ran_meanwhile >= max(1, 2000 // PACE)
