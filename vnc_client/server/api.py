@@ -82,12 +82,14 @@ class ListQuery:
     exclude_hrefs: bool = False
 
 
-def parse_filters(text: Optional[str]) -> Dict[str, List[Any]]:
+def parse_filters(text: Any) -> Dict[str, List[Any]]:
     """`k==<json>,k2==<json>` as the real server reads it (values are JSON, else plain strings;
     values of one key are alternatives, keys are all required)."""
     result: Dict[str, List[Any]] = {}
     if not text:
         return result
+    if not isinstance(text, str):
+        raise bad_request(f"Invalid filter {text!r}")
     for term in text.split(","):
         parts = term.split("==")
         if len(parts) != 2:

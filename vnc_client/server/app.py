@@ -226,7 +226,12 @@ def _wrapped(obj_type: str, body: Any, required: bool) -> Any:
 
 
 def _split(value: Any) -> List[str]:
-    return [p for p in str(value).split(",") if p] if value not in (None, "") else []
+    """A comma list parameter (GET query or list-bulk-collection body) as its non-empty items."""
+    if value is None:
+        return []
+    if not isinstance(value, str):
+        raise ApiError(400, f"Bad Request, expected a comma-separated string, got {value!r}")
+    return [p for p in value.split(",") if p]
 
 
 def _flag(value: Any) -> bool:
