@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -46,8 +47,7 @@ def _require_browser() -> None:
 
 @pytest.fixture
 def server():
-    db = build_db()
-    db.loop_heartbeat_at = db.started_at = gevent.get_hub().loop.now()
+    db = build_db(now=time.time())  # so the pages show ages of seconds, as on a live daemon
     metrics = Metrics()
     metrics.bind_database(db)
     introspect = IntrospectServer("127.0.0.1", 0, create_app(

@@ -277,3 +277,16 @@ def test_translation_errors_section_lists_rejections_with_filters(db, app):
     section = text[text.index('id="translation-errors"'):]
     assert "named port &#39;metrics&#39; resolves on no pod" in section
     assert "Sometimes" not in section  # the tools error is filtered out with its namespace
+
+
+def test_connection_pages_show_times_errors_and_reconnects(app):
+    text = call(app, "/Snh_KubeApiConnectionStatus?name=pods").text
+    assert "2027-01-15 07:59:55Z (5 s ago)" in text  # last event
+    assert "2027-01-15 07:50:00Z (10 min ago)" in text  # last error
+    assert '<div class="error">410 Gone: too old resource version</div>' in text
+    assert '<td class="col-reconnects">2</td>' in text
+    vnc = get_json(app, "/Snh_VncApiConnectionStatus?format=json")["vnc_api_connections"]
+    assert vnc == [{"name": "config-api", "url": "http://10.0.0.5:8082", "connected": True,
+                    "last_event_at": NOW - 2, "last_error": "", "last_error_at": None,
+                    "reconnects": 0, "resource_version": "", "initial_list_done": False}]
+    assert "never" in call(app, "/Snh_VncApiConnectionStatus").text  # no error yet
