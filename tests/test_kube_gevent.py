@@ -1,0 +1,76 @@
+"""The watchers and the emulator as the daemon runs them: greenlets after `monkey.patch_all()`.
+
+Monkey-patching cannot be undone, so the scenario runs in a child interpreter and reports as JSON.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+SCRIPT = textwrap.dedent("""
+    from gevent import monkey
+    monkey.patch_all()
+
+    import json
+    import gevent
+    import gevent.event
+
+    from kube_manager.db import Database
+    from kube_manager.kube.client_factory import api_client_for_url
+    from kube_manager.kube.emulator_runner import EmulatorRunner
+    from kube_manager.kube.watcher import WatchSettings, make_watchers
+
+    events = []
+    changed = gevent.event.Event()
+
+    def on_event(resource, event_type, obj):
+        events.append([resource, event_type, obj.get("metadata", {}).get("name", "")])
+        changed.set()
+
+    def wait_for(predicate):
+        with gevent.Timeout(10):
+            while not predicate():
+                changed.clear()
+                changed.wait()
+
+    runner = EmulatorRunner().start()
+    runner.store.create({"kind": "Namespace", "metadata": {"name": "dev"}})
+    db = Database()
+    watchers = make_watchers(api_client_for_url(runner.url), on_event, db,
+                             settings=WatchSettings(initial_backoff=0.05))
+    greenlets = [gevent.spawn(w.run) for w in watchers]
+    wait_for(lambda: sum(e[1] == "LISTED" for e in events) == 3)
+    with gevent.Timeout(10):
+        while runner.store.watch_count < 3:
+            gevent.sleep(0.01)
+    runner.store.create({"kind": "Pod", "metadata": {"name": "web", "namespace": "dev"}})
+    runner.store.drop_watches()
+    runner.store.create({"kind": "NetworkPolicy", "metadata": {"name": "np", "namespace": "dev"},
+                         "spec": {"podSelector": {}}})
+    wait_for(lambda: ["networkpolicies", "ADDED", "np"] in events
+             and ["pods", "ADDED", "web"] in events)
+    for w in watchers:
+        w.stop()
+    stopped = gevent.joinall(greenlets, timeout=5)
+    runner.stop()
+    print(json.dumps({"threaded": runner.threaded, "events": events, "stopped": len(stopped),
+                      "reconnects": {k: v.reconnects for k, v in db.kube_connections.items()}}))
+""")
+
+
+def test_greenlet_watchers_with_an_in_hub_emulator() -> None:
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=repo, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["threaded"] is False  # patched threading: the emulator shares the hub
+    assert report["stopped"] == 3
+    events = report["events"]
+    assert ["namespaces", "ADDED", "dev"] in events
+    assert events.index(["pods", "ADDED", "web"]) > events.index(["pods", "LISTED", ""])
+    # The watches were broken off while the policy was written: each reconnected once, lost nothing.
+    assert report["reconnects"] == {"namespaces": 1, "pods": 1, "networkpolicies": 1}
