@@ -4,11 +4,12 @@
 properties and refs with their xsd types, and each xsd type its fields, array-ness, enums and
 ranges. `schema_problems` walks a body against that schema and reports anything the real config
 API would not know; `from_dict` must also accept it. Other translator tests import
-`assert_schema_valid` and `assert_translation_valid`.
+`assert_schema_valid`, `assert_translation_valid` and the manifest builders below.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping
+import copy
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import pytest
 from vnc_api.gen import resource_client, resource_common, resource_xsd
@@ -130,7 +131,8 @@ def schema_problems(resource_type: str, body: Mapping[str, Any]) -> List[str]:
 def assert_schema_valid(resource_type: str, body: Mapping[str, Any]) -> None:
     problems = schema_problems(resource_type, body)
     assert not problems, f"{resource_type} {body.get('fq_name')}: {problems}"
-    obj = getattr(resource_client, CLASS_NAMES[resource_type]).from_dict(**body)
+    # from_dict converts ref attrs in place: give it a copy.
+    obj = getattr(resource_client, CLASS_NAMES[resource_type]).from_dict(**copy.deepcopy(dict(body)))
     assert obj.get_fq_name() == body["fq_name"]
 
 
@@ -141,6 +143,64 @@ def assert_translation_valid(result: Dict[str, Any]) -> None:
         for body in result[key]:
             assert_schema_valid(resource_type, body)
     assert_schema_valid("application-policy-set", result["application_policy_set"])
+
+
+# --- manifest builders -------------------------------------------------------------------------
+
+
+def namespace(name: str, **labels: str) -> Dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def pod(ns: str, name: str, ip: Optional[str] = None, labels: Optional[Dict[str, str]] = None,
+        ports: Sequence[Tuple[str, int, str]] = ()) -> Dict[str, Any]:
+    """A pod; `ports` are (name, containerPort, protocol) of its one container."""
+    manifest: Dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "uid": f"uid-{ns}-{name}", "labels": dict(labels or {})},
+        "spec": {"containers": [{"name": "c", "ports": [
+            {"name": n, "containerPort": number, "protocol": protocol} for n, number, protocol in ports]}]},
+    }
+    if ip:
+        manifest["status"] = {"podIP": ip}
+    return manifest
+
+
+def policy(ns: str, name: str, spec: Any, uid: str = "") -> Dict[str, Any]:
+    metadata = {"name": name, "namespace": ns}
+    if uid:
+        metadata["uid"] = uid
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": metadata, "spec": spec}
+
+
+def run(namespaces: Iterable = (), pods: Iterable = (), policies: Iterable = (),
+        cluster: str = "k8s") -> Dict[str, Any]:
+    """Translate and check every object against the official schema."""
+    result = translate(list(namespaces), list(pods), list(policies), cluster_name=cluster).to_dict()
+    assert_translation_valid(result)
+    return result
+
+
+def rules(result: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    return {r["fq_name"][-1]: r for r in result["firewall_rules"]}
+
+
+def policies_by_name(result: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    return {p["fq_name"][-1]: p for p in result["firewall_policies"]}
+
+
+def rule_refs(result: Dict[str, Any], policy_name: str) -> List[Tuple[str, str]]:
+    """(rule name, sequence) of a firewall policy, in ref order."""
+    return [(r["to"][-1], r["attr"]["sequence"])
+            for r in policies_by_name(result)[policy_name]["firewall_rule_refs"]]
+
+
+def workload_tags(result: Dict[str, Any]) -> Dict[Tuple[str, str], List[str]]:
+    return {(w["namespace"], w["name"]): w["tags"] for w in result["workloads"]}
+
+
+def tag_names(result: Dict[str, Any]) -> List[str]:
+    return [t["fq_name"][0] for t in result["tags"]]
 
 
 # --- the oracle itself must catch what the config API refuses ----------------------------------

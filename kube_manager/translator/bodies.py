@@ -25,8 +25,6 @@ APPLICATION_POLICY_SET = "application-policy-set"
 RESOURCE_TYPES = (TAG, ADDRESS_GROUP, FIREWALL_RULE, FIREWALL_POLICY, APPLICATION_POLICY_SET)
 PASS, DENY = "pass", "deny"
 
-ANY_ENDPOINT: Body = {"any": True}
-
 
 def global_fq_name(name: str) -> FqName:
     """fq_name of an object under the global policy management."""
@@ -60,6 +58,7 @@ class BodyFactory:
                        for kind in RESOURCE_TYPES}
         self._actions = {PASS: {"simple_action": PASS}, DENY: {"simple_action": DENY}}
         self._match_tags: Body = {"tag_list": []}
+        self.any_endpoint: Body = {"any": True}
         self._services: Dict[Service, Body] = {}
 
     def service(self, service: Service) -> Body:

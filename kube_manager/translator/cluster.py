@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
 
-from .bodies import (ADDRESS_GROUP, ANY_ENDPOINT, APPLICATION_POLICY_SET, FIREWALL_POLICY, FIREWALL_RULE,
+from .bodies import (ADDRESS_GROUP, APPLICATION_POLICY_SET, FIREWALL_POLICY, FIREWALL_RULE,
                      PASS, RESOURCE_TYPES, TAG, Body, BodyFactory, FqName, global_fq_name, sequenced_ref)
 from .changes import ChangeLog, Changes
 from .encoding import namespace_tag
@@ -244,10 +244,10 @@ class ClusterTranslator:
         application = self._renderer.application_tag
         self._ref_tag(application, None)
         allowall = allowall_policy_name(self.cluster_name)
-        cluster_pods = {"tags": [application]}
+        cluster_pods, anything = {"tags": [application]}, self._bodies.any_endpoint
         rule_refs = []
-        for i, (direction, endpoints) in enumerate((("ingress", (ANY_ENDPOINT, cluster_pods)),
-                                                     ("egress", (cluster_pods, ANY_ENDPOINT)))):
+        for i, (direction, endpoints) in enumerate((("ingress", (anything, cluster_pods)),
+                                                     ("egress", (cluster_pods, anything)))):
             fq_name = global_fq_name(f"{allowall}-{direction}")
             self._put(FIREWALL_RULE, fq_name, self._bodies.any_rule(fq_name, PASS, *endpoints))
             rule_refs.append(sequenced_ref(fq_name, rule_sequence(i)))

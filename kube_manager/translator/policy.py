@@ -7,6 +7,7 @@ so fixing one entry renames nothing.
 """
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, List, Optional, Tuple
 
 from .canonical import sha256_of_json
@@ -19,8 +20,8 @@ from .validation import InvalidInput, mapping, metadata_problem, sequence
 
 _SPEC_FIELDS = frozenset({"podSelector", "ingress", "egress", "policyTypes"})
 _PEER_FIELDS = frozenset({"podSelector", "namespaceSelector", "ipBlock"})
-_POLICY_TYPES = {"Ingress": INGRESS, "Egress": EGRESS}
-_PEER_FIELD = {INGRESS: "from", EGRESS: "to"}
+_POLICY_TYPES = MappingProxyType({"Ingress": INGRESS, "Egress": EGRESS})
+_PEER_FIELD = MappingProxyType({INGRESS: "from", EGRESS: "to"})
 
 
 def parse_peer(raw: Any, namespace: str, path: str) -> Peer:

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Protocol, Tuple, Union
 
-from .bodies import ANY_ENDPOINT, DENY, PASS, Body, BodyFactory, FqName, address_group_endpoint, \
+from .bodies import DENY, PASS, Body, BodyFactory, FqName, address_group_endpoint, \
     global_fq_name, sequenced_ref
 from .canonical import sha1_of_json
 from .cidr import IpBlock, cidr_text
@@ -170,7 +170,7 @@ class PolicyRenderer:
         peers = ((None, None),) if block.peers is None else block.peers
         for p, peer in peers:
             if peer is None:
-                peer_endpoint, stem, destination = ANY_ENDPOINT, f"{prefix}allow-all-", CLUSTER_SCOPE
+                peer_endpoint, stem, destination = self.bodies.any_endpoint, f"{prefix}allow-all-", CLUSTER_SCOPE
                 where = "pod of the cluster"
             elif isinstance(peer, IpBlock):
                 fq_name = global_fq_name(shorten(peer.address_group_name))
@@ -216,7 +216,8 @@ class PolicyRenderer:
             deny_name = deny_rule_name(self.cluster, policy.namespace, direction, label)
             work.names.append(deny_name)
             fq_name = global_fq_name(shorten(deny_name))
-            endpoints = (ANY_ENDPOINT, own) if direction == INGRESS else (own, ANY_ENDPOINT)
+            anything = self.bodies.any_endpoint
+            endpoints = (anything, own) if direction == INGRESS else (own, anything)
             body = self.bodies.any_rule(fq_name, DENY, *endpoints)
             deny_rules.append((fq_name, body, hashed_sequence(fq_name[1])))
         fq_name = global_fq_name(shorten(name))

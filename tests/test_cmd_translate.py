@@ -1,0 +1,132 @@
+"""`contrail-kube-manager translate` (SPEC 8): formats, determinism, bad input, exit statuses."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from kube_manager.cli import main
+from kube_manager.manifests import load_manifests
+from kube_manager.translator import translate
+from test_translator_oracle import assert_translation_valid
+
+ROOT = os.path.join(os.path.dirname(__file__), os.pardir)
+EXAMPLES = os.path.join(ROOT, "examples")
+ILLUSTRATION_1 = [os.path.join(EXAMPLES, "wiki", "cluster.yaml"), os.path.join(EXAMPLES, "wiki", "illustration-1.yaml")]
+
+
+def run_cli(capsys, *argv):
+    status = main(["translate", *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_json_has_exactly_the_spec_keys_and_valid_objects(capsys):
+    status, out, _ = run_cli(capsys, "-f", EXAMPLES, "-o", "json")
+    assert status == 0
+    result = json.loads(out)
+    assert list(result) == ["cluster_name", "tags", "address_groups", "firewall_rules", "firewall_policies",
+                            "application_policy_set", "workloads", "errors"]
+    assert_translation_valid(result)
+    for key in ("tags", "address_groups", "firewall_rules", "firewall_policies"):
+        assert [o["fq_name"] for o in result[key]] == sorted(o["fq_name"] for o in result[key])
+    assert [(w["namespace"], w["name"]) for w in result["workloads"]] == sorted(
+        (w["namespace"], w["name"]) for w in result["workloads"])
+    assert set(result["workloads"][0]) == {"namespace", "name", "ip", "tags"}
+    assert [(e["kind"], e["namespace"], e["name"]) for e in result["errors"]] == sorted(
+        (e["kind"], e["namespace"], e["name"]) for e in result["errors"])
+
+
+def test_yaml_is_the_same_data_without_aliases(capsys):
+    _, json_out, _ = run_cli(capsys, "-f", EXAMPLES, "-o", "json")
+    status, yaml_out, _ = run_cli(capsys, "-f", EXAMPLES, "-o", "yaml")
+    assert status == 0
+    assert yaml.safe_load(yaml_out) == json.loads(json_out)
+    assert "&id" not in yaml_out and "*id" not in yaml_out
+
+
+def test_table_reads_like_the_wiki(capsys):
+    status, out, _ = run_cli(capsys, "-f", *ILLUSTRATION_1)
+    assert status == 0
+    for heading in ("## Tags", "## Address Groups", "## Firewall Rules", "## Firewall Policies", "## Workloads",
+                    "## Errors"):
+        assert heading in out
+    assert "| Rule Name " in out and "| Match Tags |" in out
+    row = next(line for line in out.splitlines()
+               if line.startswith("| k8s-default-ingress-test-network-policy-0-podSelector-2-0 "))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells == ["k8s-default-ingress-test-network-policy-0-podSelector-2-0", "pass", "tcp:6379",
+                     "application=k8s && namespace=default && role=frontend", ">",
+                     "application=k8s && namespace=default && role=db", ""]
+    assert "| Address Group: 172.17.0.0/16-except-172.17.1.0/24 " in out.replace("  ", " ")
+
+
+@pytest.mark.parametrize("output", ["table", "json", "yaml"])
+def test_output_is_byte_identical_across_runs_and_hash_seeds(output):
+    outputs = set()
+    for seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        proc = subprocess.run([sys.executable, "-m", "kube_manager.cli", "translate", "-f", EXAMPLES, "-o", output],
+                              capture_output=True, env=env, cwd=ROOT, check=True)
+        outputs.add(proc.stdout)
+    assert len(outputs) == 1
+
+
+def test_input_order_does_not_change_the_translation():
+    manifests = load_manifests([EXAMPLES])
+    expected = json.dumps(translate(manifests.namespaces, manifests.pods, manifests.network_policies).to_dict())
+    shuffle = random.Random(7).shuffle
+    for _ in range(3):
+        lists = [list(manifests.namespaces), list(manifests.pods), list(manifests.network_policies)]
+        for items in lists:
+            shuffle(items)
+        assert json.dumps(translate(*lists).to_dict()) == expected
+
+
+def test_cluster_name_option(capsys):
+    status, out, _ = run_cli(capsys, "-f", *ILLUSTRATION_1, "-o", "json", "--cluster-name", "blue")
+    assert status == 0
+    result = json.loads(out)
+    assert result["cluster_name"] == "blue"
+    assert result["application_policy_set"]["fq_name"] == ["default-policy-management", "blue"]
+    assert "blue-default-test-network-policy" in [p["fq_name"][-1] for p in result["firewall_policies"]]
+
+
+@pytest.mark.parametrize("content, fragment", [
+    ("a: [", "not valid YAML/JSON"),
+    (None, "No such file"),
+])
+def test_bad_manifest_files_exit_2_with_a_message(capsys, tmp_path, content, fragment):
+    path = tmp_path / "bad.yaml"
+    if content is not None:
+        path.write_text(content)
+    status, out, err = run_cli(capsys, "-f", str(path))
+    assert status == 2 and out == ""
+    assert fragment in err and "Traceback" not in err
+
+
+def test_bad_cluster_name_exits_2(capsys):
+    status, out, err = run_cli(capsys, "-f", EXAMPLES, "--cluster-name", "a:b")
+    assert status == 2 and out == "" and "--cluster-name" in err
+
+
+def test_invalid_objects_are_reported_not_fatal(capsys, tmp_path):
+    (tmp_path / "objects.yaml").write_text(
+        "kind: Pod\nmetadata: not-an-object\n---\n- a list\n---\n"
+        "kind: NetworkPolicy\nmetadata: {name: p}\nspec: {podSelector: {matchLabels: {a: 1}}}\n")
+    status, out, err = run_cli(capsys, "-f", str(tmp_path), "-o", "json")
+    assert status == 0 and "Traceback" not in err
+    errors = json.loads(out)["errors"]
+    assert [(e["kind"], e["name"]) for e in errors] == [("NetworkPolicy", "p"), ("Pod", "")]
+
+
+def test_the_console_command_runs():
+    proc = subprocess.run([sys.executable, "-m", "kube_manager.cli", "translate", "-f", *ILLUSTRATION_1, "-o", "json"],
+                          capture_output=True, cwd=ROOT, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["cluster_name"] == "k8s"
