@@ -12,7 +12,7 @@ NetworkPolicy's firewall policy a deny rule of `<cluster>-denyall` protects (mak
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, Iterable, Mapping, Optional, Protocol, Set, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Protocol, Set, Tuple
 
 from kube_manager.db import (PENDING, REJECTED, RETRYING, SYNCED, Database, FqName, Key, NamespaceRecord,
                              PodRecord, PolicyRecord)
@@ -24,6 +24,9 @@ from kube_manager.translator import Changes, ClusterTranslator
 log = logging.getLogger(__name__)
 
 ObjKey = Tuple[str, FqName]
+
+
+_ORDER = (NAMESPACES.name, PODS.name, NETWORK_POLICIES.name)
 
 
 class ChangeSink(Protocol):
@@ -59,6 +62,8 @@ class KubeCache:
         self.sink = sink
         self.listed: Set[str] = set()  # resources whose first list has been delivered
         self.relists = 0
+        # events held until every first list is in (None once they are)
+        self._held: Optional[Dict[str, List[Tuple[str, Dict[str, Any]]]]] = {}
         self._deny_owner: Dict[FqName, FqName] = {}              # deny rule -> its NP's firewall policy
         self._deny_rules_of: Dict[Key, Tuple[FqName, ...]] = {}  # NetworkPolicy -> its deny rules
         db.desired = translator.desired()  # type: ignore[assignment]  # live, read-only view
@@ -66,25 +71,40 @@ class KubeCache:
     # --- events ------------------------------------------------------------------------------
 
     def on_event(self, resource: str, event_type: str, obj: Dict[str, Any]) -> None:
-        """The watchers' callback: one event, then flush the translator's changes."""
+        """The watchers' callback: one event, then flush the translator's changes.
+
+        Until every resource's first list is in, events are held and then applied namespaces first,
+        pods next, NetworkPolicies last: each policy is rendered once, against the complete set of
+        pods (named ports resolve), instead of once per pod that trickles in.
+        """
         if event_type in (LISTED, RELISTED):
             self.listed.add(resource)
             self.relists += event_type == RELISTED
             log.info("kubernetes list delivered", extra=kv(resource=resource, event=event_type,
                                                            resource_version=obj.get("resourceVersion", "")))
+            if self._held is not None and self.initial_lists_done:
+                held, self._held = self._held, None
+                for name in _ORDER:
+                    for held_type, held_obj in held.get(name, ()):
+                        self._apply(name, held_type, held_obj)
+                self.flush()
             return
-        if event_type not in (ADDED, MODIFIED, DELETED):
+        if event_type not in (ADDED, MODIFIED, DELETED) or resource not in _ORDER:
             return
+        if self._held is not None:
+            self._held.setdefault(resource, []).append((event_type, obj))
+            return
+        self._apply(resource, event_type, obj)
+        self.flush()
+
+    def _apply(self, resource: str, event_type: str, obj: Dict[str, Any]) -> None:
         deleted = event_type == DELETED
         if resource == NAMESPACES.name:
             self._namespace(obj, deleted)
         elif resource == PODS.name:
             self._pod(obj, deleted)
-        elif resource == NETWORK_POLICIES.name:
-            self._policy(obj, deleted)
         else:
-            return
-        self.flush()
+            self._policy(obj, deleted)
 
     @property
     def initial_lists_done(self) -> bool:
@@ -190,11 +210,7 @@ class KubeCache:
         record = self.db.network_policies.get(key)
         if record is None:
             return
-        errors = list(self.translator.policy_errors(*key))
-        for reason in sorted(set(errors) - set(record.errors)):
-            log.warning("NetworkPolicy input rejected", extra=kv(
-                namespace=key[0], name=key[1], whole=objects is None, reason=reason))
-        record.errors = errors
+        record.errors = list(self.translator.policy_errors(*key))  # the translator logs them
         if objects is None:
             record.firewall_policy, record.rules = [], []
             record.state = REJECTED

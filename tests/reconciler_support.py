@@ -193,6 +193,8 @@ class Cluster:
     def __init__(self, sink: Any = None) -> None:
         self.db = Database()
         self.cache = KubeCache(self.db, ClusterTranslator("k8s", "k8s"), sink)
+        for resource in RESOURCE_OF.values():  # empty first lists: later events apply at once
+            self.cache.on_event(resource, "LISTED", {"resourceVersion": "1"})
 
     def apply(self, *manifests: Dict[str, Any]) -> None:
         for manifest in manifests:

@@ -215,6 +215,21 @@ class Reconciler:
             return False
         return all(self.pods.index.vmis_of(r.uid) and not self.pods.needs_work(k) for k, r in self.db.pods.items())
 
+    def wait_converged(self, timeout: float, stop: Optional[gevent.event.Event] = None) -> bool:
+        """Wait until `converged()`; False on timeout, on `stop`, or when the work queue is idle
+        without convergence (what is left, such as a name conflict, only a resync can change)."""
+        deadline = time.monotonic() + timeout
+        while not (stop is not None and stop.is_set()):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            self.queue.wait_idle(min(remaining, 0.5))  # wakes early for `stop`
+            if self.converged():
+                return True
+            if self.queue.is_idle():
+                return False
+        return False
+
     def state_of(self, key: ObjKey) -> str:
         """`synced`, `pending` or `retrying`: what the introspect pages show for one object."""
         if self._status.get(key) == BLOCKED or key in self._deferred:

@@ -16,6 +16,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Protocol, Sequence, Tuple
 
+from kube_manager.logging_setup import kv
+
 log = logging.getLogger(__name__)
 
 FqName = Tuple[str, ...]
@@ -91,5 +93,5 @@ def list_objects(client: Lister, marks: Marks, types: Iterable[str] = OWNED_TYPE
         listing.requests += 1
         listing.owned[obj_type] = owned
         listing.others[obj_type] = others
-        log.info("listed config API objects type=%s owned=%d others=%d", obj_type, len(owned), len(others))
+        log.info("listed config API objects", extra=kv(type=obj_type, owned=len(owned), others=len(others)))
     return listing

@@ -1,0 +1,337 @@
+"""The kube-manager service: watches -> DB and translator -> reconciler -> config API, in one gevent loop.
+
+`Daemon.run` starts, in this order: the in-process config API (`vnc_endpoint_ip = embedded`) and the
+emulated Kubernetes API server with the emulated CNI (`kubernetes_api_server = emulated`) when
+configured; the REST client; the introspect server; the three watchers. It waits for the first list
+of each resource (before that, the picture of the cluster is incomplete and garbage collection would
+delete what is merely not listed yet), then resyncs against the config API (one listing per type) and
+starts the reconciler's workers. From then on events flow continuously, and a full resync repairs
+drift every `kube_timer_interval` seconds, or at once on SIGHUP.
+
+SIGTERM and SIGINT stop everything within a few seconds with status 0. `once=True` converges and
+returns 0 only when everything converged (1 otherwise, after `once_timeout`).
+
+Everything is greenlets in one hub: the caller must have run `gevent.monkey.patch_all()` before the
+network libraries were imported (`cmd_run` does), so that the watchers' blocking socket reads yield.
+"""
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, List, Optional
+
+import gevent
+import gevent.event
+
+from kube_manager.cache import KubeCache
+from kube_manager.config import Config
+from kube_manager.db import Database
+from kube_manager.logging_setup import kv
+from kube_manager.manifests import load_manifests
+from kube_manager.metrics import Metrics
+from kube_manager.reconciler.core import Reconciler, Settings
+from kube_manager.reconciler.ownership import Marks
+from kube_manager.translator import ClusterTranslator
+from vnc_client.auth import KeystoneCredentials
+from vnc_client.client import VncClient
+from vnc_client.errors import VncError
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_INTERVAL = 2.0       # db.loop_heartbeat_at, read by /livez
+STATE_REFRESH_INTERVAL = 1.0   # NetworkPolicy sync states on the introspect pages
+STOP_GRACE = 3.0               # per component; the whole stop stays well under 10 s
+START_RETRY = (1.0, 30.0)      # first resync when the config API is down: backoff from/to
+
+
+@dataclass
+class Tuning:
+    """Knobs for tests and benchmarks; the defaults are the production behaviour."""
+
+    retry_base: float = 0.2
+    retry_cap: float = 30.0
+    cni_delay: float = 0.0
+    watch_settings: Any = None  # kube_manager.kube.watcher.WatchSettings
+
+
+@dataclass
+class _Running:
+    """What `run` started, stopped in reverse order."""
+
+    stoppers: List[Callable[[], None]] = field(default_factory=list)
+    greenlets: List[gevent.Greenlet] = field(default_factory=list)
+
+
+class Daemon:
+    """One kube-manager; see the module docstring."""
+
+    def __init__(self, config: Config, *, tuning: Tuning = Tuning(), metrics: Optional[Metrics] = None) -> None:
+        self.config = config
+        self.tuning = tuning
+        self.db = Database()
+        self.metrics = metrics or Metrics()
+        self.metrics.bind_database(self.db)
+        self.translator = ClusterTranslator(config.cluster_name, config.kubernetes_cluster_owner)
+        self.cache = KubeCache(self.db, self.translator)
+        self.reconciler: Optional[Reconciler] = None
+        self.client: Optional[VncClient] = None
+        self.introspect_url = ""
+        self.vnc_url = ""
+        self.kube_url = ""
+        self._stop = gevent.event.Event()
+        self._resync_now = gevent.event.Event()
+        self._lists_done = gevent.event.Event()
+        self._running = _Running()
+
+    # --- control -----------------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    def request_resync(self) -> None:
+        self._resync_now.set()
+
+    def run(self, once: bool = False, once_timeout: float = 300.0) -> int:
+        """Run until stopped (0) or, with `once`, until converged (0) or `once_timeout` (1)."""
+        handlers = [gevent.signal_handler(signal.SIGTERM, self._on_signal, "SIGTERM"),
+                    gevent.signal_handler(signal.SIGINT, self._on_signal, "SIGINT"),
+                    gevent.signal_handler(signal.SIGHUP, self._on_signal, "SIGHUP")]
+        try:
+            self._start()
+            if not self._wait_for_lists():
+                return 0
+            if not self._first_resync():
+                return 0
+            assert self.reconciler is not None
+            self.reconciler.start()
+            if once:
+                return self._converge_once(once_timeout)
+            self._serve()
+            return 0
+        finally:
+            for handler in handlers:
+                handler.cancel()
+            self._shutdown()
+
+    # --- start-up ----------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        config = self.config
+        log.info("kube-manager starting", extra=kv(cluster=config.cluster_name, owner=config.kubernetes_cluster_owner,
+                                                   resync_interval=config.kube_timer_interval))
+        self.client = self._make_client()
+        self.reconciler = Reconciler(
+            self.client, self.db, Marks(config.kubernetes_cluster_owner, config.cluster_name),
+            Settings(config.vnc_max_concurrency, self.tuning.retry_base, self.tuning.retry_cap),
+            observer=_MetricsObserver(self.metrics), deny_owner=self.cache.deny_owner)
+        self.cache.sink = self.reconciler
+        self._start_introspect()
+        self._start_watchers(self._kubernetes_url())
+        self._spawn(self._heartbeat)
+        self._spawn(self._refresh_states)
+
+    def _make_client(self) -> VncClient:
+        config = self.config
+        endpoints: List[str] = list(config.vnc_endpoint_ip)
+        port = config.vnc_endpoint_port
+        if config.embedded_vnc:
+            from vnc_client.server.runner import EmbeddedServer
+            server = EmbeddedServer("127.0.0.1", port)
+            server.start()
+            self._running.stoppers.append(server.stop)
+            endpoints, port = [server.host], server.port
+        credentials = None
+        if config.keystone_auth:
+            credentials = KeystoneCredentials(config.auth_token_url, config.auth_user, config.auth_password,
+                                              config.auth_tenant)
+        client = VncClient(endpoints, port, use_ssl=config.vnc_use_ssl, ca_file=config.vnc_ca_cert or None,
+                           credentials=credentials, concurrency=config.vnc_max_concurrency,
+                           observer=self._observe_vnc)
+        self._running.stoppers.append(client.close)
+        self.vnc_url = client.current_endpoint
+        self.db.vnc_connection.url = self.vnc_url
+        log.info("config API", extra=kv(url=self.vnc_url, embedded=config.embedded_vnc,
+                                        keystone=config.keystone_auth))
+        return client
+
+    def _kubernetes_url(self) -> Optional[str]:
+        """Start the emulated API server (and CNI) when configured; its URL, else None."""
+        if not self.config.emulated_kubernetes:
+            return None
+        from kube_manager.cni_emulator import CniEmulator
+        from kube_manager.kube.emulator_runner import EmulatorRunner
+        manifests = load_manifests(self.config.emulated_manifests) if self.config.emulated_manifests else None
+        runner = EmulatorRunner(port=self.config.kubernetes_api_port)
+        runner.start()
+        self._running.stoppers.append(runner.stop)
+        if self.config.emulated_cni:
+            assert self.client is not None
+            cni = CniEmulator(VncClient([self.client.current_endpoint]), delay=self.tuning.cni_delay)
+            runner.store.add_listener(cni.on_event)
+        if manifests is not None:
+            runner.store.load(manifests)  # after the CNI listens, so every pod gets its VM
+            log.info("emulated API server loaded", extra=kv(
+                namespaces=len(manifests.namespaces), pods=len(manifests.pods),
+                network_policies=len(manifests.network_policies)))
+        return runner.url
+
+    def _start_watchers(self, emulated_url: Optional[str]) -> None:
+        from kube_manager.kube.client_factory import build_api_client
+        from kube_manager.kube.watcher import make_watchers
+        api_client, endpoint = build_api_client(self.config, emulated_url)
+        self.kube_url = endpoint.url
+        self._running.stoppers.append(api_client.close)
+        kwargs: dict = {"metrics": self.metrics}
+        if self.tuning.watch_settings is not None:
+            kwargs["settings"] = self.tuning.watch_settings
+        watchers = make_watchers(api_client, self._on_event, self.db, **kwargs)
+        for watcher in watchers:
+            self._running.stoppers.append(watcher.stop)
+            self._spawn(watcher.run)
+
+    def _start_introspect(self) -> None:
+        from introspect.app import create_app
+        from introspect.explain import db_explainer
+        from introspect.server import IntrospectServer
+        app = create_app(self.db, registry=self.metrics.registry, config=self.config,
+                         explain=db_explainer(self.db, self.config.cluster_name))
+        server = IntrospectServer(self.config.http_server_ip, self.config.http_server_port, app)
+        server.start()
+        self._running.stoppers.append(lambda: server.stop(STOP_GRACE))
+        self.introspect_url = server.url
+
+    # --- running -----------------------------------------------------------------------------
+
+    def _on_event(self, resource: str, event_type: str, obj: dict) -> None:
+        self.cache.on_event(resource, event_type, obj)
+        if self.cache.initial_lists_done:
+            self._lists_done.set()
+
+    def _wait_for_lists(self) -> bool:
+        """Wait for the first list of every resource; False if stopped first."""
+        log.info("waiting for the initial lists of namespaces, pods and NetworkPolicies")
+        while not self._stop.is_set():
+            if self._lists_done.wait(timeout=0.5):
+                log.info("initial lists done", extra=kv(namespaces=len(self.db.namespaces), pods=len(self.db.pods),
+                                                        network_policies=len(self.db.network_policies)))
+                return True
+        return False
+
+    def _first_resync(self) -> bool:
+        """The start-up resync, retried with backoff while the config API is unreachable."""
+        delay = START_RETRY[0]
+        while not self._stop.is_set():
+            if self._resync():
+                return True
+            log.warning("config API not reachable at start, will retry", extra=kv(retry_in=delay))
+            self._stop.wait(delay)
+            delay = min(delay * 2, START_RETRY[1])
+        return False
+
+    def _resync(self) -> bool:
+        assert self.reconciler is not None
+        try:
+            self.reconciler.resync()
+        except VncError as exc:
+            log.warning("resync failed", extra=kv(error=f"{type(exc).__name__}: {exc}"))
+            return False
+        return True
+
+    def _serve(self) -> None:
+        """Resync every kube_timer_interval (or on SIGHUP) until stopped."""
+        interval = self.config.kube_timer_interval
+        next_at = time.monotonic() + interval
+        while not self._stop.is_set():
+            timeout = max(0.0, next_at - time.monotonic())
+            woken = gevent.wait([self._stop, self._resync_now], timeout=timeout, count=1)
+            if self._stop.is_set():
+                return
+            if woken:
+                self._resync_now.clear()
+            self._resync()
+            next_at = time.monotonic() + interval
+
+    def _converge_once(self, timeout: float) -> int:
+        assert self.reconciler is not None
+        if self.reconciler.wait_converged(timeout, self._stop):
+            self.cache.refresh_states(self.reconciler)
+            log.info("converged", extra=kv(**self._figures()))
+            return 0
+        if self._stop.is_set():
+            return 0
+        log.error("not converged", extra=kv(**self._figures(), **self.reconciler.summary()))
+        return 1
+
+    def _figures(self) -> dict:
+        assert self.reconciler is not None
+        counters = self.reconciler.counters
+        return {"created": counters.create, "updated": counters.update, "deleted": counters.delete,
+                "tagged": counters.set_tag, "failures": counters.failures,
+                "owned": sum(map(len, self.db.actual.values()))}
+
+    def _heartbeat(self) -> None:
+        while not self._stop.is_set():
+            self.db.loop_heartbeat_at = time.time()
+            self._stop.wait(HEARTBEAT_INTERVAL)
+
+    def _refresh_states(self) -> None:
+        while not self._stop.wait(STATE_REFRESH_INTERVAL):
+            if self.reconciler is not None:
+                self.cache.refresh_states(self.reconciler)
+
+    def _observe_vnc(self, method: str, template: str, status: Optional[int], seconds: float) -> None:
+        self.metrics.observe_config_api_request(method, "error" if status is None else str(status), seconds)
+        connection = self.db.vnc_connection
+        now = time.time()
+        if status is None or status >= 500:
+            if connection.connected:
+                connection.reconnects += 1
+            connection.connected = False
+            connection.last_error = f"{method} {template}: " + ("no answer" if status is None else f"status {status}")
+            connection.last_error_at = now
+        else:
+            connection.connected = True
+            connection.last_event_at = now
+
+    def _on_signal(self, name: str) -> None:
+        if name == "SIGHUP":
+            log.info("SIGHUP: resync now")
+            self.request_resync()
+            return
+        log.info("stopping", extra=kv(signal=name))
+        self.request_stop()
+
+    def _spawn(self, func: Callable[[], Any]) -> None:
+        self._running.greenlets.append(gevent.spawn(func))
+
+    # --- stopping ----------------------------------------------------------------------------
+
+    def _shutdown(self) -> None:
+        self._stop.set()
+        if self.reconciler is not None:
+            self.reconciler.stop(STOP_GRACE)
+        for stop in reversed(self._running.stoppers):
+            try:
+                stop()
+            except Exception as exc:  # keep stopping the rest
+                log.warning("error while stopping", extra=kv(error=f"{type(exc).__name__}: {exc}"))
+        self._running.stoppers.clear()
+        gevent.joinall(self._running.greenlets, timeout=STOP_GRACE)
+        gevent.killall([g for g in self._running.greenlets if not g.dead], timeout=1)
+        self._running.greenlets.clear()
+        log.info("kube-manager stopped")
+
+
+class _MetricsObserver:
+    """The reconciler's observer hooks onto the Prometheus metrics."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+
+    def queue_depth(self, depth: int) -> None:
+        self._metrics.work_queue_depth.set(depth)
+
+    def reconciled(self, kind: str, seconds: float) -> None:
+        self._metrics.reconcile_duration.labels(kind=kind).observe(seconds)
