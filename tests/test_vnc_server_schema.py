@@ -50,7 +50,7 @@ def test_parents_refs_and_link_fields_exist_in_the_real_schema(obj_type):
         assert real_target == target
         expected_attr = "FirewallSequence" if (obj_type, ref_field) in SEQUENCED_REFS else "None"
         assert attr_type == expected_attr, ref_field
-    assert ConfigApi().link_fields(obj_type) <= set(cls.backref_fields) | set(cls.children_fields)
+    assert ConfigApi().views.link_fields(obj_type) <= set(cls.backref_fields) | set(cls.children_fields)
 
 
 @pytest.mark.parametrize("type_name", sorted(COMPLEX_TYPES))

@@ -12,8 +12,9 @@ Request pipelines (as `VncApiServer.http_resource_*` and `_put_common` do):
 - update (PUT, ref-update, set-tag): object exists (404), property/ref-attr types (400), refs
   (404/400 as above), type pre-update hook, tag-ref rules; fields given replace the stored ones;
 - delete: object exists (404), no children (409), no back-refs (409), type post-delete hook.
-Reads return refs and back-refs sorted by uuid and children in creation order, as the real server's
-Cassandra rows do: clients must order sequenced refs themselves.
+Reads and lists are rendered by `views`: refs and back-refs come sorted by uuid and children in
+creation order, as the real server's Cassandra rows do, so clients must order sequenced refs
+themselves.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import json
 import logging
 import re
 import uuid as uuid_lib
-from dataclasses import dataclass, field
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
@@ -33,6 +34,7 @@ from .security import ApplicationPolicySetHooks, FirewallPolicyHooks, FirewallRu
 from .store import Ref, Store, StoredObject
 from .tags import TagHooks, TagTypeHooks, check_tag_refs, predefined_tag_types, set_tag
 from .validation import PROPERTIES, validate_props, validate_ref_attrs
+from .views import ListQuery, Views
 
 log = logging.getLogger(__name__)
 
@@ -65,48 +67,6 @@ _HOOKS: Dict[str, ResourceHooks] = {
 _NO_HOOKS = ResourceHooks()
 
 
-@dataclass
-class ListQuery:
-    """The selectors and options of `GET /<plural>` (and `POST /list-bulk-collection`)."""
-
-    parent_uuids: Optional[List[str]] = None
-    parent_fq_name: Optional[List[str]] = None
-    parent_type: Optional[str] = None
-    back_ref_uuids: Optional[List[str]] = None
-    obj_uuids: Optional[List[str]] = None
-    fq_names: Optional[List[List[str]]] = None
-    detail: bool = False
-    count: bool = False
-    fields: List[str] = field(default_factory=list)
-    filters: Dict[str, List[Any]] = field(default_factory=dict)
-    exclude_hrefs: bool = False
-
-
-def parse_filters(text: Any) -> Dict[str, List[Any]]:
-    """`k==<json>,k2==<json>` as the real server reads it (values are JSON, else plain strings;
-    values of one key are alternatives, keys are all required)."""
-    result: Dict[str, List[Any]] = {}
-    if not text:
-        return result
-    if not isinstance(text, str):
-        raise bad_request(f"Invalid filter {text!r}")
-    for term in text.split(","):
-        parts = term.split("==")
-        if len(parts) != 2:
-            raise bad_request(f"Invalid filter {text}")
-        key, raw = parts
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            value = raw
-        if isinstance(value, (dict, list)):
-            raise bad_request(f"Invalid filter {text}")
-        values = result.setdefault(key, [])
-        if value not in values:
-            values.append(value)
-    return result
-
-
 def _now() -> str:
     return datetime.now(timezone.utc).replace(tzinfo=None).isoformat()
 
@@ -135,15 +95,7 @@ class ConfigApi:
         for rt in RESOURCE_TYPES.values():
             self._by_any_name[rt.name] = rt.name
             self._by_any_name[rt.field_name] = rt.name
-        # target type -> back-ref field -> (source type, source ref field)
-        self._back_ref_fields: Dict[str, Dict[str, Tuple[str, str]]] = {}
-        # parent type -> children field -> child type
-        self._children_fields: Dict[str, Dict[str, str]] = {}
-        for rt in RESOURCE_TYPES.values():
-            for ref_field, target in rt.ref_types.items():
-                self._back_ref_fields.setdefault(target, {})[f"{rt.field_name}_back_refs"] = (rt.name, ref_field)
-            for parent in rt.parent_types:
-                self._children_fields.setdefault(parent, {})[f"{rt.field_name}s"] = rt.name
+        self.views = Views(self.store)
         with self.store.lock:
             if len(self.store) == 0:
                 self._provision_defaults()
@@ -174,7 +126,7 @@ class ConfigApi:
         with self.store.lock:
             rt = self.resource(obj_type)
             objs = sorted(self.store.objects_of_type(rt.name), key=lambda o: (o.fq_name, o.uuid))
-            return [self._render(o, "", hrefs=False, all_fields=True, extra=self.link_fields(rt.name))
+            return [self.views.render(o, "", False, all_fields=True, extra=self.views.link_fields(rt.name))
                     for o in objs]
 
     # --- CRUD ---------------------------------------------------------------------------------
@@ -197,14 +149,14 @@ class ConfigApi:
             rt = self.resource(obj_type)
             obj = self._get_typed(rt.name, uuid, not_found(unknown_id(uuid)))
             if fields is not None:
-                return self._render(obj, base_url, hrefs, all_fields=False,
-                                    extra=set(fields) | {"id_perms", "perms2"})
+                return self.views.render(obj, base_url, hrefs, all_fields=False,
+                                         extra=set(fields) | {"id_perms", "perms2"})
             extra: Set[str] = set()
             if not exclude_back_refs:
-                extra |= set(self._back_ref_fields.get(rt.name, {}))
+                extra |= self.views.back_ref_fields(rt.name)
             if not exclude_children:
-                extra |= set(self._children_fields.get(rt.name, {}))
-            return self._render(obj, base_url, hrefs, all_fields=True, extra=extra)
+                extra |= self.views.children_fields(rt.name)
+            return self.views.render(obj, base_url, hrefs, all_fields=True, extra=extra)
 
     def update(self, obj_type: str, uuid: str, body: Any, base_url: str = "") -> Optional[Dict[str, Any]]:
         """PUT: the fields given replace the stored ones. An empty body changes nothing (None)."""
@@ -239,7 +191,9 @@ class ConfigApi:
     def list(self, obj_type: str, query: ListQuery, base_url: str = "") -> Dict[str, Any]:
         with self.store.lock:
             rt = self.resource(obj_type)
-            return {rt.plural: self._list(rt, query, base_url)}
+            if query.parent_type:
+                query = replace(query, parent_type=self.resolve_type(query.parent_type))
+            return {rt.plural: self.views.list_answer(rt, query, base_url)}
 
     # --- actions ------------------------------------------------------------------------------
 
@@ -473,99 +427,6 @@ class ConfigApi:
         if obj.type != obj_type:
             raise not_found(f"No {obj_type} object found for id {uuid}")
         return obj
-
-    def _list(self, rt: ResourceType, query: ListQuery, base_url: str) -> Any:
-        parents = query.parent_uuids
-        if query.parent_fq_name is not None:
-            types = [self.resolve_type(query.parent_type)] if query.parent_type else [
-                t for t in rt.parent_types if t != "config-root"]
-            parents = [u for u in (self.store.uuid_for(t, query.parent_fq_name) for t in types) if u]
-        obj_uuids = query.obj_uuids
-        if query.fq_names is not None:
-            found = [u for u in (self.store.uuid_for(rt.name, fq) for fq in query.fq_names) if u]
-            obj_uuids = (obj_uuids or []) + found
-            if not obj_uuids:
-                return [] if not query.count else {"count": 0}
-        if obj_uuids is None and query.back_ref_uuids is None and parents == []:
-            return [] if not query.count else {"count": 0}
-        selected = []
-        for obj in self.store.objects_of_type(rt.name):
-            if parents is not None and obj.parent_uuid not in parents:
-                continue
-            if obj_uuids is not None and obj.uuid not in obj_uuids:
-                continue
-            if query.back_ref_uuids is not None and not any(
-                    r.uuid in query.back_ref_uuids for refs in obj.refs.values() for r in refs):
-                continue
-            if any(obj.props.get(k) not in values for k, values in query.filters.items()):
-                continue
-            selected.append(obj)
-        if query.count:
-            return {"count": len(selected)}
-        selected.sort(key=lambda o: (o.fq_name, o.uuid))
-        wanted = set(query.fields)
-        if query.detail:
-            return [{rt.name: self._render(o, base_url, not query.exclude_hrefs, all_fields=True, extra=wanted)}
-                    for o in selected]
-        items = []
-        for obj in selected:
-            item = self._render(obj, base_url, not query.exclude_hrefs, all_fields=False, extra=wanted)
-            for key in ("name", "parent_type", "parent_uuid", "parent_href"):
-                item.pop(key, None)
-            items.append(item)
-        return items
-
-    # --- rendering ----------------------------------------------------------------------------
-
-    def link_fields(self, obj_type: str) -> Set[str]:
-        """Names of the back-ref and children fields a read of `obj_type` can return."""
-        return set(self._back_ref_fields.get(obj_type, {})) | set(self._children_fields.get(obj_type, {}))
-
-    def _render(self, obj: StoredObject, base_url: str, hrefs: bool, *, all_fields: bool,
-                extra: Set[str]) -> Dict[str, Any]:
-        """An object as the real server returns it: identity, then properties and refs (all of them,
-        or those in `extra`), then the back-refs and children named in `extra`."""
-        out: Dict[str, Any] = {"uuid": obj.uuid, "name": obj.fq_name[-1], "fq_name": list(obj.fq_name)}
-        if obj.parent_type:
-            out["parent_type"] = obj.parent_type
-            out["parent_uuid"] = obj.parent_uuid
-            if hrefs:
-                out["parent_href"] = f"{base_url}/{obj.parent_type}/{obj.parent_uuid}"
-        if hrefs:
-            out["href"] = f"{base_url}/{obj.type}/{obj.uuid}"
-        for name, value in obj.props.items():
-            if all_fields or name in extra:
-                out[name] = copy.deepcopy(value)
-        rt = RESOURCE_TYPES[obj.type]
-        for ref_field, refs in obj.refs.items():
-            if all_fields or ref_field in extra:
-                out[ref_field] = [self._link(r.to, rt.ref_types.get(ref_field, ""), r.uuid, base_url, hrefs,
-                                             attr=r.attr) for r in sorted(refs, key=lambda r: r.uuid)]
-        back_fields = self._back_ref_fields.get(obj.type, {})
-        if extra & set(back_fields):
-            grouped: Dict[str, List[Dict[str, Any]]] = {}
-            for src, ref_field, ref in sorted(self.store.referrers(obj.uuid), key=lambda t: t[0].uuid):
-                name = f"{RESOURCE_TYPES[src.type].field_name}_back_refs"
-                if name in extra:
-                    grouped.setdefault(name, []).append(
-                        self._link(src.fq_name, src.type, src.uuid, base_url, hrefs, attr=ref.attr))
-            out.update(grouped)
-        child_fields = self._children_fields.get(obj.type, {})
-        if extra & set(child_fields):
-            for child in self.store.children(obj.uuid):
-                name = f"{RESOURCE_TYPES[child.type].field_name}s"
-                if name in extra:
-                    out.setdefault(name, []).append(
-                        self._link(child.fq_name, child.type, child.uuid, base_url, hrefs))
-        return out
-
-    @staticmethod
-    def _link(to: List[str], obj_type: str, uuid: str, base_url: str, hrefs: bool,
-              **extra: Any) -> Dict[str, Any]:
-        link: Dict[str, Any] = {"to": list(to), "uuid": uuid, **{k: copy.deepcopy(v) for k, v in extra.items()}}
-        if hrefs:
-            link["href"] = f"{base_url}/{obj_type}/{uuid}"
-        return link
 
     # --- provisioning -------------------------------------------------------------------------
 

@@ -25,7 +25,8 @@ from urllib.parse import parse_qs
 import gevent
 
 from ..schema import RESOURCE_TYPES, type_for_plural
-from .api import ConfigApi, ListQuery, parse_filters
+from .api import ConfigApi
+from .views import ListQuery, parse_filters
 from .errors import ApiError
 from .faults import DROP, DROPPED, FAIL, DropConnection, FaultInjector, RequestCounters
 

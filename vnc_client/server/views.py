@@ -1,0 +1,174 @@
+"""Reading the store the way the real server answers: object renderings and list selections.
+
+A rendered object carries its identity (`uuid`, `name`, `fq_name`, parent, hrefs), its properties and
+refs (`{"to", "uuid", "attr", "href"}`), and the back-refs (`<type>_back_refs`) and children
+(`<child type>s`, e.g. `firewall_policys`) asked for. Refs and back-refs are sorted by uuid and
+children come in creation order, as the real server's Cassandra rows list them.
+"""
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Set
+
+from ..schema import RESOURCE_TYPES, ResourceType
+from .errors import bad_request
+from .store import Store, StoredObject
+
+
+@dataclass
+class ListQuery:
+    """The selectors and options of `GET /<plural>` (and `POST /list-bulk-collection`).
+
+    Selectors given together must all match (parent, back-ref target, uuid and fq_name lists,
+    property filters)."""
+
+    parent_uuids: Optional[List[str]] = None
+    parent_fq_name: Optional[List[str]] = None
+    parent_type: Optional[str] = None  # with parent_fq_name: the parent's type (else any allowed one)
+    back_ref_uuids: Optional[List[str]] = None
+    obj_uuids: Optional[List[str]] = None
+    fq_names: Optional[List[List[str]]] = None
+    detail: bool = False
+    count: bool = False
+    fields: List[str] = field(default_factory=list)
+    filters: Dict[str, List[Any]] = field(default_factory=dict)
+    exclude_hrefs: bool = False
+
+
+def parse_filters(text: Any) -> Dict[str, List[Any]]:
+    """`k==<json>,k2==<json>` as the real server reads it (values are JSON, else plain strings;
+    values of one key are alternatives, keys are all required)."""
+    result: Dict[str, List[Any]] = {}
+    if not text:
+        return result
+    if not isinstance(text, str):
+        raise bad_request(f"Invalid filter {text!r}")
+    for term in text.split(","):
+        parts = term.split("==")
+        if len(parts) != 2:
+            raise bad_request(f"Invalid filter {text}")
+        key, raw = parts
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        if isinstance(value, (dict, list)):
+            raise bad_request(f"Invalid filter {text}")
+        values = result.setdefault(key, [])
+        if value not in values:
+            values.append(value)
+    return result
+
+
+class Views:
+    """Renderings of the objects of one store (callers hold the store lock)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        # target type -> back-ref field names; parent type -> children field names
+        self._back_ref_fields: Dict[str, Set[str]] = {}
+        self._children_fields: Dict[str, Set[str]] = {}
+        for rt in RESOURCE_TYPES.values():
+            for target in rt.ref_types.values():
+                self._back_ref_fields.setdefault(target, set()).add(f"{rt.field_name}_back_refs")
+            for parent in rt.parent_types:
+                self._children_fields.setdefault(parent, set()).add(f"{rt.field_name}s")
+
+    def back_ref_fields(self, obj_type: str) -> Set[str]:
+        return set(self._back_ref_fields.get(obj_type, ()))
+
+    def children_fields(self, obj_type: str) -> Set[str]:
+        return set(self._children_fields.get(obj_type, ()))
+
+    def link_fields(self, obj_type: str) -> Set[str]:
+        """Names of the back-ref and children fields a read of `obj_type` can return."""
+        return self.back_ref_fields(obj_type) | self.children_fields(obj_type)
+
+    def render(self, obj: StoredObject, base_url: str, hrefs: bool, *, all_fields: bool,
+               extra: Set[str]) -> Dict[str, Any]:
+        """An object with all its properties and refs (or only those in `extra`), and the back-refs
+        and children named in `extra`."""
+        out: Dict[str, Any] = {"uuid": obj.uuid, "name": obj.fq_name[-1], "fq_name": list(obj.fq_name)}
+        if obj.parent_type:
+            out["parent_type"] = obj.parent_type
+            out["parent_uuid"] = obj.parent_uuid
+            if hrefs:
+                out["parent_href"] = f"{base_url}/{obj.parent_type}/{obj.parent_uuid}"
+        if hrefs:
+            out["href"] = f"{base_url}/{obj.type}/{obj.uuid}"
+        for name, value in obj.props.items():
+            if all_fields or name in extra:
+                out[name] = copy.deepcopy(value)
+        ref_types = RESOURCE_TYPES[obj.type].ref_types
+        for ref_field, refs in obj.refs.items():
+            if all_fields or ref_field in extra:
+                out[ref_field] = [_link(r.to, ref_types.get(ref_field, ""), r.uuid, base_url, hrefs, attr=r.attr)
+                                  for r in sorted(refs, key=lambda r: r.uuid)]
+        if extra & self.back_ref_fields(obj.type):
+            for src, _field, ref in sorted(self._store.referrers(obj.uuid), key=lambda t: t[0].uuid):
+                name = f"{RESOURCE_TYPES[src.type].field_name}_back_refs"
+                if name in extra:
+                    out.setdefault(name, []).append(
+                        _link(src.fq_name, src.type, src.uuid, base_url, hrefs, attr=ref.attr))
+        if extra & self.children_fields(obj.type):
+            for child in self._store.children(obj.uuid):
+                name = f"{RESOURCE_TYPES[child.type].field_name}s"
+                if name in extra:
+                    out.setdefault(name, []).append(_link(child.fq_name, child.type, child.uuid, base_url, hrefs))
+        return out
+
+    def list_answer(self, rt: ResourceType, query: ListQuery, base_url: str) -> Any:
+        """The value of `{"<plural>": ...}`: `{"count": n}`, plain items `{"uuid", "fq_name",
+        "href"}` plus the fields asked for, or detailed items `{"<type>": {...}}`."""
+        selected = self._select(rt, query)
+        if query.count:
+            return {"count": len(selected)}
+        selected.sort(key=lambda o: (o.fq_name, o.uuid))
+        wanted = set(query.fields)
+        hrefs = not query.exclude_hrefs
+        if query.detail:
+            return [{rt.name: self.render(o, base_url, hrefs, all_fields=True, extra=wanted)} for o in selected]
+        items = []
+        for obj in selected:
+            item = self.render(obj, base_url, hrefs, all_fields=False, extra=wanted)
+            for key in ("name", "parent_type", "parent_uuid", "parent_href"):
+                item.pop(key, None)
+            items.append(item)
+        return items
+
+    def _select(self, rt: ResourceType, query: ListQuery) -> List[StoredObject]:
+        parents = query.parent_uuids
+        if query.parent_fq_name is not None:
+            types = [query.parent_type] if query.parent_type else [t for t in rt.parent_types if t != "config-root"]
+            parents = [u for u in (self._store.uuid_for(t, query.parent_fq_name) for t in types) if u]
+        obj_uuids = query.obj_uuids
+        if query.fq_names is not None:
+            obj_uuids = (obj_uuids or []) + [
+                u for u in (self._store.uuid_for(rt.name, fq) for fq in query.fq_names) if u]
+            if not obj_uuids:
+                return []
+        if obj_uuids is None and query.back_ref_uuids is None and parents == []:
+            return []  # the parent named does not exist
+        selected = []
+        for obj in self._store.objects_of_type(rt.name):
+            if parents is not None and obj.parent_uuid not in parents:
+                continue
+            if obj_uuids is not None and obj.uuid not in obj_uuids:
+                continue
+            if query.back_ref_uuids is not None and not any(
+                    r.uuid in query.back_ref_uuids for refs in obj.refs.values() for r in refs):
+                continue
+            if any(obj.props.get(k) not in values for k, values in query.filters.items()):
+                continue
+            selected.append(obj)
+        return selected
+
+
+def _link(to: List[str], obj_type: str, uuid: str, base_url: str, hrefs: bool, **extra: Any) -> Dict[str, Any]:
+    link: Dict[str, Any] = {"to": list(to), "uuid": uuid, **{k: copy.deepcopy(v) for k, v in extra.items()}}
+    if hrefs:
+        link["href"] = f"{base_url}/{obj_type}/{uuid}"
+    return link
+
