@@ -1,0 +1,177 @@
+#!/usr/bin/env python
+"""Requests per second through VncClient against the embedded config API server.
+
+Measures the client's whole path (pooled keep-alive session, JSON, error mapping, observer) for
+one greenlet and for several concurrent greenlets sharing one client, as the daemon's reconciler
+does. gevent is monkey-patched first so that `requests` yields while waiting on a socket.
+
+The server runs in a separate process by default (`contrail-kube-manager vnc-server`), so client and
+server do not share one interpreter lock; `--server thread` runs it in this process instead, and
+`--url` benchmarks a server that is already running (even a real contrail-api: the workload only
+reads the default policy management and creates and deletes its own `bench=<n>` tags).
+
+    python bench/bench_vnc_client.py [--requests 2000] [--concurrency 1,8] [--latency 0.005]
+"""
+from gevent import monkey
+
+monkey.patch_all()
+
+import argparse  # noqa: E402 - after monkey-patching, on purpose
+import json  # noqa: E402
+import socket  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from contextlib import contextmanager, nullcontext  # noqa: E402
+from dataclasses import asdict, dataclass  # noqa: E402
+from itertools import count  # noqa: E402
+from typing import Callable, Dict, Iterator, List, Optional  # noqa: E402
+
+import gevent  # noqa: E402
+from gevent.pool import Pool  # noqa: E402
+
+from vnc_client.client import VncClient  # noqa: E402
+from vnc_client.errors import VncConnectionError  # noqa: E402
+from vnc_client.objects import Tag  # noqa: E402
+from vnc_client.retry import RetryPolicy  # noqa: E402
+
+PM = ["default-policy-management"]
+START_TIMEOUT = 15.0
+
+
+@dataclass
+class Result:
+    workload: str
+    greenlets: int
+    requests: int
+    seconds: float
+    requests_per_second: float
+    p50_ms: float
+    p99_ms: float
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until_up(url: str) -> None:
+    """Polls the home page until the server answers or START_TIMEOUT passes."""
+    deadline = time.monotonic() + START_TIMEOUT
+    with VncClient(url, retry=RetryPolicy(attempts=1), connect_timeout=0.5) as probe:
+        while True:
+            try:
+                probe.home()
+                return
+            except VncConnectionError:
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"the embedded server at {url} did not come up within {START_TIMEOUT}s")
+                gevent.sleep(0.05)
+
+
+@contextmanager
+def embedded_server(mode: str, latency: float) -> Iterator[str]:
+    """The base URL of a fresh embedded server, run as `mode` ("process" or "thread")."""
+    if mode == "thread":
+        from vnc_client.server.runner import run_in_background
+
+        with run_in_background(latency=latency) as server:
+            yield server.url
+        return
+    port = free_port()
+    command = [sys.executable, "-m", "kube_manager", "vnc-server", "--listen", f"127.0.0.1:{port}",
+               "--latency", str(latency), "--log-level", "WARNING"]
+    process = subprocess.Popen(command)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_until_up(url)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+
+
+def workloads(client: VncClient, names: Iterator[int]) -> Dict[str, Callable[[], int]]:
+    """Each workload does one unit of work and returns how many HTTP requests it made."""
+    pm_uuid = client.fqname_to_id("policy-management", PM)
+
+    def read() -> int:
+        client.read("policy-management", pm_uuid, fields=["annotations"])
+        return 1
+
+    def lookup() -> int:
+        client.fqname_to_id("policy-management", PM)
+        return 1
+
+    def create_delete() -> int:
+        created = client.create("tag", Tag.named("bench", f"v{next(names)}"))
+        client.delete("tag", created["uuid"])
+        return 2
+
+    return {"read": read, "fqname-to-id": lookup, "create+delete": create_delete}
+
+
+def run_one(url: str, workload: str, greenlets: int, total: int, names: Iterator[int]) -> Result:
+    latencies: List[float] = []
+    with VncClient(url, concurrency=greenlets, observer=lambda m, p, s, sec: latencies.append(sec)) as client:
+        unit = workloads(client, names)[workload]
+        unit()  # warm-up: connection established, first request out of the way
+        latencies.clear()
+        done = [0]
+
+        def worker() -> None:
+            while done[0] < total:
+                made = unit()  # yields; read the shared count only after it returns
+                done[0] += made
+
+        pool = Pool(greenlets)
+        started = time.perf_counter()
+        for _ in range(greenlets):
+            pool.spawn(worker)
+        pool.join(raise_error=True)
+        seconds = time.perf_counter() - started
+    ordered = sorted(latencies)
+    return Result(workload, greenlets, len(ordered), round(seconds, 3), round(len(ordered) / seconds, 1),
+                  round(statistics.median(ordered) * 1000, 2),
+                  round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000, 2))
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=2000, help="requests per measurement (default 2000)")
+    parser.add_argument("--concurrency", default="1,8", help="comma list of greenlet counts (default 1,8)")
+    parser.add_argument("--latency", type=float, default=0.0, help="latency the embedded server adds (seconds)")
+    parser.add_argument("--server", choices=["process", "thread"], default="process",
+                        help="run the embedded server in its own process (default) or in a thread here")
+    parser.add_argument("--url", help="benchmark an already running server instead of starting one")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = parser.parse_args(argv)
+    try:
+        levels = [int(c) for c in args.concurrency.split(",")]
+    except ValueError:
+        parser.error(f"--concurrency {args.concurrency!r}: expected a comma list of integers")
+    if args.requests < 1 or any(c < 1 for c in levels):
+        parser.error("--requests and every --concurrency level must be at least 1")
+
+    names = count()
+    results: List[Result] = []
+    with (nullcontext(args.url) if args.url else embedded_server(args.server, args.latency)) as url:
+        for workload in ("read", "fqname-to-id", "create+delete"):
+            for greenlets in levels:
+                results.append(run_one(url, workload, greenlets, args.requests, names))
+    if args.json:
+        print(json.dumps([asdict(r) for r in results], indent=2))
+        return 0
+    where = args.url or f"embedded server ({args.server}, latency {args.latency * 1000:g} ms)"
+    print(f"VncClient against {where}")
+    print(f"{'workload':<15}{'greenlets':>10}{'requests':>10}{'seconds':>9}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}")
+    for r in results:
+        print(f"{r.workload:<15}{r.greenlets:>10}{r.requests:>10}{r.seconds:>9}{r.requests_per_second:>9}"
+              f"{r.p50_ms:>9}{r.p99_ms:>9}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
