@@ -252,7 +252,7 @@ class ConfigApi:
             refs = list(obj.refs.get(ref_field, []))
             if operation == "ADD":
                 validate_ref_attrs(rt.name, {ref_field: [{"to": ref_fq_name, "attr": attr}]}, "ref-update")
-                refs = [r for r in refs if r.uuid != ref_uuid] + [Ref(list(ref_fq_name), ref_uuid, attr)]
+                refs = [r for r in refs if r.uuid != ref_uuid] + [Ref(list(ref_fq_name), ref_uuid, copy.deepcopy(attr))]
             else:
                 doomed = next((r for r in refs if r.to == ref_fq_name or r.uuid == ref_uuid), None)
                 refs = [r for r in refs if r is not doomed]

@@ -134,7 +134,8 @@ PROPERTIES: Dict[str, Dict[str, FieldSpec]] = {
         virtual_machine_interface_allowed_address_pairs=OPAQUE, virtual_machine_interface_bindings=OPAQUE,
         virtual_machine_interface_device_owner=STRING, virtual_machine_interface_dhcp_option_list=OPAQUE,
         virtual_machine_interface_disable_policy=BOOLEAN, virtual_machine_interface_fat_flow_protocols=OPAQUE,
-        virtual_machine_interface_host_routes=OPAQUE, virtual_machine_interface_mac_addresses=_complex("MacAddressesType"),
+        virtual_machine_interface_host_routes=OPAQUE,
+        virtual_machine_interface_mac_addresses=_complex("MacAddressesType"),
         virtual_machine_interface_properties=OPAQUE, vlan_tag_based_bridge_domain=BOOLEAN, vrf_assign_table=OPAQUE,
     ),
 }
