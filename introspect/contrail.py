@@ -193,6 +193,17 @@ class ContrailView:
         return found
 
 
+def deny_rule_names(policy: ContrailObject) -> List[str]:
+    """The default-deny rule names of SPEC section 4 for a NetworkPolicy's firewall policy:
+    `<cluster>-<ns>-<np>` gives `<cluster>-<ns>-<dir>-<np>-denyall`. Deny rules live in the cluster's
+    deny-all policy and carry no namespace mark, so this is how a page ties them to their policy."""
+    prefix = f"{policy.annotation('cluster')}-{policy.annotation('namespace')}-"
+    if prefix == "--" or not policy.name.startswith(prefix):
+        return []
+    suffix = policy.name[len(prefix):]
+    return [f"{prefix}{direction}-{suffix}-denyall" for direction in ("ingress", "egress")]
+
+
 def _membership_key(membership: Optional[Membership]) -> Tuple[str, str]:
     if membership is None:
         return (UNREFERENCED, UNREFERENCED)

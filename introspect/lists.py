@@ -46,7 +46,9 @@ class Snapshot:
                  for record in list(self.db.network_policies.values()) for rule in record.rules}
         for policy in paced(self.contrail.objects(c.FIREWALL_POLICY)):
             namespace = policy.annotation("namespace")
-            for rule, _seq in policy.refs("firewall_rule_refs"):
+            if not namespace:
+                continue  # the cluster's own policies (deny-all, allow-all)
+            for rule in [name for name, _seq in policy.refs("firewall_rule_refs")] + c.deny_rule_names(policy):
                 found.setdefault(rule, namespace)
         return found
 

@@ -18,7 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from kube_manager.db import Database
 from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
 from introspect import lists
-from introspect.contrail import FIREWALL_POLICY, FIREWALL_RULE, UNREFERENCED, ContrailObject
+from introspect.contrail import FIREWALL_POLICY, FIREWALL_RULE, UNREFERENCED, deny_rule_names
 from introspect.explain import EXPLAIN_FIELDS, ExplainFn, ExplainPage
 from introspect.health import ConfigApiProbe, HealthPolicy, liveness, readiness, render_text
 from introspect.http import BadRequest, Request, Response
@@ -217,7 +217,7 @@ def _policy_detail(snapshot: Snapshot, row: Dict[str, Any]) -> Dict[str, Any]:
     own = view.find(FIREWALL_POLICY, row["firewall_policy"])
     if own is not None:
         named += [name for name, _seq in own.refs("firewall_rule_refs")]
-        optional = _deny_rule_names(own)
+        optional = deny_rule_names(own)
     found = {}
     for name in dict.fromkeys(named + optional):
         rule = view.find(FIREWALL_RULE, DEFAULT_POLICY_MANAGEMENT + [name])
@@ -241,17 +241,6 @@ def _policy_detail(snapshot: Snapshot, row: Dict[str, Any]) -> Dict[str, Any]:
             "tags": tags, "groups": groups,
             "spec_yaml": yaml.safe_dump(row["spec"], sort_keys=False, default_flow_style=False),
             "json": as_json}
-
-
-def _deny_rule_names(policy: ContrailObject) -> List[str]:
-    """The default-deny rule names of SPEC section 4 for this NetworkPolicy's firewall policy
-    (`<cluster>-<ns>-<np>` gives `<cluster>-<ns>-<dir>-<np>-denyall`), so the detail page shows them
-    even when the record lists only the pass rules."""
-    prefix = f"{policy.annotation('cluster')}-{policy.annotation('namespace')}-"
-    if prefix == "--" or not policy.name.startswith(prefix):
-        return []
-    suffix = policy.name[len(prefix):]
-    return [f"{prefix}{direction}-{suffix}-denyall" for direction in ("ingress", "egress")]
 
 
 def _slug(value: Any) -> str:

@@ -236,6 +236,9 @@ def test_policy_detail_finds_deny_rules_by_name_when_the_record_lists_only_pass_
     assert names(detail["firewall_rules"]) == [R_MONITORING, R_MON_DENY]
     assert names(detail["address_groups"]) == [AG_NAME]
     assert detail["firewall_rules"][0]["state"] == "pending"
+    # The deny rule still counts as the policy's namespace's on the rule list.
+    rules = get_json(app, "/Snh_FirewallRuleDatabaseList?namespace=shop&q=monitoring&format=json")
+    assert names(rules["firewall_rules"]) == [R_MONITORING, R_MON_DENY]
 
 
 def test_policy_detail_reports_rule_names_known_nowhere(db, app):
