@@ -278,6 +278,19 @@ def test_list_bulk_collection_answers_as_the_get(http):
     body = {"type": "address-group", "obj_uuids": ",".join(g["uuid"] for g in groups[:2]), "detail": False}
     answer = http.action("/list-bulk-collection", body)
     assert sorted(g["uuid"] for g in answer["address-groups"]) == sorted(g["uuid"] for g in groups[:2])
+    expect_error(http.post("/list-bulk-collection", {"type": "address-group", "obj_uuids": [groups[0]["uuid"]]}),
+                 400, "comma-separated string")
+    expect_error(http.post("/list-bulk-collection", {"type": "address-group", "filters": {"a": 1}}),
+                 400, "Invalid filter")
+
+
+def test_list_by_parent_fq_name_may_name_the_parent_type(http):
+    scoped_pm = http.create("policy-management", {"fq_name": PROJECT + ["pm"], "parent_type": "project"})
+    group = http.create("address-group", {**group_body("g", "10.0.0.0/8"), "fq_name": scoped_pm["fq_name"] + ["g"]})
+    by_pm = http.get("/address-groups", parent_fq_name_str=":".join(scoped_pm["fq_name"]),
+                     parent_type="policy-management").json()["address-groups"]
+    assert [g["uuid"] for g in by_pm] == [group["uuid"]]
+    expect_error(http.get("/address-groups", parent_fq_name_str="a", parent_type="nope"), 404, "nope")
 
 
 # --- actions --------------------------------------------------------------------------------------
