@@ -12,7 +12,7 @@ import pytest
 import responses
 from responses import matchers
 
-from vnc_client.client import VncClient, encode_filters
+from vnc_client.client import LIST_BULK_THRESHOLD, VncClient, encode_filters
 from vnc_client.errors import InvalidResponse
 from vnc_client.objects import ActionList, FirewallEndpoint, FirewallRule, Tag
 
@@ -148,6 +148,22 @@ def test_list_detail_with_every_query_option(rsps, client):
                       back_ref_id="fp-1", obj_uuids=["u-1", "u-2"],
                       filters={"display_name": "a", "direction": [">", "<>"]})
     assert got == [{"uuid": "u-1"}, {"uuid": "u-2"}]
+
+
+def test_list_with_many_ids_posts_the_query_to_list_bulk_collection(rsps, client):
+    uuids = [f"v-{i}" for i in range(LIST_BULK_THRESHOLD + 1)]
+    rsps.post(f"{BASE}/list-bulk-collection", match=[matchers.json_params_matcher({
+        "type": "virtual-machine-interface", "obj_uuids": ",".join(uuids), "fields": "tag_refs", "detail": True})],
+        json={"virtual-machine-interfaces": [{"virtual-machine-interface": {"uuid": "v-0", "tag_refs": []}}]})
+    got = client.list("virtual-machine-interface", obj_uuids=uuids, fields=["tag_refs"], detail=True)
+    assert got == [{"uuid": "v-0", "tag_refs": []}]
+
+
+def test_list_at_the_threshold_still_uses_get(rsps, client):
+    uuids = [f"v-{i}" for i in range(LIST_BULK_THRESHOLD)]
+    rsps.get(f"{BASE}/virtual-machine-interfaces", match=[matchers.query_param_matcher(
+        {"back_ref_id": ",".join(uuids)})], json={"virtual-machine-interfaces": []})
+    assert client.list("virtual-machine-interface", back_ref_id=uuids) == []
 
 
 def test_list_by_parent_fq_name(rsps, client):

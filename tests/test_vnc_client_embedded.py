@@ -12,7 +12,7 @@ from typing import Iterator, List
 import pytest
 
 from vnc_client import objects as o
-from vnc_client.client import VncClient
+from vnc_client.client import LIST_BULK_THRESHOLD, VncClient
 from vnc_client.errors import BadRequest, Conflict, NotFound, ServerError, VncConnectionError
 from vnc_client.retry import RetryPolicy
 from vnc_client.server.runner import BackgroundServer, run_in_background
@@ -165,6 +165,16 @@ def test_full_scenario(client: VncClient) -> None:
         client.delete("firewall-policy", policy_uuid)
     for obj_type in ("firewall-rule", "firewall-policy", "address-group", "application-policy-set"):
         assert [i for i in client.list(obj_type) if "scen" in i["fq_name"][-1]] == []
+
+
+def test_long_uuid_lists_are_listed_through_list_bulk_collection(server: BackgroundServer, client: VncClient) -> None:
+    uuids = [client.create("tag", o.Tag.named("bulk", f"v{i}"))["uuid"] for i in range(LIST_BULK_THRESHOLD + 5)]
+    server.counters.reset()
+    listed = client.list("tag", obj_uuids=uuids, detail=True, fields=["tag_value"])
+    assert sorted(t["tag_value"] for t in listed) == sorted(f"v{i}" for i in range(LIST_BULK_THRESHOLD + 5))
+    assert server.counters.snapshot() == {("POST", "/list-bulk-collection"): 1}
+    for uuid in uuids:
+        client.delete("tag", uuid)
 
 
 def test_injected_503s_and_dropped_connections_are_retried(server: BackgroundServer, client: VncClient) -> None:

@@ -42,6 +42,9 @@ Ident = Union[str, Sequence[str]]
 Observer = Callable[[str, str, Optional[int], float], None]
 
 DEFAULT_PORT = 8082
+# Above this many ids in one list selector, list through POST /list-bulk-collection (as vnc_api does).
+LIST_BULK_THRESHOLD = 25
+LIST_BULK_PATH = "/list-bulk-collection"
 _REF_OPERATIONS = ("ADD", "DELETE")
 
 
@@ -244,7 +247,8 @@ class VncClient:
     ) -> List[Dict[str, Any]]:
         """List objects of a type. Without `detail` each item is `{"uuid", "fq_name", "href"}` (plus
         `fields`); with `detail` each item is the full object (unwrapped). An empty id list given to
-        `parent_id`, `back_ref_id` or `obj_uuids` matches nothing, as in the official library."""
+        `parent_id`, `back_ref_id` or `obj_uuids` matches nothing, as in the official library; a
+        list of more than LIST_BULK_THRESHOLD ids goes in a POST body instead of the URL."""
         rt = _resource(obj_type)
         for ids in (parent_id, back_ref_id, obj_uuids):
             if ids is not None and not isinstance(ids, str) and len(ids) == 0:
@@ -265,7 +269,13 @@ class VncClient:
         if filters:
             params["filters"] = encode_filters(filters)
         path = f"/{rt.plural}"
-        answer = self._expect_dict("GET", path, self._call("GET", path, path, params=params))
+        if any(len(ids) > LIST_BULK_THRESHOLD for ids in (parent_id, back_ref_id, obj_uuids)
+               if ids is not None and not isinstance(ids, str)):
+            # Long id lists would make an over-long URL; the API takes the same query as a POST body.
+            body: Dict[str, Any] = {**params, "type": obj_type, "detail": detail}
+            answer = self._action(LIST_BULK_PATH, body)
+        else:
+            answer = self._expect_dict("GET", path, self._call("GET", path, path, params=params))
         items = answer.get(rt.plural)
         if not isinstance(items, list):
             raise InvalidResponse(f"GET {path}: answer has no {rt.plural!r} list")
