@@ -131,7 +131,7 @@ def test_no_password_or_token_in_logs_errors_or_reprs(rsps, caplog):
     api(rsps, TOKENS[0], status=401, body="token expired")
     keystone_ok(rsps, TOKENS[1])
     api(rsps, TOKENS[1], status=503, body="busy")
-    api(rsps, TOKENS[1], status=401, body="nope")
+    api(rsps, TOKENS[1], status=401, body=f"token {TOKENS[1]} refused")  # a server echoing the token
     with caplog.at_level(logging.DEBUG):
         with VncClient("vnc.test", credentials=CREDS, sleep=lambda s: None) as c:
             with pytest.raises(Unauthorized) as info:

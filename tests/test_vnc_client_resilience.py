@@ -10,7 +10,7 @@ from responses import registries
 
 from vnc_client.client import VncClient
 from vnc_client.errors import (BadRequest, Conflict, Forbidden, NotFound, ServerError, Unauthorized, VncConnectionError,
-                               VncHttpError)
+                               VncError, VncHttpError)
 from vnc_client.retry import RetryPolicy
 
 A = "http://vnc-a:8082"
@@ -75,6 +75,7 @@ def test_a_huge_error_body_is_truncated_in_the_message(rsps, sleeper):
 @pytest.mark.parametrize("failure", [
     {"status": 502}, {"status": 503}, {"status": 504},
     {"body": requests.ConnectionError("refused")}, {"body": requests.ReadTimeout("slow")},
+    {"body": requests.exceptions.ChunkedEncodingError("connection dropped mid-answer")},
 ])
 def test_transient_failures_are_retried_after_a_backoff(rsps, sleeper, failure):
     rsps.get(f"{A}/tag/t-1", **failure)
@@ -150,6 +151,13 @@ def test_a_client_error_from_the_second_endpoint_is_not_retried(rsps, sleeper):
     with make_client(sleeper, "vnc-a,vnc-b") as c, pytest.raises(NotFound):
         c.read("tag", "t-1")
     assert len(rsps.calls) == 2
+
+
+def test_a_request_that_can_never_work_is_a_vnc_error_without_retry(rsps, sleeper):
+    rsps.get(f"{A}/", body=requests.exceptions.InvalidHeader("bad header"))
+    with make_client(sleeper) as c, pytest.raises(VncError, match="GET /: InvalidHeader: bad header"):
+        c.home()
+    assert len(rsps.calls) == 1 and sleeper.delays == []
 
 
 @pytest.mark.parametrize("kwargs", [{"attempts": 0}, {"base_delay": -1}, {"max_delay": -0.5}])

@@ -27,8 +27,8 @@ from urllib.parse import quote, urlsplit
 import requests
 from requests.adapters import HTTPAdapter
 
-from .auth import KeystoneAuth, KeystoneCredentials
-from .errors import InvalidResponse, VncConnectionError, error_for_status
+from .auth import KeystoneAuth, KeystoneCredentials, redact
+from .errors import InvalidResponse, VncConnectionError, VncError, error_for_status
 from .objects import VncObject
 from .retry import RETRYABLE_STATUSES, Jitter, RetryPolicy, full_jitter
 from .schema import ResourceType, resource_type
@@ -46,6 +46,9 @@ DEFAULT_PORT = 8082
 LIST_BULK_THRESHOLD = 25
 LIST_BULK_PATH = "/list-bulk-collection"
 _REF_OPERATIONS = ("ADD", "DELETE")
+# Transport failures worth another attempt (possibly on another endpoint): refused, reset, timed
+# out, or a connection dropped in the middle of the answer.
+_TRANSIENT_TRANSPORT_ERRORS = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)
 
 
 def endpoint_url(endpoint: str, port: int, scheme: str) -> str:
@@ -147,7 +150,8 @@ class VncClient:
         self._current = 0  # index of the endpoint that answered last; fail-over is sticky
 
         self._session = requests.Session()
-        adapter = HTTPAdapter(pool_connections=len(self._endpoints), pool_maxsize=concurrency, max_retries=0)
+        # One pool per endpoint (plus Keystone), each holding a keep-alive connection per greenlet.
+        adapter = HTTPAdapter(pool_connections=len(self._endpoints) + 1, pool_maxsize=concurrency, max_retries=0)
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
         self._session.headers.update({"Accept": "application/json", "User-Agent": "kube-manager-vnc-client"})
@@ -410,10 +414,12 @@ class VncClient:
             try:
                 response = self._session.request(method, url, params=params, json=json_body, headers=headers,
                                                  timeout=self._timeout, verify=self._verify)
-            except (requests.ConnectionError, requests.Timeout) as exc:
+            except _TRANSIENT_TRANSPORT_ERRORS as exc:
                 self._observe(method, template, None, time.monotonic() - started)
                 status: Optional[int] = None
                 failure = f"{type(exc).__name__}: {exc}"
+            except requests.RequestException as exc:  # a request that can never work (bad URL, ...)
+                raise VncError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
             else:
                 status = response.status_code
                 self._observe(method, template, status, time.monotonic() - started)
@@ -426,14 +432,14 @@ class VncClient:
                         log.info("vnc token refused, re-authenticating method=%s path=%s", method, template)
                         self._auth.refresh(token)
                         continue
-                    raise error_for_status(method, path, status, response.text)
+                    raise error_for_status(method, path, status, redact(response.text, token))
                 failure = f"status {status}"
             failures += 1
             if failures >= self._retry.attempts:
                 if status is None:
                     raise VncConnectionError(
                         f"{method} {path}: no VNC endpoint answered after {failures} attempts (last: {failure})")
-                raise error_for_status(method, path, status, response.text)
+                raise error_for_status(method, path, status, redact(response.text, token))
             log.warning("vnc request failed, will retry method=%s path=%s endpoint=%s failure=%s attempt=%d/%d",
                         method, template, self._endpoints[index], failure, failures, self._retry.attempts)
             index = (index + 1) % n
