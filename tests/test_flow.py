@@ -229,7 +229,7 @@ workload_specs = st.lists(st.tuples(st.sampled_from(IP_POOL),
                           min_size=2, max_size=5)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(rule_specs, workload_specs, st.integers(79, 83), st.sampled_from(["tcp", "udp"]))
 def test_indexed_evaluation_equals_a_plain_first_match_scan(specs, workload_list, port, protocol):
     rules, by_policy = [], {}

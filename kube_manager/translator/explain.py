@@ -96,9 +96,10 @@ class Explainer:
         """`NS/POD` or an IP address; an IP that is a pod's IP is that pod."""
         text = str(text or "").strip()
         if "/" in text:
-            if _is_network(text):
-                raise ExplainError(f"{role} {text!r}: give one address, not a network")
             namespace, _, name = text.partition("/")
+            # A namespace is a DNS label: no dots or colons, so this is cheap and unambiguous.
+            if ("." in namespace or ":" in namespace) and _is_network(text):
+                raise ExplainError(f"{role} {text!r}: give one address, not a network")
             if not namespace or not name or "/" in name:
                 raise ExplainError(f"{role} {text!r}: expected NS/POD or an IP address")
             pod = self.kubernetes.pods.get((namespace, name))

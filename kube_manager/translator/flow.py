@@ -180,12 +180,14 @@ class ContrailEvaluator:
         self._groups: Dict[str, List[IPNetwork]] = {
             ":".join(fq): _networks(g)
             for fq, g in _by_fq_name(translation.get("address_groups")).items()}
-        # (version, prefix length) -> network address -> group names, for longest-prefix style lookup
-        self._group_index: Dict[Tuple[int, int], Dict[IPNetwork, List[str]]] = {}
+        # (version, host bits) -> network address as an int -> group names: an IP is looked up
+        # once per prefix length in use, with integer masking only.
+        self._group_index: Dict[Tuple[int, int], Dict[int, List[str]]] = {}
         for name, nets in self._groups.items():
             for net in nets:
-                self._group_index.setdefault((net.version, net.prefixlen), {}) \
-                    .setdefault(net, []).append(name)
+                host_bits = net.max_prefixlen - net.prefixlen
+                self._group_index.setdefault((net.version, host_bits), {}) \
+                    .setdefault(int(net.network_address), []).append(name)
         self.entries: List[_Entry] = self._entries(translation)
         self._index_entries()
 
@@ -252,9 +254,10 @@ class ContrailEvaluator:
         if ip is None:
             return []
         found: List[str] = []
-        for (version, length), nets in self._group_index.items():
+        address = int(ip)
+        for (version, host_bits), nets in self._group_index.items():
             if version == ip.version:
-                found.extend(nets.get(ipaddress.ip_network(f"{ip}/{length}", strict=False), ()))
+                found.extend(nets.get(address >> host_bits << host_bits, ()))
         return sorted(set(found))
 
     def _keys(self, workload: Workload) -> List[Tuple[str, ...]]:
