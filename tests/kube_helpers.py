@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import socket
 import threading
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
@@ -99,3 +100,50 @@ def watcher(api_client: Any, resource: str, recorder: Recorder, db: Optional[Dat
             **kwargs: Any) -> KubeWatcher:
     return KubeWatcher(api_client, resource, recorder, db if db is not None else Database(),
                        **kwargs)
+
+
+def http_response(body: bytes = b"", chunks: Optional[List[bytes]] = None, end: bool = True) -> bytes:
+    """A raw HTTP/1.1 200 response: `body` with a length, or chunked `chunks` (ended when `end`)."""
+    if chunks is None:
+        return (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    raw = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    raw += b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for chunk in chunks)
+    return raw + (b"0\r\n\r\n" if end else b"")
+
+
+class ScriptedServer:
+    """A bare HTTP server that answers each connection's request with `respond(request)`.
+
+    For failures the emulator does not stage: a response that is never finished (a dead peer), or
+    a server that expires every watch. Connections stay open until `close`.
+    """
+
+    def __init__(self, respond: Callable[[bytes], bytes]) -> None:
+        self._respond = respond
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(8)
+        self._connections: List[socket.socket] = []
+        self.requests: List[bytes] = []
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            self._connections.append(conn)
+            request = conn.recv(65536)
+            self.requests.append(request)
+            conn.sendall(self._respond(request))
+
+    def __enter__(self) -> "ScriptedServer":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._listener.close()
+        for conn in self._connections:
+            conn.close()

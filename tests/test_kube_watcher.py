@@ -8,7 +8,8 @@ from typing import Any, Dict, Iterator, List, Tuple
 import pytest
 from prometheus_client import CollectorRegistry
 
-from kube_helpers import Recorder, namespace, pod, policy, running, wait_until, watcher
+from kube_helpers import (Recorder, ScriptedServer, http_response, namespace, pod, policy, running,
+                          wait_until, watcher)
 from kube_manager.db import Database
 from kube_manager.kube.client_factory import api_client_for_url
 from kube_manager.kube.emulator_runner import EmulatorRunner
@@ -53,6 +54,14 @@ def emulator_state(kube: EmulatorRunner) -> Dict[Tuple[str, str, str], Dict[str,
             meta = obj["metadata"]
             state[(resource, meta.get("namespace", ""), meta["name"])] = trim(obj)
     return state
+
+
+EMPTY_LIST = b'{"kind":"NamespaceList","metadata":{"resourceVersion":"7"},"items":[]}'
+
+
+def restart_reasons(metrics: Metrics) -> Dict[str, float]:
+    return {s.labels["reason"]: s.value for m in metrics.watch_restarts.collect()
+            for s in m.samples if s.name.endswith("_total")}
 
 
 def test_list_then_ordered_events(kube: EmulatorRunner) -> None:
@@ -177,9 +186,7 @@ def test_410_relists_and_loses_no_event(kube: EmulatorRunner) -> None:
         rec.wait_for("ADDED", "after")
         status = db.kube_connections["pods"]
         assert status.reconnects == 2 and status.last_error.startswith("410 Gone")
-        restarts = {(s.labels["reason"], s.value) for m in metrics.watch_restarts.collect()
-                    for s in m.samples if s.name.endswith("_total")}
-        assert restarts == {("error", 1.0), ("expired", 1.0)}
+        assert restart_reasons(metrics) == {"error": 1.0, "expired": 1.0}
 
 
 def test_backoff_doubles_to_the_cap_and_resets_after_success() -> None:
@@ -219,55 +226,52 @@ def test_backoff_doubles_to_the_cap_and_resets_after_success() -> None:
 
 
 def test_a_dead_connection_is_noticed_by_the_read_timeout() -> None:
-    """A server that answers the list, then accepts the watch and goes silent forever."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(4)
-    connections: List[socket.socket] = []
+    """The list is answered; the watch gets its headers, then silence forever."""
+    def respond(request: bytes) -> bytes:
+        return http_response(chunks=[], end=False) if b"watch=true" in request \
+            else http_response(EMPTY_LIST)
 
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            connections.append(conn)
-            request = conn.recv(65536)
-            if b"watch=true" in request:
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                             b"Transfer-Encoding: chunked\r\n\r\n")
-            else:
-                body = b'{"kind":"NamespaceList","metadata":{"resourceVersion":"7"},"items":[]}'
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                             b"Content-Length: %d\r\nConnection: close\r\n\r\n%s"
-                             % (len(body), body))
-    threading.Thread(target=serve, daemon=True).start()
-    rec, db = Recorder(), Database()
-    stop_requested = threading.Event()
-    holder: List[Any] = []
+    rec, db, metrics = Recorder(), Database(), Metrics(CollectorRegistry())
+    gave_up = threading.Event()
+    with ScriptedServer(respond) as server:
+        w = watcher(api_client_for_url(server.url), "namespaces", rec, db, metrics=metrics,
+                    sleep=lambda delay: (gave_up.set(), w.stop()),
+                    settings=WatchSettings(min_timeout_seconds=1, max_timeout_seconds=1,
+                                           read_grace=0.3))
+        with running([w]):
+            assert gave_up.wait(10), "the silent watch was never given up"
+    status = db.kube_connections["namespaces"]
+    assert "ReadTimeoutError" in status.last_error and not status.connected
+    assert rec.types() == [("LISTED", "")]
+    assert restart_reasons(metrics) == {"timeout": 1.0}
+
+
+def test_watches_that_keep_expiring_back_off() -> None:
+    """A server whose every watch is 410 at once must not be listed in a tight loop."""
+    gone = (b'{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure",'
+            b'"reason":"Expired","message":"too old resource version","code":410}}\n')
+
+    def respond(request: bytes) -> bytes:
+        return http_response(chunks=[gone]) if b"watch=true" in request \
+            else http_response(EMPTY_LIST)
+
+    rec, metrics = Recorder(), Metrics(CollectorRegistry())
+    delays: List[float] = []
 
     def sleeper(delay: float) -> None:
-        stop_requested.set()
-        holder[0].stop()
+        delays.append(delay)
+        if len(delays) == 3:
+            w.stop()
 
-    metrics = Metrics(CollectorRegistry())
-    w = watcher(api_client_for_url(f"http://127.0.0.1:{listener.getsockname()[1]}"), "namespaces",
-                rec, db, sleep=sleeper, metrics=metrics,
-                settings=WatchSettings(min_timeout_seconds=1, max_timeout_seconds=1, read_grace=0.3))
-    holder.append(w)
-    try:
+    with ScriptedServer(respond) as server:
+        w = watcher(api_client_for_url(server.url), "namespaces", rec, metrics=metrics,
+                    sleep=sleeper)
         with running([w]):
-            assert stop_requested.wait(10), "the silent watch was never given up"
-        status = db.kube_connections["namespaces"]
-        assert "ReadTimeoutError" in status.last_error and not status.connected
-        assert rec.types() == [("LISTED", "")]
-        timeouts = [s.value for m in metrics.watch_restarts.collect() for s in m.samples
-                    if s.name.endswith("_total") and s.labels["reason"] == "timeout"]
-        assert timeouts == [1.0]
-    finally:
-        listener.close()
-        for conn in connections:
-            conn.close()
+            wait_until(lambda: len(delays) == 3, "three waits")
+        lists = [r for r in server.requests if b"watch=true" not in r]
+    assert delays == [0.8, 1.6, 3.2]  # the first expiry re-listed at once
+    assert len(lists) == 4 and rec.types() == [("LISTED", "")] + [("RELISTED", "")] * 3
+    assert restart_reasons(metrics) == {"expired": 4.0}
 
 
 def test_server_side_timeout_rewatches_without_backoff(kube: EmulatorRunner) -> None:

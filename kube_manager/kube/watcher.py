@@ -9,8 +9,10 @@ cycle is the one client-go's reflector uses:
 3. when the server ends the watch, watch again from the last version seen (events and bookmarks
    advance it); on a connection or API error, the same after a backoff of 0.8 s doubling up to 30 s
    (reset by the next success);
-4. on 410 Gone (the version was compacted away), list again at once and emit the differences against
-   what was seen before as synthetic events, so that nothing is lost, then a RELISTED signal.
+4. on 410 Gone (the version was compacted away), list again and emit the differences against what
+   was seen before as synthetic events, so that nothing is lost, then a RELISTED signal. The re-list
+   is immediate, unless the previous watch also expired before delivering anything (then the same
+   backoff applies).
 
 Events go to `on_event(resource, event_type, obj)`:
 - `ADDED` / `MODIFIED` / `DELETED` with `obj` a plain dict in API-server form, trimmed to what the
@@ -186,6 +188,8 @@ class KubeWatcher:
         self._rand = rand if rand is not None else random.Random()
         self._clock = clock
         self._backoff = Backoff(settings.initial_backoff, settings.max_backoff)
+        self._expiry_backoff = Backoff(settings.initial_backoff, settings.max_backoff)
+        self._expired_again = False  # no watch event since the last 410
         self._known: Dict[Key, Dict[str, Any]] = {}
         self._rv: Optional[str] = None
         self._listed = False
@@ -206,8 +210,15 @@ class KubeWatcher:
                 self._watch()
             except _Gone as exc:
                 self._restarted("expired", f"410 Gone: {exc}")
-                log.info("watch expired, re-listing", extra=kv(resource=self.resource.name))
                 self._rv = None
+                # The first expiry re-lists at once; one right after a re-list (a server whose
+                # watch cache lags its lists) backs off, so as not to list the cluster in a loop.
+                delay = self._expiry_backoff.next() if self._expired_again else 0.0
+                self._expired_again = True
+                log.info("watch expired, re-listing", extra=kv(resource=self.resource.name,
+                                                               relist_in=delay))
+                if delay:
+                    self._sleep(delay)
             except RETRYABLE as exc:
                 if self._stopped.is_set():
                     break
@@ -344,6 +355,8 @@ class KubeWatcher:
             self._rv = rv
             self.status.resource_version = rv
         self._backoff.reset()
+        self._expiry_backoff.reset()
+        self._expired_again = False
 
     # --- shared ----------------------------------------------------------------------------------
 
