@@ -53,7 +53,7 @@ def _non_negative(request: Request, name: str, default: Optional[int]) -> Option
     text = request.param(name)
     if not text:
         return default
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):
         raise BadRequest(f"{name} must be a whole number, not {text!r}")
     return int(text)
 
@@ -169,8 +169,9 @@ class Pages:
             return Response.json(outcome.status, outcome.result)
         rule_state = None
         if outcome.result and outcome.result.get("rule"):
-            rules = [r for r in lists.firewall_rule_rows(self.snapshot()) if r["name"] == outcome.result["rule"]]
-            rule_state = rules[0]["state"] if rules else None
+            rule = self.snapshot().contrail.find(
+                FIREWALL_RULE, DEFAULT_POLICY_MANAGEMENT + [outcome.result["rule"]])
+            rule_state = rule.state if rule is not None else None
         return self.render("explain.html", outcome.status, title="Explain a flow", form=outcome.form,
                            outcome=outcome, rule_state=rule_state,
                            available=self.explain_page.available)

@@ -193,6 +193,7 @@ def test_filter_form_keeps_its_values_and_pages(app):
     ("/Snh_PodDatabaseList?format=xml", "unknown format &#39;xml&#39;"),
     ("/Snh_PodDatabaseList?limit=ten", "limit must be a whole number"),
     ("/Snh_PodDatabaseList?limit=0", "limit must be at least 1"),
+    ("/Snh_PodDatabaseList?offset=%C2%B2", "offset must be a whole number"),
     ("/Snh_NetworkPolicyDetail?namespace=shop", "give both namespace= and name="),
 ])
 def test_bad_queries_answer_400_with_the_reason(app, url, message):
