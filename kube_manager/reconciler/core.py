@@ -71,6 +71,9 @@ class Settings:
     concurrency: int = 8       # config API requests in flight at most (vnc_max_concurrency)
     retry_base: float = 0.2    # first retry delay of a failed key, doubled up to retry_cap
     retry_cap: float = 30.0
+    # A pod whose VM/VMI is missing waits for the CNI, which takes seconds: a retry is one cheap read,
+    # and a low cap keeps the pod's tags from lagging far behind its VMI.
+    pod_retry_cap: float = 5.0
 
 
 @dataclass
@@ -134,6 +137,7 @@ class Reconciler:
             backoff=Backoff(settings.retry_base, settings.retry_cap),
             on_error=self._failed, on_handled=self._timed)
         self.pods = PodTagger(client, db, self, self._managed_tag)
+        self._pod_backoff = Backoff(settings.retry_base, max(settings.retry_base, settings.pod_retry_cap))
         pm = tuple(DEFAULT_POLICY_MANAGEMENT)
         self.aps_key: ObjKey = ("application-policy-set", pm + (marks.cluster,))
         self.denyall_key: ObjKey = ("firewall-policy", pm + (f"{marks.cluster}-denyall",))
@@ -322,10 +326,12 @@ class Reconciler:
             self._park(key, outcome.pending, ACTIVE)
             return True
         if outcome.done:
+            self._pod_backoff.forget(key)
             self._set_status(key, None)
         else:
+            self.queue.add_after(key, self._pod_backoff.next_delay(key))
             self._set_status(key, BLOCKED)
-        return outcome.done
+        return True
 
     def _write(self, key: ObjKey, step: Step) -> bool:
         """Carry out one create/update/delete; False when the key is deferred to the next resync."""

@@ -1,0 +1,209 @@
+"""End-to-end test rig: the emulated Kubernetes API server and the embedded config API run in this
+process (each in its own thread), the daemon runs as a real `contrail-kube-manager run` process
+talking to both over HTTP, and an emulated CNI gives each new pod its VM and VMI.
+
+Convergence is checked against `translate` of what the emulated API server holds at that moment,
+compared with our objects in the config API (uuids and hrefs ignored) and with the tags on every
+pod's VMIs. Waiting is polling with deadlines; the daemon is synchronised with through its log, its
+introspect JSON and signals (SIGHUP: resync now, SIGTERM: stop).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from typing import Any, Callable, Dict, List, Optional
+
+from kube_manager.cni_emulator import CniEmulator
+from kube_manager.kube.emulator_runner import EmulatorRunner
+from kube_manager.manifests import Manifests
+from kube_manager.translator import translate
+from tests.reconciler_support import InProcessApi, differences, expected_objects
+from vnc_client.client import VncClient
+from vnc_client.server.runner import BackgroundServer, run_in_background
+
+DEADLINE = 20.0
+STOP_LIMIT = 10.0  # SPEC section 8: a clean stop within 10 s
+RESOURCE_OF = {"Namespace": "namespaces", "Pod": "pods", "NetworkPolicy": "networkpolicies"}
+
+
+def wait_until(predicate: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
+
+
+class Environment:
+    """The emulated API server, the embedded config API and the emulated CNI."""
+
+    def __init__(self, manifests: Manifests, late: Callable[[Dict[str, Any]], bool] = lambda pod: False) -> None:
+        self.vnc: BackgroundServer = run_in_background()
+        self.kube = EmulatorRunner()
+        self.kube.start()
+        self.contrail = InProcessApi(self.vnc.api)  # reads of the server's store, for checks
+        self.cni = CniEmulator(VncClient([self.vnc.host], self.vnc.port))
+        self._late = late
+
+        def listener(resource: str, event_type: str, obj: Dict[str, Any]) -> None:
+            if not (resource == "pods" and event_type == "ADDED" and late(obj)):
+                self.cni.on_event(resource, event_type, obj)
+        self.kube.store.add_listener(listener)
+        self.kube.store.load(manifests)
+        self.daemons: List[DaemonProcess] = []
+
+    # --- Kubernetes side -------------------------------------------------------------------
+
+    def apply(self, *manifests: Dict[str, Any]) -> None:
+        for manifest in manifests:
+            self.kube.store.apply(manifest)
+
+    def delete(self, kind: str, namespace: str, name: str) -> None:
+        self.kube.store.delete(RESOURCE_OF[kind], namespace, name)
+
+    def objects(self, resource: str) -> List[Dict[str, Any]]:
+        return self.kube.store.list(resource)
+
+    # --- checks ----------------------------------------------------------------------------
+
+    def translation(self) -> Dict[str, Any]:
+        return translate(self.objects("namespaces"), self.objects("pods"), self.objects("networkpolicies"),
+                         cluster_name="k8s", owner="k8s").to_dict()
+
+    def problems(self) -> List[str]:
+        """What keeps the config API from matching `translate` of the current cluster."""
+        translation = self.translation()
+        problems = differences(expected_objects(translation), self.contrail.owned())
+        uids = {(p["metadata"]["namespace"], p["metadata"]["name"]): p["metadata"]["uid"]
+                for p in self.objects("pods")}
+        for workload in translation["workloads"]:
+            uid = uids[(workload["namespace"], workload["name"])]
+            try:
+                tags = self.contrail.vmi_tags(uid)
+            except Exception as exc:  # the VM is not there (yet)
+                tags = [f"<{type(exc).__name__}>"]
+            if tags != workload["tags"]:
+                problems.append(f"pod {workload['namespace']}/{workload['name']} tags {tags} != {workload['tags']}")
+        return problems
+
+    def wait_converged(self, timeout: float = DEADLINE) -> None:
+        last: List[List[str]] = [[]]
+
+        def done() -> bool:
+            last[0] = self.problems()
+            return not last[0]
+        try:
+            wait_until(done, "convergence", timeout)
+        except AssertionError:
+            raise AssertionError(f"not converged: {last[0][:10]}") from None
+
+    # --- the daemon ------------------------------------------------------------------------
+
+    def config_file(self) -> str:
+        handle, path = tempfile.mkstemp(prefix="kube-manager-e2e-", suffix=".conf")
+        with os.fdopen(handle, "w") as stream:
+            stream.write(f"""[DEFAULTS]
+http_server_ip = 127.0.0.1
+http_server_port = 0
+kube_timer_interval = 3600
+log_level = INFO
+
+[KUBERNETES]
+cluster_name = k8s
+kubernetes_api_server = 127.0.0.1
+kubernetes_api_port = {self.kube.url.rsplit(':', 1)[1]}
+
+[VNC]
+vnc_endpoint_ip = 127.0.0.1
+vnc_endpoint_port = {self.vnc.port}
+""")
+        return path
+
+    def start_daemon(self, *args: str) -> "DaemonProcess":
+        daemon = DaemonProcess(self.config_file(), args)
+        self.daemons.append(daemon)
+        return daemon
+
+    def close(self) -> None:
+        for daemon in self.daemons:
+            daemon.kill()
+        self.kube.stop()
+        self.vnc.stop()
+
+
+class DaemonProcess:
+    """`python -m kube_manager run -c FILE ...` with its log lines collected."""
+
+    def __init__(self, config_path: str, args: tuple = ()) -> None:
+        self.config_path = config_path
+        self.lines: List[str] = []
+        self._lock = threading.Lock()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kube_manager", "run", "-c", config_path, *args],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self._url: Optional[str] = None
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            with self._lock:
+                self.lines.append(line.rstrip("\n"))
+
+    def log(self) -> List[str]:
+        with self._lock:
+            return list(self.lines)
+
+    def wait_log(self, text: str, timeout: float = DEADLINE, after: int = 0) -> str:
+        return wait_until(lambda: next((l for l in self.log()[after:] if text in l), None) or self._died(),
+                          f"log line {text!r}", timeout)
+
+    def _died(self) -> None:
+        if self.proc.poll() is not None:
+            raise AssertionError(f"daemon exited with {self.proc.returncode}:\n" + "\n".join(self.log()[-30:]))
+
+    @property
+    def introspect_url(self) -> str:
+        if self._url is None:
+            line = self.wait_log("introspect server listening on ")
+            self._url = line.split("introspect server listening on ")[1].split()[0].strip('"')
+        return self._url
+
+    def get(self, path: str) -> Any:
+        with urllib.request.urlopen(self.introspect_url + path, timeout=5) as answer:
+            body = answer.read().decode()
+        return json.loads(body) if "format=json" in path else body
+
+    def resync(self) -> int:
+        """Ask for a resync (SIGHUP); returns the log position to wait for its end from."""
+        position = len(self.log())
+        self.proc.send_signal(signal.SIGHUP)
+        return position
+
+    def stop(self) -> int:
+        """SIGTERM; the exit status (it must come within STOP_LIMIT seconds)."""
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(STOP_LIMIT)
+
+    def wait_exit(self, timeout: float) -> int:
+        return self.proc.wait(timeout)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+        try:
+            os.unlink(self.config_path)
+        except OSError:
+            pass
