@@ -1,0 +1,79 @@
+"""The `run` command as operators use it: the demo main job, exit statuses, clean stops, and the
+gevent monkey-patching happening before any network library is imported."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+from kube_manager.manifests import load_manifests
+from kube_manager.translator import translate
+from tests.e2e_support import DaemonProcess
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "demo")
+RUN = [sys.executable, "-m", "kube_manager", "run"]
+
+
+def test_demo_once_converges_the_examples_and_exits_0():
+    result = subprocess.run(RUN + ["--demo", EXAMPLES, "--once", "--http-server-port", "0"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    manifests = load_manifests([EXAMPLES])
+    translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies).to_dict()
+    objects = (len(translation["tags"]) + len(translation["address_groups"]) + len(translation["firewall_rules"])
+               + len(translation["firewall_policies"]) + 1)
+    converged = [line for line in result.stderr.splitlines() if "msg=converged" in line]
+    assert converged, result.stderr[-3000:]
+    assert f"created={objects} " in converged[0] and "updated=0 " in converged[0]
+    assert f"tagged={len(manifests.pods)} " in converged[0]
+
+
+def test_a_bad_value_stops_start_up_with_status_2_naming_the_key():
+    result = subprocess.run(RUN + ["--vnc-endpoint-port", "99999"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "vnc_endpoint_port" in result.stderr and "99999" in result.stderr
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_sigterm_stops_cleanly_with_status_0_even_while_waiting_for_the_api_server(tmp_path):
+    config = tmp_path / "kube-manager.conf"
+    config.write_text(textwrap.dedent(f"""\
+        [DEFAULTS]
+        http_server_ip = 127.0.0.1
+        http_server_port = 0
+        [KUBERNETES]
+        kubernetes_api_server = 127.0.0.1
+        kubernetes_api_port = {_closed_port()}
+        [VNC]
+        vnc_endpoint_ip = embedded
+        vnc_endpoint_port = 0
+        """))
+    daemon = DaemonProcess(str(config))
+    try:
+        daemon.wait_log("watch failed, retrying", timeout=60)
+        assert daemon.stop() == 0  # within STOP_LIMIT seconds
+    finally:
+        daemon.kill()
+
+
+def test_run_patches_gevent_before_any_network_library_is_imported():
+    probe = textwrap.dedent("""\
+        import sys
+        import kube_manager.cli as cli
+        early = [m for m in ("ssl", "urllib3", "requests", "kubernetes") if m in sys.modules]
+        cli.build_parser(["run"])  # imports kube_manager.cmd_run, as `contrail-kube-manager run` does
+        from gevent import monkey
+        import ssl, requests, kubernetes
+        print(early, monkey.is_module_patched("socket"), monkey.is_module_patched("ssl"))
+        """)
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["[]", "True", "True"]
+    assert "MonkeyPatchWarning" not in result.stderr
