@@ -23,7 +23,7 @@ def build(policies: List[Dict[str, Any]], extra_pods=(), extra_namespaces=()) ->
 
 def end(model: KubernetesModel, text: str) -> Endpoint:
     if "/" in text:
-        found = model.pods[tuple(text.split("/"))]
+        found = model.pod(*text.split("/"))
         return Endpoint(found, found.ip)
     return Endpoint(None, ipaddress.ip_address(text))
 
@@ -281,7 +281,7 @@ def test_invalid_peer_matches_nothing_but_siblings_still_work(bad_peer):
     assert allowed(model, "x/a", "x/b")
     assert not allowed(model, "y/a", "x/b")
     assert not allowed(model, OUTSIDE_IP, "x/b")
-    assert model.rejections and model.rejections[0].namespace == "x"
+    assert model.rejections() and model.rejections()[0].namespace == "x"
 
 
 @pytest.mark.parametrize("bad_port", [
@@ -316,8 +316,8 @@ def test_misspelt_block_field_never_opens_the_block():
 def test_policy_with_invalid_selection_is_ignored_whole(spec):
     model = build([policy("x", "p", spec)])
     assert allowed(model, "y/a", "x/a")
-    assert model.policies == {}
-    assert len(model.rejections) == 1
+    assert model.policies("x") == []
+    assert len(model.rejections()) == 1
 
 
 def test_namespaces_known_only_from_pods_get_the_name_label():

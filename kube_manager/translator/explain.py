@@ -102,7 +102,7 @@ class Explainer:
                 raise ExplainError(f"{role} {text!r}: give one address, not a network")
             if not namespace or not name or "/" in name:
                 raise ExplainError(f"{role} {text!r}: expected NS/POD or an IP address")
-            pod = self.kubernetes.pods.get((namespace, name))
+            pod = self.kubernetes.pod(namespace, name)
             if pod is None:
                 raise ExplainError(f"{role} {text!r}: no such pod")
         else:

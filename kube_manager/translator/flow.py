@@ -26,13 +26,14 @@ from typing import (Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Seq
 log = logging.getLogger(__name__)
 
 IPAddress = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
-IPNetwork = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
+# A prefix as (IP version, host bits, network address as an int): an address belongs to it when
+# `int(address) >> host_bits << host_bits` is the network address.
+Prefix = Tuple[int, int, int]
 
 FLOW_PROTOCOLS = ("tcp", "udp", "sctp")
 # Protocol numbers a rule may use instead of names.
 _PROTOCOL_NUMBERS = {"6": "tcp", "17": "udp", "132": "sctp"}
 _ANY = ("any",)
-_NOTHING = ("nothing",)
 
 
 @dataclass(frozen=True)
@@ -143,15 +144,25 @@ def _endpoint(raw: Any) -> _Endpoint:
     return _Endpoint("nothing")
 
 
-def _networks(group: Mapping[str, Any]) -> List[IPNetwork]:
-    nets = []
+def _prefixes(group: Mapping[str, Any], parsed: Dict[Tuple[Any, Any], Prefix]) -> FrozenSet[Prefix]:
+    """The group's prefixes; `parsed` caches the parsing, as groups share most of their prefixes."""
+    found = set()
     for subnet in (group.get("address_group_prefix") or {}).get("subnet") or []:
         try:
-            nets.append(ipaddress.ip_network(
-                f"{subnet['ip_prefix']}/{subnet['ip_prefix_len']}", strict=False))
+            key = (subnet["ip_prefix"], subnet["ip_prefix_len"])
+            if key not in parsed:
+                net = ipaddress.ip_network(f"{key[0]}/{key[1]}", strict=False)
+                parsed[key] = (net.version, net.max_prefixlen - net.prefixlen,
+                               int(net.network_address))
+            found.add(parsed[key])
         except (KeyError, TypeError, ValueError):
             log.warning("address group %s: unreadable prefix %r", group.get("fq_name"), subnet)
-    return nets
+    return frozenset(found)
+
+
+def _in_prefix(ip: IPAddress, prefix: Prefix) -> bool:
+    version, host_bits, network = prefix
+    return ip.version == version and int(ip) >> host_bits << host_bits == network
 
 
 def _by_fq_name(objects: Iterable[Mapping[str, Any]]) -> Dict[Tuple[str, ...], Mapping[str, Any]]:
@@ -177,17 +188,12 @@ class ContrailEvaluator:
             self.workloads[key] = Workload(ip, frozenset(raw.get("tags") or ()))
             if ip is not None:
                 self.workloads_by_ip.setdefault(ip, []).append(key)
-        self._groups: Dict[str, List[IPNetwork]] = {
-            ":".join(fq): _networks(g)
+        parsed: Dict[Tuple[Any, Any], Prefix] = {}
+        self._groups: Dict[str, FrozenSet[Prefix]] = {
+            ":".join(fq): _prefixes(g, parsed)
             for fq, g in _by_fq_name(translation.get("address_groups")).items()}
-        # (version, host bits) -> network address as an int -> group names: an IP is looked up
-        # once per prefix length in use, with integer masking only.
-        self._group_index: Dict[Tuple[int, int], Dict[int, List[str]]] = {}
-        for name, nets in self._groups.items():
-            for net in nets:
-                host_bits = net.max_prefixlen - net.prefixlen
-                self._group_index.setdefault((net.version, host_bits), {}) \
-                    .setdefault(int(net.network_address), []).append(name)
+        # The prefix shapes in use: an address is looked up once per shape.
+        self._shapes = sorted({(v, host_bits) for v, host_bits, _ in parsed.values()})
         self.entries: List[_Entry] = self._entries(translation)
         self._index_entries()
 
@@ -230,39 +236,36 @@ class ContrailEvaluator:
 
     def _index_entries(self) -> None:
         popularity = Counter(t for w in self.workloads.values() for t in w.tags)
-        self._by_source: Dict[Tuple[str, ...], Set[int]] = {}
-        self._by_destination: Dict[Tuple[str, ...], Set[int]] = {}
+        self._by_source: Dict[Tuple[Any, ...], Set[int]] = {}
+        self._by_destination: Dict[Tuple[Any, ...], Set[int]] = {}
         for position, entry in enumerate(self.entries):
-            self._by_source.setdefault(self._key(entry.source, popularity), set()).add(position)
-            self._by_destination.setdefault(self._key(entry.destination, popularity),
-                                            set()).add(position)
+            for key in self._keys_of(entry.source, popularity):
+                self._by_source.setdefault(key, set()).add(position)
+            for key in self._keys_of(entry.destination, popularity):
+                self._by_destination.setdefault(key, set()).add(position)
 
-    @staticmethod
-    def _key(endpoint: _Endpoint, popularity: Counter) -> Tuple[str, ...]:
+    def _keys_of(self, endpoint: _Endpoint, popularity: Counter) -> List[Tuple[Any, ...]]:
+        """Where an endpoint is filed: every end it matches has one of these keys."""
         if endpoint.kind == "any":
-            return _ANY
+            return [_ANY]
         if endpoint.kind == "group":
-            return ("group", endpoint.group)
+            return [("prefix",) + p for p in self._groups.get(endpoint.group, ())]
         if endpoint.kind == "tags":
             # A workload matching the endpoint carries every tag; file it under the rarest one.
-            return ("tag", min(endpoint.tags, key=lambda t: (popularity[t], t)))
-        return _NOTHING
+            return [("tag", min(endpoint.tags, key=lambda t: (popularity[t], t)))]
+        return []
 
     # ---- querying --------------------------------------------------------------------------
 
-    def groups_containing(self, ip: Optional[IPAddress]) -> List[str]:
-        if ip is None:
-            return []
-        found: List[str] = []
-        address = int(ip)
-        for (version, host_bits), nets in self._group_index.items():
-            if version == ip.version:
-                found.extend(nets.get(address >> host_bits << host_bits, ()))
-        return sorted(set(found))
-
-    def _keys(self, workload: Workload) -> List[Tuple[str, ...]]:
-        return ([_ANY] + [("tag", t) for t in workload.tags]
-                + [("group", g) for g in self.groups_containing(workload.ip)])
+    def _keys(self, workload: Workload) -> List[Tuple[Any, ...]]:
+        """The index keys a workload has: any, each of its tags, each prefix shape of its IP."""
+        keys: List[Tuple[Any, ...]] = [_ANY] + [("tag", t) for t in workload.tags]
+        ip = workload.ip
+        if ip is not None:
+            address = int(ip)
+            keys.extend(("prefix", version, host_bits, address >> host_bits << host_bits)
+                        for version, host_bits in self._shapes if version == ip.version)
+        return keys
 
     def _candidates(self, src: Workload, dst: Workload) -> List[int]:
         src_sets = [s for s in (self._by_source.get(k) for k in self._keys(src)) if s]
@@ -280,7 +283,8 @@ class ContrailEvaluator:
             return endpoint.tags <= workload.tags
         if endpoint.kind == "group":
             ip = workload.ip
-            return ip is not None and any(ip in n for n in self._groups.get(endpoint.group, ()))
+            return ip is not None and any(_in_prefix(ip, p)
+                                          for p in self._groups.get(endpoint.group, ()))
         return False
 
     def _matches(self, entry: _Entry, src: Workload, dst: Workload, port: int, protocol: str,

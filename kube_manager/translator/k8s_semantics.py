@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 IPAddress = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
 IPNetwork = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
@@ -473,15 +473,23 @@ class Verdict:
         return self.egress.allowed and self.ingress.allowed
 
 
-@dataclass
 class KubernetesModel:
-    """Namespaces, pods and compiled policies, indexed for repeated verdicts."""
+    """Namespaces, pods and policies, for repeated verdicts.
 
-    namespace_labels: Dict[str, Dict[str, str]] = field(default_factory=dict)
-    pods: Dict[Tuple[str, str], Pod] = field(default_factory=dict)
-    pods_by_ip: Dict[IPAddress, List[Pod]] = field(default_factory=dict)
-    policies: Dict[str, List[Policy]] = field(default_factory=dict)  # by namespace
-    rejections: List[Rejection] = field(default_factory=list)
+    Building only groups the manifests: a verdict needs the policies of two namespaces and the two
+    pods involved, so pods and policies are compiled when first asked for (and kept), and the
+    index of pods by IP is made at the first lookup by address. On a large live cluster an
+    explain then costs little more than the two namespaces it touches.
+    """
+
+    def __init__(self) -> None:
+        self.namespace_labels: Dict[str, Dict[str, str]] = {}
+        self._pod_manifests: Dict[Tuple[str, str], Mapping[str, Any]] = {}
+        self._pods: Dict[Tuple[str, str], Optional[Pod]] = {}
+        self._pods_by_ip: Optional[Dict[IPAddress, List[Tuple[str, str]]]] = None
+        self._policy_manifests: Dict[str, List[Mapping[str, Any]]] = {}
+        self._policies: Dict[str, List[Policy]] = {}
+        self._rejections: Dict[str, List[Rejection]] = {}
 
     @classmethod
     def build(cls, namespaces: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]],
@@ -493,34 +501,62 @@ class KubernetesModel:
             if isinstance(name, str) and name:
                 model.namespace_labels[name] = {**_labels(metadata), NAMESPACE_NAME_LABEL: name}
         for manifest in pods:
-            pod = _pod(manifest)
-            if pod is None:
-                continue
-            model.pods[(pod.namespace, pod.name)] = pod
-            model._known_namespace(pod.namespace)
-        for pod in model.pods.values():
-            if pod.ip is not None:
-                model.pods_by_ip.setdefault(pod.ip, []).append(pod)
-        for manifest in network_policies:
-            policy, reasons = compile_policy(manifest)
             metadata = manifest.get("metadata") or {}
-            namespace = metadata.get("namespace") or "default"
+            name = metadata.get("name")
+            if isinstance(name, str) and name:
+                namespace = metadata.get("namespace") or "default"
+                model._pod_manifests[(namespace, name)] = manifest
+                model._known_namespace(namespace)
+        for manifest in network_policies:
+            namespace = (manifest.get("metadata") or {}).get("namespace") or "default"
+            model._policy_manifests.setdefault(namespace, []).append(manifest)
             model._known_namespace(namespace)
-            model.rejections.extend(Rejection(namespace, str(metadata.get("name") or ""), r)
-                                    for r in reasons)
-            if policy is not None:
-                model.policies.setdefault(namespace, []).append(policy)
         return model
 
     def _known_namespace(self, name: str) -> None:
         self.namespace_labels.setdefault(name, {NAMESPACE_NAME_LABEL: name})
+
+    def pod(self, namespace: str, name: str) -> Optional[Pod]:
+        key = (namespace, name)
+        if key not in self._pods:
+            manifest = self._pod_manifests.get(key)
+            self._pods[key] = _pod(manifest) if manifest is not None else None
+        return self._pods[key]
+
+    def pods_with_ip(self, ip: IPAddress) -> List[Pod]:
+        if self._pods_by_ip is None:
+            self._pods_by_ip = {}
+            for key, manifest in self._pod_manifests.items():
+                address = _parse_ip((manifest.get("status") or {}).get("podIP"))
+                if address is not None:
+                    self._pods_by_ip.setdefault(address, []).append(key)
+        return [p for p in (self.pod(*key) for key in self._pods_by_ip.get(ip, ())) if p]
+
+    def policies(self, namespace: str) -> List[Policy]:
+        """The valid policies of a namespace (those rejected whole are left out)."""
+        if namespace not in self._policies:
+            compiled, rejected = [], []
+            for manifest in self._policy_manifests.get(namespace, ()):
+                policy, reasons = compile_policy(manifest)
+                name = str((manifest.get("metadata") or {}).get("name") or "")
+                rejected.extend(Rejection(namespace, name, reason) for reason in reasons)
+                if policy is not None:
+                    compiled.append(policy)
+            self._policies[namespace], self._rejections[namespace] = compiled, rejected
+        return self._policies[namespace]
+
+    def rejections(self) -> List[Rejection]:
+        """Every rejected part of every policy (compiles them all)."""
+        for namespace in sorted(self._policy_manifests):
+            self.policies(namespace)
+        return [r for namespace in sorted(self._rejections) for r in self._rejections[namespace]]
 
     def _side(self, pod: Optional[Pod], direction: str, peer: Endpoint, destination: Endpoint,
               port: int, protocol: str) -> SideVerdict:
         if pod is None:
             return SideVerdict(isolated=False)  # outside addresses have no policies
         isolating, allowing = [], []
-        for policy in self.policies.get(pod.namespace, ()):
+        for policy in self.policies(pod.namespace):
             if direction not in policy.directions or not policy.selector.matches(pod.labels):
                 continue
             isolating.append(policy.key)
@@ -535,6 +571,3 @@ class KubernetesModel:
             egress=self._side(src.pod, EGRESS, dst, dst, port, protocol),
             ingress=self._side(dst.pod, INGRESS, src, dst, port, protocol),
         )
-
-    def pods_with_ip(self, ip: IPAddress) -> Sequence[Pod]:
-        return self.pods_by_ip.get(ip, ())

@@ -3,8 +3,9 @@ x/y/z cluster, each with the reachability upstream expects for its probe(s).
 
 The expectations are written the upstream way: a default, then ordered overrides (later wins) on
 (source, destination) patterns: "x/a" one pod, "x/*" a namespace, "out" the outside address, "*"
-everything (pods and the outside address). They pin the Kubernetes reference model to upstream's truth tables; the conformance test
-then checks Contrail's evaluation against that model on every pair and probe.
+everything (pods and the outside address). They pin the Kubernetes reference model to upstream's
+truth tables; the conformance test then checks Contrail's evaluation against that model on every
+pair and probe.
 
 Cases needing an update step upstream ("updated namespace", "updated pod") are given in their final
 state through `namespace_labels` / `pod_labels`. Cases marked `cluster_wide` list flows that

@@ -29,7 +29,7 @@ def model_of(cluster: ManifestSet) -> KubernetesModel:
 def endpoint(model: KubernetesModel, end: str) -> Endpoint:
     if end == "out":
         return Endpoint(None, ipaddress.ip_address(OUTSIDE_IP))
-    pod = model.pods[tuple(end.split("/"))]
+    pod = model.pod(*end.split("/"))
     return Endpoint(pod, pod.ip)
 
 
