@@ -122,14 +122,13 @@ class Explainer:
             return FlowEnd(Endpoint(pod, pod.ip), Workload(pod.ip, frozenset()), False)
         return FlowEnd(Endpoint(pod, pod.ip), workload, True)
 
-    def explain(self, src: Any, dst: Any, port: Any, protocol: Any,
-                src_port: Optional[int] = None) -> Dict[str, Any]:
+    def explain(self, src: Any, dst: Any, port: Any, protocol: Any) -> Dict[str, Any]:
         """Explain the flow src -> dst (`NS/POD` or IP) to `protocol` `port`; raises ExplainError."""
         protocol_name = parse_protocol(protocol)
         number = parse_port(port)
         source, destination = self.resolve(src, "from"), self.resolve(dst, "to")
         decision = self.contrail.evaluate(source.workload, destination.workload, number,
-                                          protocol_name, src_port)
+                                          protocol_name)
         verdict = self.kubernetes.verdict(source.endpoint, destination.endpoint, number,
                                           protocol_name.upper())
         deviation, policies = _deviation(decision, verdict)
