@@ -73,11 +73,15 @@ def test_create_refuses_a_duplicate_fq_name_with_409(http):
     ({"fq_name": PM + ["g"], "parent_type": "domain"}, "Invalid parent type: domain"),
     ({"fq_name": PM + ["g"]}, "Missing parent type"),
     ({"fq_name": ["g"], "parent_type": "policy-management"}, "Invalid fq-name for object with parent_type"),
-    ({"fq_name": ["nope", "g"], "parent_type": "policy-management"},
-     "Parent ['nope'] type policy-management does not exist"),
 ])
 def test_create_checks_name_and_parent(http, body, fragment):
     expect_error(http.post("/address-groups", {"address-group": body}), 400, fragment)
+
+
+def test_create_under_a_missing_parent_is_404(http):
+    body = {"fq_name": ["nope", "g"], "parent_type": "policy-management"}
+    expect_error(http.post("/address-groups", {"address-group": body}),
+                 404, "Parent ['nope'] type policy-management does not exist")
 
 
 def test_create_without_parent_needs_a_one_element_fq_name(http):

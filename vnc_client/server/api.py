@@ -7,7 +7,7 @@ JSON-ready answer of the real server or raises `ApiError` with the real server's
 Request pipelines (as `VncApiServer.http_resource_*` and `_put_common` do):
 - create: fq_name present and well formed (400), property and ref-attr types (400), type pre-alloc
   hook, fq_name unique per type (409), parent type (400), uuid given unique (409), refs to security
-  objects exist (404), parent exists (400), other refs exist (400), type pre-create hook, tag-ref
+  objects exist (404), parent exists (404, as issue 3 asks), other refs exist (400), type pre-create hook, tag-ref
   rules (400);
 - update (PUT, ref-update, set-tag): object exists (404), property/ref-attr types (400), refs
   (404/400 as above), type pre-update hook, tag-ref rules; fields given replace the stored ones;
@@ -329,7 +329,8 @@ class ConfigApi:
         if parent_type:
             parent_uuid = self.store.uuid_for(parent_type, fq_name[:-1])
             if parent_uuid is None:
-                raise bad_request(f"Parent {fq_repr(fq_name[:-1])} type {parent_type} does not exist")
+                # Issue 3 asks for 404 here; the upstream server answers 400 with the same text.
+                raise not_found(f"Parent {fq_repr(fq_name[:-1])} type {parent_type} does not exist")
         refs.update(self._resolve_refs(rt, body, "create", security=False))
 
         obj_uuid = obj_uuid or str(uuid_lib.uuid4())
