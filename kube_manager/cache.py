@@ -45,7 +45,7 @@ class StateSource(Protocol):
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def _key(obj: Mapping[str, Any]) -> Key:

@@ -47,16 +47,6 @@ START_RETRY = (1.0, 30.0)      # first resync when the config API is down: backo
 
 
 @dataclass
-class Tuning:
-    """Knobs for tests and benchmarks; the defaults are the production behaviour."""
-
-    retry_base: float = 0.2
-    retry_cap: float = 30.0
-    cni_delay: float = 0.0
-    watch_settings: Any = None  # kube_manager.kube.watcher.WatchSettings
-
-
-@dataclass
 class _Running:
     """What `run` started, stopped in reverse order."""
 
@@ -67,9 +57,8 @@ class _Running:
 class Daemon:
     """One kube-manager; see the module docstring."""
 
-    def __init__(self, config: Config, *, tuning: Tuning = Tuning(), metrics: Optional[Metrics] = None) -> None:
+    def __init__(self, config: Config, *, metrics: Optional[Metrics] = None) -> None:
         self.config = config
-        self.tuning = tuning
         self.db = Database()
         self.metrics = metrics or Metrics()
         self.metrics.bind_database(self.db)
@@ -124,7 +113,7 @@ class Daemon:
         self.client = self._make_client()
         self.reconciler = Reconciler(
             self.client, self.db, Marks(config.kubernetes_cluster_owner, config.cluster_name),
-            Settings(config.vnc_max_concurrency, self.tuning.retry_base, self.tuning.retry_cap),
+            Settings(concurrency=config.vnc_max_concurrency),
             observer=_MetricsObserver(self.metrics), deny_owner=self.cache.deny_owner)
         self.cache.sink = self.reconciler
         self._start_introspect()
@@ -168,7 +157,7 @@ class Daemon:
         self._running.stoppers.append(runner.stop)
         if self.config.emulated_cni:
             assert self.client is not None
-            cni = CniEmulator(VncClient([self.client.current_endpoint]), delay=self.tuning.cni_delay)
+            cni = CniEmulator(VncClient([self.client.current_endpoint]))
             runner.store.add_listener(cni.on_event)
         if manifests is not None:
             runner.store.load(manifests)  # after the CNI listens, so every pod gets its VM
@@ -183,10 +172,7 @@ class Daemon:
         api_client, endpoint = build_api_client(self.config, emulated_url)
         self.kube_url = endpoint.url
         self._running.stoppers.append(api_client.close)
-        kwargs: dict = {"metrics": self.metrics}
-        if self.tuning.watch_settings is not None:
-            kwargs["settings"] = self.tuning.watch_settings
-        watchers = make_watchers(api_client, self._on_event, self.db, **kwargs)
+        watchers = make_watchers(api_client, self._on_event, self.db, metrics=self.metrics)
         for watcher in watchers:
             self._running.stoppers.append(watcher.stop)
             self._spawn(watcher.run)

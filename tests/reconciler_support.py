@@ -67,6 +67,15 @@ class InProcessApi:
         self.writes.append(Write("update", obj_type, fq, copy.deepcopy(dict(body))))
         return answer or {}
 
+    def ref_update(self, obj_type: str, uuid: str, ref_type: str, ref_uuid: Optional[str] = None, *,
+                   ref_fq_name: Optional[Sequence[str]] = None, operation: str = "ADD", attr: Any = None) -> str:
+        fq = self._fq(uuid)
+        body = {"operation": operation, "type": obj_type, "uuid": uuid, "ref-type": ref_type,
+                "ref-uuid": ref_uuid, "ref-fq-name": list(ref_fq_name or []) or None, "attr": attr}
+        self._call("ref-update", obj_type, fq, lambda: self.api.ref_update(body))
+        self.writes.append(Write("ref-update", obj_type, fq, {"operation": operation, "ref": list(ref_fq_name or [])}))
+        return uuid
+
     def delete(self, obj_type: str, ident: str) -> None:
         fq = self._fq(ident)
         self._call("delete", obj_type, fq, lambda: self.api.delete(obj_type, ident))

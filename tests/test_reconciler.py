@@ -294,3 +294,19 @@ def test_a_tag_still_used_by_someone_else_is_left_for_the_next_resync(setup):
     wait_for(s.rec.converged, what="convergence with the tag in use")
     assert s.api.api.lookup("tag", ["app=client"]) is not None
     assert s.rec.summary()["deferred"] == 1
+
+
+def test_long_ref_lists_change_one_ref_at_a_time(setup):
+    many = [policy("a", f"np-{i}", allow_from("client", "web", 1000 + i)) for i in range(20)]
+    s = setup(manifests=BASE + tuple(many)).start()
+    s.converge()
+    s.api.writes.clear()
+    s.cluster.apply(policy("b", "one-more", allow_from("web", "db", 5432)))
+    s.converge()
+    by_target = {(w.op, w.fq_name[-1]) for w in s.api.writes if w.fq_name[-1] in ("k8s", "k8s-denyall")}
+    assert by_target == {("ref-update", "k8s"), ("ref-update", "k8s-denyall")}
+    s.api.writes.clear()
+    s.cluster.remove(many[3])
+    s.converge()
+    ops = [(w.op, w.fq_name[-1], w.body.get("operation")) for w in s.api.writes]
+    assert ops.index(("ref-update", "k8s-denyall", "DELETE")) < ops.index(("ref-update", "k8s", "DELETE"))

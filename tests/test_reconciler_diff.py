@@ -199,3 +199,20 @@ def test_marks_decide_ownership_not_names():
     assert not marks.owns({"fq_name": ["k8s-ns-np"]})
     assert annotations({"annotations": {"key_value_pair": [None, {"key": 3}]}}) == {}
     assert "c2" in marks.describe(other_cluster)
+
+
+def test_one_ref_moved_in_a_long_list_is_a_ref_update():
+    from kube_manager.reconciler.diff import LONG_REF_LIST, RefChange, single_ref_change
+    rules = [rule(f"r{i}") for i in range(LONG_REF_LIST + 2)]
+    actual = policy_body(*rules[:-1])
+    added = policy_body(*rules)
+    fields = {"firewall_rule_refs": added["firewall_rule_refs"]}
+    change = single_ref_change("firewall-policy", fields, actual)
+    assert change == RefChange("firewall_rule_refs", "ADD", rules[-1], {"sequence": f"{len(rules) - 1:05d}.0"})
+    removed = {"firewall_rule_refs": policy_body(*rules[:-2])["firewall_rule_refs"]}
+    assert single_ref_change("firewall-policy", removed, actual) == RefChange("firewall_rule_refs", "DELETE", rules[-2])
+    two = {"firewall_rule_refs": policy_body(*rules[1:])["firewall_rule_refs"]}
+    assert single_ref_change("firewall-policy", two, actual) is None  # renumbered: a PUT
+    short = policy_body(rule("a"))
+    assert single_ref_change("firewall-policy", {"firewall_rule_refs": []}, short) is None
+    assert single_ref_change("firewall-policy", {**fields, "display_name": "x"}, actual) is None

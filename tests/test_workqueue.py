@@ -102,7 +102,7 @@ def test_backoff_jitter_stays_within_half_to_full_delay():
     backoff = Backoff(base=1.0, cap=8.0)
     delays = [backoff.next_delay("k") for _ in range(10)]
     caps = [1, 2, 4, 8, 8, 8, 8, 8, 8, 8]
-    assert all(cap / 2 <= d <= cap for d, cap in zip(delays, caps))
+    assert all(cap / 2 <= d <= cap for d, cap in zip(delays, caps, strict=True))
 
 
 def test_backoff_rejects_nonsense():

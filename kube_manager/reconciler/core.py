@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Set
 
 import gevent.event
@@ -63,6 +63,10 @@ class ConfigApi(Lister, VmiApi, Protocol):
 
     def update(self, obj_type: str, ident: Any, body: Mapping[str, Any]) -> Dict[str, Any]: ...
 
+    def ref_update(self, obj_type: str, uuid: str, ref_type: str, ref_uuid: Optional[str] = None, *,
+                   ref_fq_name: Optional[Sequence[str]] = None, operation: str = "ADD",
+                   attr: Optional[Mapping[str, Any]] = None) -> str: ...
+
     def delete(self, obj_type: str, ident: Any) -> None: ...
 
 
@@ -87,6 +91,11 @@ class Counters:
     reads: int = 0
     conflicts: int = 0
     failures: int = 0
+    last_write_at: float = 0.0  # time.monotonic() of the latest successful write
+
+    def wrote(self, op: str, n: int = 1) -> None:
+        setattr(self, op, getattr(self, op) + n)
+        self.last_write_at = time.monotonic()
 
     @property
     def writes(self) -> int:
@@ -120,9 +129,10 @@ class Reconciler:
     `objects_changed` / `pods_changed` with the keys the translator reported.
     """
 
-    def __init__(self, client: ConfigApi, db: Database, marks: Marks, settings: Settings = Settings(),
+    def __init__(self, client: ConfigApi, db: Database, marks: Marks, settings: Optional[Settings] = None,
                  observer: Optional[Observer] = None,
                  deny_owner: Optional[Callable[[FqName], Optional[FqName]]] = None) -> None:
+        settings = settings or Settings()
         self.client = client
         self.db = db
         self.marks = marks
@@ -151,6 +161,7 @@ class Reconciler:
         self._written_at: Dict[ObjKey, int] = {}
         self._vmi_written_at: Dict[str, int] = {}
         self._synced_once = gevent.event.Event()
+        self._aps_policies: Set[ObjKey] = set()  # the policies the APS in the config API refers to
 
     # --- driving -------------------------------------------------------------------------------
 
@@ -271,8 +282,7 @@ class Reconciler:
         policy = ("firewall-policy", owner)
         if not self._settled(policy):
             return policy
-        aps = self._actual(self.aps_key)
-        if aps is not None and policy not in {t for t, _ in diff.refs(self.aps_key[0], aps, "firewall_policy_refs")}:
+        if self._actual(self.aps_key) is not None and policy not in self._aps_policies:
             return self.aps_key
         return None
 
@@ -318,7 +328,8 @@ class Reconciler:
 
     def _handle_pod(self, key: ObjKey) -> bool:
         outcome = self.pods.sync(key[1])
-        self.counters.set_tag += len(outcome.written)
+        if outcome.written:
+            self.counters.wrote("set_tag", len(outcome.written))
         for vmi in outcome.written:
             self._seq += 1
             self._vmi_written_at[vmi] = self._seq
@@ -347,20 +358,26 @@ class Reconciler:
                 if step.body.get("parent_type") != "policy-management" or not self._create_policy_management():
                     raise
                 return True
-            self.counters.create += 1
+            self.counters.wrote("create")
             log.info("created", extra=kv(type=obj_type, fq_name=name, uuid=created.get("uuid"),
                                          complete=step.complete))
             self._set_actual(key, created)
         elif step.action == "update":
+            change = diff.single_ref_change(obj_type, step.body, self._actual(key) or {})
             try:
-                self.client.update(obj_type, step.uuid, step.body)
+                if change is None:
+                    self.client.update(obj_type, step.uuid, step.body)
+                else:
+                    self.client.ref_update(obj_type, step.uuid, change.target[0], ref_fq_name=list(change.target[1]),
+                                           operation=change.operation, attr=change.attr)
             except NotFound:
                 log.info("gone from the config API, will create it again", extra=kv(type=obj_type, fq_name=name))
                 self._set_actual(key, None)
                 return True
-            self.counters.update += 1
+            self.counters.wrote("update")
+            how = {} if change is None else {"ref_update": change.operation, "ref": ":".join(change.target[1])}
             log.info("updated", extra=kv(type=obj_type, fq_name=name, fields=",".join(sorted(step.body)),
-                                         complete=step.complete))
+                                         complete=step.complete, **how))
             self._set_actual(key, {**(self._actual(key) or {}), **step.body})
         else:
             try:
@@ -370,7 +387,7 @@ class Reconciler:
             except Conflict as exc:
                 self._defer(key, f"still referred to by objects that are not ours: {exc.body.strip()[:200]}")
                 return False
-            self.counters.delete += 1
+            self.counters.wrote("delete")
             log.info("deleted", extra=kv(type=obj_type, fq_name=name, uuid=step.uuid))
             self._set_actual(key, None)
         return True
@@ -381,7 +398,7 @@ class Reconciler:
             self.client.create("policy-management", {"fq_name": list(DEFAULT_POLICY_MANAGEMENT)})
         except Conflict:
             return False
-        self.counters.create += 1
+        self.counters.wrote("create")
         log.info("created", extra=kv(type="policy-management", fq_name=":".join(DEFAULT_POLICY_MANAGEMENT)))
         return True
 
@@ -510,6 +527,8 @@ class Reconciler:
                     holders.discard(key)
                     if not holders:
                         del self._referrers[target]
+        if key == self.aps_key:
+            self._aps_policies = {t for t, _ in diff.refs(key[0], body or {}, "firewall_policy_refs")}
         objects = self.db.actual.setdefault(key[0], {})
         if body is None:
             objects.pop(key[1], None)

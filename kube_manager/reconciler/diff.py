@@ -33,6 +33,9 @@ ObjKey = Tuple[str, FqName]  # (resource type, fq_name)
 
 # Ref lists that may be written in part (see the module docstring); every other ref is all or nothing.
 PARTIAL_REF_FIELDS = frozenset({"firewall_rule_refs", "firewall_policy_refs"})
+# A ref list longer than this changed by one ref is updated with one `ref-update` instead of a PUT of
+# the whole list (the APS and `<cluster>-denyall` refer to every NetworkPolicy: SPEC 5, one ref change).
+LONG_REF_LIST = 16
 # Fields that name the object rather than describe it: never sent in an update.
 IDENTITY_FIELDS = frozenset({"fq_name", "parent_type", "uuid", "parent_uuid"})
 ENDPOINT_FIELDS = ("endpoint_1", "endpoint_2")
@@ -112,7 +115,7 @@ def refs(obj_type: str, body: Mapping[str, Any], ref_field: str) -> List[Tuple[O
     target_type = ref_target_type(obj_type, ref_field)
     result = []
     for ref in body.get(ref_field) or []:
-        if isinstance(ref, Mapping) and ref.get("to"):
+        if isinstance(ref, dict) and ref.get("to"):
             result.append(((target_type, tuple(ref["to"])), ref.get("attr")))
     return result
 
@@ -141,7 +144,7 @@ def all_targets(obj_type: str, body: Mapping[str, Any]) -> List[ObjKey]:
 
 def _empty(value: Any) -> bool:
     """None, [], {} or a dict of nothing but empty values (`{"subnet": []}` reads back as null)."""
-    if isinstance(value, Mapping):
+    if isinstance(value, dict):
         return all(_empty(v) for v in value.values())
     return value is None or value == []
 
@@ -149,18 +152,20 @@ def _empty(value: Any) -> bool:
 def same(desired: Any, actual: Any) -> bool:
     """`desired` reads back as `actual`: dicts by desired's keys (extra actual keys ignored), lists
     element by element, scalars by equality; empty values are all equal."""
+    if desired == actual:
+        return True  # the common case, decided at C speed
     if _empty(desired) or _empty(actual):
         return _empty(desired) and _empty(actual)
-    if isinstance(desired, Mapping):
-        return isinstance(actual, Mapping) and all(same(v, actual.get(k)) for k, v in desired.items())
+    if isinstance(desired, dict):
+        return isinstance(actual, dict) and all(same(v, actual.get(k)) for k, v in desired.items())
     if isinstance(desired, (list, tuple)):
         return (isinstance(actual, (list, tuple)) and len(desired) == len(actual)
-                and all(same(d, a) for d, a in zip(desired, actual)))
+                and all(same(d, a) for d, a in zip(desired, actual, strict=True)))
     return desired == actual
 
 
 def _attr_text(attr: Any) -> str:
-    if isinstance(attr, Mapping):
+    if isinstance(attr, dict):
         attr = {k: v for k, v in attr.items() if v is not None}
     return json.dumps(attr if not _empty(attr) else None, sort_keys=True)
 
@@ -182,6 +187,37 @@ def changed_fields(obj_type: str, desired: Mapping[str, Any], actual: Mapping[st
         if not equal:
             changed[name] = value
     return changed
+
+
+@dataclass(frozen=True)
+class RefChange:
+    """One ref added (or its attr changed) or deleted: what `POST /ref-update` does."""
+
+    ref_field: str
+    operation: str  # "ADD" | "DELETE"
+    target: ObjKey
+    attr: Any = None
+
+
+def single_ref_change(obj_type: str, fields: Mapping[str, Any], actual: Mapping[str, Any]) -> Optional[RefChange]:
+    """When an update only moves one ref of one long ref list, that change; else None (PUT)."""
+    if len(fields) != 1:
+        return None
+    (name,) = fields
+    if not name.endswith("_refs"):
+        return None
+    new = {t: _attr_text(a) for t, a in refs(obj_type, fields, name)}
+    old = {t: _attr_text(a) for t, a in refs(obj_type, actual, name)}
+    if max(len(new), len(old)) <= LONG_REF_LIST:
+        return None
+    moved = {t for t in new.keys() | old.keys() if new.get(t) != old.get(t)}
+    if len(moved) != 1:
+        return None
+    (target,) = moved
+    if target not in new:
+        return RefChange(name, "DELETE", target)
+    attr = next(a for t, a in refs(obj_type, fields, name) if t == target)
+    return RefChange(name, "ADD", target, attr)
 
 
 def matches(obj_type: str, desired: Mapping[str, Any], actual: Optional[Mapping[str, Any]]) -> bool:

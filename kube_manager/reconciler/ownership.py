@@ -42,7 +42,7 @@ def annotations(body: Mapping[str, Any]) -> Dict[str, str]:
     pairs = (body.get("annotations") or {}).get("key_value_pair") or []
     result: Dict[str, str] = {}
     for pair in pairs:
-        if isinstance(pair, Mapping) and isinstance(pair.get("key"), str):
+        if isinstance(pair, dict) and isinstance(pair.get("key"), str):
             result[pair["key"]] = pair.get("value")
     return result
 

@@ -55,12 +55,12 @@ def _split(tag: str) -> Tuple[str, str]:
 def _global_tags(body: Mapping[str, Any]) -> Set[str]:
     """The global tags ("type=value") of a VMI body's `tag_refs`."""
     return {ref["to"][0] for ref in body.get("tag_refs") or []
-            if isinstance(ref, Mapping) and len(ref.get("to") or []) == 1}
+            if isinstance(ref, dict) and len(ref.get("to") or []) == 1}
 
 
 def _vm_uuid(body: Mapping[str, Any]) -> Optional[str]:
     for ref in body.get("virtual_machine_refs") or []:
-        if isinstance(ref, Mapping) and ref.get("uuid"):
+        if isinstance(ref, dict) and ref.get("uuid"):
             return ref["uuid"]
     return None
 

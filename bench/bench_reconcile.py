@@ -1,0 +1,236 @@
+#!/usr/bin/env python
+"""Reconciler benchmark: cold start of a large cluster against the embedded config API, and the
+latency from one NetworkPolicy event to its last write.
+
+The path measured is the daemon's: `KubeCache` (DB records + incremental translator) -> `Reconciler`
+-> `VncClient` over real HTTP -> the embedded config API with `--latency` added to every answer
+(2 ms by default, a LAN round trip to a busy contrail-api). The server runs in its own process, as
+contrail-api does (`--server thread` runs it in this one, sharing the interpreter lock); each pod's
+VM and VMI exist before the start, as the CNI would have made them. Requests are counted as sent,
+by the client's observer hook (every HTTP attempt, retries included).
+
+For each concurrency setting (`vnc_max_concurrency`) a fresh server and reconciler do a cold start:
+one listing per type, then every object created and every VMI tagged. Reported: wall time, requests
+the server saw, and that count divided by the minimum the objects need (one create per object, one
+set-tag per VMI, one listing per type: 1.0 means no request was wasted, no object written twice).
+Then, on the converged cluster, NetworkPolicies are added one at a time: the time from the event to
+the reconciler having nothing left to do (its last write), and the requests each one cost.
+
+    python bench/bench_reconcile.py [--policies 1000] [--pods 10000] [--concurrency 8,1] [--events 20]
+"""
+from gevent import monkey
+
+monkey.patch_all()
+
+import argparse  # noqa: E402 - after monkey-patching, on purpose
+import json  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from dataclasses import asdict, dataclass, field  # noqa: E402
+from typing import Any, Dict, List, Optional  # noqa: E402
+
+from gevent.pool import Pool  # noqa: E402
+
+from bench_vnc_client import embedded_server  # noqa: E402  (bench/ is on sys.path when run as a script)
+
+from kube_manager.cache import KubeCache  # noqa: E402
+from kube_manager.db import Database  # noqa: E402
+from kube_manager.reconciler.core import Reconciler, Settings  # noqa: E402
+from kube_manager.reconciler.ownership import OWNED_TYPES, Marks  # noqa: E402
+from kube_manager.translator import ClusterTranslator  # noqa: E402
+from vnc_client.client import VncClient  # noqa: E402
+
+VN = ["default-domain", "default-project", "k8s-default-pod-network"]
+APPS = 20  # distinct app labels per namespace
+
+
+@dataclass
+class Cluster:
+    namespaces: List[Dict[str, Any]] = field(default_factory=list)
+    pods: List[Dict[str, Any]] = field(default_factory=list)
+    policies: List[Dict[str, Any]] = field(default_factory=list)
+
+
+def synthetic(policies: int, pods: int) -> Cluster:
+    """`pods` pods and `policies` NetworkPolicies over namespaces of 100 pods; policies mix pod,
+    namespace and ipBlock peers, several ports, both directions."""
+    cluster = Cluster()
+    n_namespaces = max(1, pods // 100)
+    for n in range(n_namespaces):
+        cluster.namespaces.append({"kind": "Namespace", "metadata": {
+            "name": f"ns-{n}", "uid": f"ns-{n}", "labels": {"team": f"team-{n % 10}"}}})
+    for i in range(pods):
+        ns = f"ns-{i % n_namespaces}"
+        cluster.pods.append({"kind": "Pod", "metadata": {
+            "namespace": ns, "name": f"pod-{i}", "uid": f"00000000-0000-4000-8000-{i:012d}",
+            "labels": {"app": f"app-{i % APPS}", "pod-template-hash": f"h{i}"}},
+            "spec": {"containers": [{"name": "c", "ports": [{"name": "http", "containerPort": 8080}]}]},
+            "status": {"podIP": f"10.{i // 65536}.{i // 256 % 256}.{i % 256}"}})
+    for p in range(policies):
+        cluster.policies.append(policy(f"ns-{p % n_namespaces}", f"np-{p}", p))
+    return cluster
+
+
+def policy(namespace: str, name: str, p: int) -> Dict[str, Any]:
+    selected = {"matchLabels": {"app": f"app-{p % APPS}"}}
+    peers = [{"podSelector": {"matchLabels": {"app": f"app-{(p + 1) % APPS}"}}},
+             {"namespaceSelector": {"matchLabels": {"team": f"team-{p % 10}"}}}]
+    if p % 4 == 0:
+        peers.append({"ipBlock": {"cidr": f"172.{16 + p % 16}.0.0/16", "except": [f"172.{16 + p % 16}.1.0/24"]}})
+    spec: Dict[str, Any] = {"podSelector": selected,
+                            "ingress": [{"from": peers, "ports": [{"protocol": "TCP", "port": 80 + p % 5},
+                                                                  {"protocol": "TCP", "port": 443}]}]}
+    if p % 3 == 0:
+        spec["policyTypes"] = ["Ingress", "Egress"]
+        spec["egress"] = [{"to": [{"podSelector": {}}], "ports": [{"protocol": "UDP", "port": 53}]}]
+    return {"kind": "NetworkPolicy", "metadata": {"namespace": namespace, "name": name, "uid": f"np-{p}"},
+            "spec": spec}
+
+
+def populate_vmis(url: str, cluster: Cluster) -> None:
+    """What the CNI did before kube-manager starts: a VM (uuid = pod uid) and a VMI per pod."""
+    with VncClient(url, concurrency=32) as client:
+        client.create("virtual-network", {"fq_name": VN, "parent_type": "project"})
+
+        def attach(manifest: Dict[str, Any]) -> None:
+            meta = manifest["metadata"]
+            name = f"{meta['name']}__{meta['uid']}"
+            client.create("virtual-machine", {"fq_name": [name], "uuid": meta["uid"]})
+            client.create("virtual-machine-interface", {
+                "fq_name": VN[:2] + [name], "parent_type": "project",
+                "virtual_machine_refs": [{"to": [name], "uuid": meta["uid"]}], "virtual_network_refs": [{"to": VN}]})
+        Pool(32).map(attach, cluster.pods)
+
+
+class RequestCount:
+    """The client's observer: every HTTP attempt, and those that ask for a change."""
+
+    READS = ("GET",)
+    ACTIONS_THAT_READ = ("/fqname-to-id", "/id-to-fqname")
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.writes = 0
+
+    def __call__(self, method: str, template: str, status: Optional[int], seconds: float) -> None:
+        self.requests += 1
+        self.writes += method not in self.READS and template not in self.ACTIONS_THAT_READ
+
+
+def feed(cache: KubeCache, cluster: Cluster) -> None:
+    for resource, objects in (("namespaces", cluster.namespaces), ("pods", cluster.pods),
+                              ("networkpolicies", cluster.policies)):
+        for obj in objects:
+            cache.on_event(resource, "ADDED", obj)
+        cache.on_event(resource, "LISTED", {"resourceVersion": "1"})
+
+
+@dataclass
+class ColdStart:
+    concurrency: int
+    translate_s: float
+    wall_s: float
+    objects: int
+    vmis: int
+    requests: int
+    writes: int
+    minimum: int
+    ratio: float
+    requests_per_s: float
+
+
+@dataclass
+class EventLatency:
+    events: int
+    median_ms: float
+    p95_ms: float
+    max_ms: float
+    requests_per_event: float
+
+
+def run(cluster: Cluster, concurrency: int, latency: float, events: int,
+        server: str) -> "tuple[ColdStart, Optional[EventLatency]]":
+    with embedded_server(server, latency) as url:
+        populate_vmis(url, cluster)
+        db = Database()
+        cache = KubeCache(db, ClusterTranslator("k8s", "k8s"))
+        started = time.perf_counter()
+        feed(cache, cluster)
+        translate_s = time.perf_counter() - started
+        count = RequestCount()
+        client = VncClient(url, concurrency=concurrency, observer=count)
+        reconciler = Reconciler(client, db, Marks("k8s", "k8s"), Settings(concurrency=concurrency),
+                                deny_owner=cache.deny_owner)
+        cache.sink = reconciler
+        started = time.perf_counter()
+        reconciler.start()
+        reconciler.resync()
+        if not reconciler.wait_converged(3600):
+            raise SystemExit(f"cold start did not converge: {reconciler.summary()}")
+        wall = time.perf_counter() - started
+        objects = sum(len(v) for v in db.desired.values())
+        vmis = len(cluster.pods)
+        minimum = objects + vmis + len(OWNED_TYPES) + 1  # + the listings (5 types and the VMIs)
+        cold = ColdStart(concurrency, round(translate_s, 2), round(wall, 2), objects, vmis, count.requests,
+                         count.writes, minimum, round(count.requests / minimum, 4), round(count.requests / wall, 1))
+        figures = measure_events(cache, reconciler, count, cluster, events) if events else None
+        reconciler.stop()
+        client.close()
+        return cold, figures
+
+
+def measure_events(cache: KubeCache, reconciler: Reconciler, count: RequestCount, cluster: Cluster,
+                   events: int) -> EventLatency:
+    """One new NetworkPolicy at a time on the converged cluster: event -> last write."""
+    times: List[float] = []
+    requests: List[int] = []
+    n_namespaces = len(cluster.namespaces)
+    for e in range(events):
+        before = count.requests
+        started = time.monotonic()
+        cache.on_event("networkpolicies", "ADDED", policy(f"ns-{e % n_namespaces}", f"extra-{e}", e))
+        if not reconciler.wait_converged(60):
+            raise SystemExit(f"event {e} did not converge: {reconciler.summary()}")
+        times.append((reconciler.counters.last_write_at - started) * 1000)
+        requests.append(count.requests - before)
+    times.sort()
+    return EventLatency(events, round(statistics.median(times), 1), round(times[int(0.95 * (len(times) - 1))], 1),
+                        round(times[-1], 1), round(statistics.mean(requests), 2))
+
+
+def main(argv: "List[str] | None" = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--policies", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=10000)
+    parser.add_argument("--concurrency", default="8,1", help="comma list of vnc_max_concurrency values")
+    parser.add_argument("--latency", type=float, default=0.002, help="seconds added to every answer")
+    parser.add_argument("--events", type=int, default=20, help="single-policy events timed after the first run")
+    parser.add_argument("--server", choices=("process", "thread"), default="process",
+                        help="run the embedded config API in its own process (default) or a thread")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(argv)
+    cluster = synthetic(args.policies, args.pods)
+    results: Dict[str, Any] = {"policies": args.policies, "pods": args.pods, "latency_s": args.latency,
+                               "cold_start": [], "event_latency": None}
+    for n, concurrency in enumerate(int(c) for c in args.concurrency.split(",")):
+        cold, latency = run(cluster, concurrency, args.latency, args.events if n == 0 else 0, args.server)
+        results["cold_start"].append(asdict(cold))
+        if latency is not None:
+            results["event_latency"] = {"concurrency": concurrency, **asdict(latency)}
+        if not args.json:
+            print(f"cold start, concurrency {cold.concurrency}: {cold.wall_s:.2f} s wall "
+                  f"({cold.requests_per_s:.0f} req/s), {cold.requests} requests ({cold.writes} writes) "
+                  f"for {cold.objects} objects + {cold.vmis} VMIs, minimum {cold.minimum}, "
+                  f"ratio {cold.ratio:.4f}; translation of the events {cold.translate_s:.2f} s", flush=True)
+            if latency is not None:
+                print(f"one NetworkPolicy event -> last write (concurrency {concurrency}, {latency.events} events): "
+                      f"median {latency.median_ms:.1f} ms, p95 {latency.p95_ms:.1f} ms, max {latency.max_ms:.1f} ms, "
+                      f"{latency.requests_per_event:.2f} requests per event", flush=True)
+    if args.json:
+        print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
