@@ -263,8 +263,11 @@ class Daemon:
             self._stop.wait(HEARTBEAT_INTERVAL)
 
     def _refresh_states(self) -> None:
+        """NetworkPolicy sync states for the introspect pages, recomputed only after writes."""
+        seen = -1
         while not self._stop.wait(STATE_REFRESH_INTERVAL):
-            if self.reconciler is not None:
+            if self.reconciler is not None and self.reconciler.writes_seen != seen:
+                seen = self.reconciler.writes_seen
                 self.cache.refresh_states(self.reconciler)
 
     def _observe_vnc(self, method: str, template: str, status: Optional[int], seconds: float) -> None:

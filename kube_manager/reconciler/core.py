@@ -35,7 +35,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Proto
 
 import gevent.event
 
-from kube_manager.db import Database, FqName
+from kube_manager.db import PENDING, RETRYING, SYNCED, Database, FqName
 from kube_manager.logging_setup import kv
 from vnc_client.errors import Conflict, NotFound, VncError
 from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
@@ -201,6 +201,7 @@ class Reconciler:
                     self._set_actual(key, listed.get(fq_name), written=False)
         self._others = listing.others
         self._deferred.clear()
+        self._seq += 1
         self._written_at = {k: s for k, s in self._written_at.items() if s > since}
         self._vmi_written_at = {k: s for k, s in self._vmi_written_at.items() if s > since}
         queued = 0
@@ -212,6 +213,8 @@ class Reconciler:
             if self.pods.needs_work(key):
                 self._enqueue(pod_key(*key))
                 queued += 1
+            else:
+                self.db.pods[key].vmi_state = SYNCED
         self._synced_once.set()
         if self._observer is not None:
             self._observer.reconciled("resync", time.monotonic() - started)
@@ -223,12 +226,17 @@ class Reconciler:
     # --- state for others ----------------------------------------------------------------------
 
     def converged(self) -> bool:
-        """Everything desired is in the config API, nothing else of ours is, every pod is tagged."""
+        """Everything desired is in the config API, nothing else of ours is, every pod is tagged.
+
+        Cheap, by an invariant: a key that is not settled is always queued, running, waiting or
+        backing off, so it has a progress state; only deletes of shared objects someone else still
+        uses (left for the next resync) do not count against convergence.
+        """
         if not self._synced_once.is_set() or not self.queue.is_idle():
             return False
-        if any(not self._settled(k) and not self._deferred_shared_delete(k) for k in self._all_object_keys()):
+        if any(not self._deferred_shared_delete(k) for k in self._status):
             return False
-        return all(self.pods.index.vmis_of(r.uid) and not self.pods.needs_work(k) for k, r in self.db.pods.items())
+        return all(record.vmi_state == SYNCED for record in self.db.pods.values())
 
     def wait_converged(self, timeout: float, stop: Optional[gevent.event.Event] = None) -> bool:
         """Wait until `converged()`; False on timeout, on `stop`, or when the work queue is idle
@@ -238,18 +246,28 @@ class Reconciler:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
-            self.queue.wait_idle(min(remaining, 0.5))  # wakes early for `stop`
+            if not self.queue.wait_idle(min(remaining, 0.5)):  # wakes up now and then for `stop`
+                continue
             if self.converged():
                 return True
             if self.queue.is_idle():
                 return False
         return False
 
+    @property
+    def writes_seen(self) -> int:
+        """Grows with every write (and every resync): tells whether states may have changed."""
+        return self._seq
+
     def state_of(self, key: ObjKey) -> str:
-        """`synced`, `pending` or `retrying`: what the introspect pages show for one object."""
-        if self._status.get(key) == BLOCKED or key in self._deferred:
-            return "retrying"
-        return "synced" if self._settled(key) else "pending"
+        """`synced`, `pending` or `retrying`: what the introspect pages show for one object
+        (by the invariant of `converged`, a key without a progress state is settled)."""
+        status = self._status.get(key)
+        if status == BLOCKED or key in self._deferred:
+            return RETRYING
+        if status == ACTIVE or not self._synced_once.is_set():
+            return PENDING
+        return SYNCED
 
     def summary(self) -> Dict[str, int]:
         statuses = list(self._status.values())

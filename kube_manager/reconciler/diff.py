@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import enum
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Protocol, Tuple
 
@@ -164,15 +165,24 @@ def same(desired: Any, actual: Any) -> bool:
     return desired == actual
 
 
-def _attr_text(attr: Any) -> str:
+def _attr_key(attr: Any) -> Any:
+    """A hashable, order-free form of a ref's attr (`{"sequence": "1.0"}` -> `(("sequence", "1.0"),)`);
+    null, {} and a dict of nulls are all None."""
     if isinstance(attr, dict):
-        attr = {k: v for k, v in attr.items() if v is not None}
-    return json.dumps(attr if not _empty(attr) else None, sort_keys=True)
+        items = tuple(sorted((k, v) for k, v in attr.items() if v is not None))
+        if not items:
+            return None
+        try:
+            hash(items)
+        except TypeError:  # nested values: fall back to canonical JSON
+            return json.dumps(dict(items), sort_keys=True)
+        return items
+    return None if _empty(attr) else json.dumps(attr, sort_keys=True)
 
 
 def same_refs(obj_type: str, ref_field: str, desired: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
-    def canon(body: Mapping[str, Any]) -> List[Tuple[ObjKey, str]]:
-        return sorted((key, _attr_text(attr)) for key, attr in refs(obj_type, body, ref_field))
+    def canon(body: Mapping[str, Any]) -> Counter:
+        return Counter((key, _attr_key(attr)) for key, attr in refs(obj_type, body, ref_field))
     return canon(desired) == canon(actual)
 
 
@@ -206,8 +216,8 @@ def single_ref_change(obj_type: str, fields: Mapping[str, Any], actual: Mapping[
     (name,) = fields
     if not name.endswith("_refs"):
         return None
-    new = {t: _attr_text(a) for t, a in refs(obj_type, fields, name)}
-    old = {t: _attr_text(a) for t, a in refs(obj_type, actual, name)}
+    new = {t: _attr_key(a) for t, a in refs(obj_type, fields, name)}
+    old = {t: _attr_key(a) for t, a in refs(obj_type, actual, name)}
     if max(len(new), len(old)) <= LONG_REF_LIST:
         return None
     moved = {t for t in new.keys() | old.keys() if new.get(t) != old.get(t)}
@@ -301,7 +311,8 @@ def _next_ref_list(key: ObjKey, name: str, desired: Mapping[str, Any], actual: O
                 _sort_waits(partial, key, [blocker], view)
                 continue
         result.append({"to": list(target[1]), "attr": attr})
-    dropped = [(t, a) for t, a in held.items() if t not in {w for w, _ in wanted}]
+    wanted_targets = {target for target, _attr in wanted}
+    dropped = [(t, a) for t, a in held.items() if t not in wanted_targets]
     if dropped:
         blocker = view.gate_remove(key, name)
         if blocker is not None:
