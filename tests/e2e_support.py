@@ -16,7 +16,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import urllib.request
 from typing import Any, Callable, Dict, List, Optional
 
@@ -24,6 +23,7 @@ from kube_manager.cni_emulator import CniEmulator
 from kube_manager.kube.emulator_runner import EmulatorRunner
 from kube_manager.manifests import Manifests
 from kube_manager.translator import translate
+from tests.kube_helpers import wait_until
 from tests.reconciler_support import InProcessApi, differences, expected_objects
 from vnc_client.client import VncClient
 from vnc_client.server.runner import BackgroundServer, run_in_background
@@ -31,17 +31,6 @@ from vnc_client.server.runner import BackgroundServer, run_in_background
 DEADLINE = 20.0
 STOP_LIMIT = 10.0  # SPEC section 8: a clean stop within 10 s
 RESOURCE_OF = {"Namespace": "namespaces", "Pod": "pods", "NetworkPolicy": "networkpolicies"}
-
-
-def wait_until(predicate: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
 
 
 class Environment:
