@@ -5,6 +5,11 @@ Measures the client's whole path (pooled keep-alive session, JSON, error mapping
 one greenlet and for several concurrent greenlets sharing one client, as the daemon's reconciler
 does. gevent is monkey-patched first so that `requests` yields while waiting on a socket.
 
+Besides requests per second and latency, each row gives the CPU time one request costs the client
+and (for a server process this script started, on Linux) the server. Throughput on a shared
+machine moves with the neighbours' load; CPU per request does not, so it is the figure to compare
+between two versions of the code.
+
 The server runs in a separate process by default (`contrail-kube-manager vnc-server`), so client and
 server do not share one interpreter lock; `--server thread` runs it in this process instead, and
 `--url` benchmarks a server that is already running (even a real contrail-api: the workload only
@@ -18,6 +23,7 @@ monkey.patch_all()
 
 import argparse  # noqa: E402 - after monkey-patching, on purpose
 import json  # noqa: E402
+import os  # noqa: E402
 import socket  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
@@ -49,6 +55,28 @@ class Result:
     requests_per_second: float
     p50_ms: float
     p99_ms: float
+    client_cpu_us: int  # CPU time of this process per request
+    server_cpu_us: Optional[int]  # CPU time of the server process per request, when measurable
+
+
+@dataclass
+class Server:
+    """A server to benchmark: its URL and, when it is a process of ours, its pid."""
+
+    url: str
+    pid: Optional[int] = None
+
+    def cpu_seconds(self) -> Optional[float]:
+        """User + system CPU time of the server process (Linux /proc), None when unknown."""
+        if self.pid is None:
+            return None
+        try:
+            with open(f"/proc/{self.pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        # Fields 14 and 15 of proc(5) (utime, stime), counted after the ")" that ends the command.
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -72,13 +100,13 @@ def wait_until_up(url: str) -> None:
 
 
 @contextmanager
-def embedded_server(mode: str, latency: float) -> Iterator[str]:
-    """The base URL of a fresh embedded server, run as `mode` ("process" or "thread")."""
+def embedded_server(mode: str, latency: float) -> Iterator[Server]:
+    """A fresh embedded server, run as `mode` ("process" or "thread")."""
     if mode == "thread":
         from vnc_client.server.runner import run_in_background
 
         with run_in_background(latency=latency) as server:
-            yield server.url
+            yield Server(server.url)  # its CPU time is this process's, counted as the client's
         return
     port = free_port()
     command = [sys.executable, "-m", "kube_manager", "vnc-server", "--listen", f"127.0.0.1:{port}",
@@ -87,7 +115,7 @@ def embedded_server(mode: str, latency: float) -> Iterator[str]:
     try:
         url = f"http://127.0.0.1:{port}"
         wait_until_up(url)
-        yield url
+        yield Server(url, process.pid)
     finally:
         process.terminate()
         process.wait(timeout=15)
@@ -113,9 +141,10 @@ def workloads(client: VncClient, names: Iterator[int]) -> Dict[str, Callable[[],
     return {"read": read, "fqname-to-id": lookup, "create+delete": create_delete}
 
 
-def run_one(url: str, workload: str, greenlets: int, total: int, names: Iterator[int]) -> Result:
+def run_one(server: Server, workload: str, greenlets: int, total: int, names: Iterator[int]) -> Result:
     latencies: List[float] = []
-    with VncClient(url, concurrency=greenlets, observer=lambda m, p, s, sec: latencies.append(sec)) as client:
+    with VncClient(server.url, concurrency=greenlets,
+                   observer=lambda m, p, s, sec: latencies.append(sec)) as client:
         unit = workloads(client, names)[workload]
         unit()  # warm-up: connection established, first request out of the way
         latencies.clear()
@@ -127,15 +156,22 @@ def run_one(url: str, workload: str, greenlets: int, total: int, names: Iterator
                 done[0] += made
 
         pool = Pool(greenlets)
+        server_cpu = server.cpu_seconds()
+        client_cpu = time.process_time()
         started = time.perf_counter()
         for _ in range(greenlets):
             pool.spawn(worker)
         pool.join(raise_error=True)
         seconds = time.perf_counter() - started
+        client_cpu = time.process_time() - client_cpu
+        server_end = server.cpu_seconds()
     ordered = sorted(latencies)
-    return Result(workload, greenlets, len(ordered), round(seconds, 3), round(len(ordered) / seconds, 1),
+    n = len(ordered)
+    server_us = None if server_cpu is None or server_end is None else round((server_end - server_cpu) / n * 1e6)
+    return Result(workload, greenlets, n, round(seconds, 3), round(n / seconds, 1),
                   round(statistics.median(ordered) * 1000, 2),
-                  round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000, 2))
+                  round(ordered[min(n - 1, int(n * 0.99))] * 1000, 2),
+                  round(client_cpu / n * 1e6), server_us)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -157,19 +193,21 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     names = count()
     results: List[Result] = []
-    with (nullcontext(args.url) if args.url else embedded_server(args.server, args.latency)) as url:
+    with (nullcontext(Server(args.url)) if args.url else embedded_server(args.server, args.latency)) as server:
         for workload in ("read", "fqname-to-id", "create+delete"):
             for greenlets in levels:
-                results.append(run_one(url, workload, greenlets, args.requests, names))
+                results.append(run_one(server, workload, greenlets, args.requests, names))
     if args.json:
         print(json.dumps([asdict(r) for r in results], indent=2))
         return 0
     where = args.url or f"embedded server ({args.server}, latency {args.latency * 1000:g} ms)"
     print(f"VncClient against {where}")
-    print(f"{'workload':<15}{'greenlets':>10}{'requests':>10}{'seconds':>9}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}")
+    print(f"{'workload':<15}{'greenlets':>10}{'requests':>10}{'seconds':>9}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}"
+          f"{'client CPU us/req':>19}{'server CPU us/req':>19}")
     for r in results:
+        server_us = "-" if r.server_cpu_us is None else r.server_cpu_us
         print(f"{r.workload:<15}{r.greenlets:>10}{r.requests:>10}{r.seconds:>9}{r.requests_per_second:>9}"
-              f"{r.p50_ms:>9}{r.p99_ms:>9}")
+              f"{r.p50_ms:>9}{r.p99_ms:>9}{r.client_cpu_us:>19}{server_us:>19}")
     return 0
 
 
