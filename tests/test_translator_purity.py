@@ -15,7 +15,7 @@ from test_translator_oracle import namespace, pod, policy
 
 FORBIDDEN = ("gevent", "requests", "kubernetes", "vnc_client", "urllib3", "socket", "kube_manager.db")
 # The modules of the translation itself (flow/explain modules are tested by their own suites).
-OWN_MODULES = ("bodies", "canonical", "changes", "cidr", "cluster", "encoding", "index", "inputs",
+OWN_MODULES = ("bodies", "canonical", "changes", "cidr", "cluster", "encoding", "index", "inputs", "parsecache",
                "membership", "model", "naming", "policy", "ports", "render", "selectors", "sequenced",
                "translation", "validation")
 

@@ -39,7 +39,7 @@ def test_simple_means_match_labels_and_single_value_in():
     assert sel({"matchLabels": {"a": "1"}}).is_simple
     single = sel({"matchLabels": {"b": "2"}, "matchExpressions": [{"key": "a", "operator": "In", "values": ["1"]}]})
     assert single.is_simple
-    assert single.simple_labels() == (("a", "1"), ("b", "2"))
+    assert single.simple_labels == (("a", "1"), ("b", "2"))
     for expression in ({"key": "a", "operator": "In", "values": ["1", "2"]},
                        {"key": "a", "operator": "NotIn", "values": ["1"]},
                        {"key": "a", "operator": "Exists"}, {"key": "a", "operator": "DoesNotExist"}):

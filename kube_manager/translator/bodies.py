@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 from .cidr import Network
 from .encoding import split_tag
+from .naming import rule_sequence
 from .ports import ANY_SERVICE, MAX_PORT, MIN_PORT, Service
 
 Body = Dict[str, Any]
@@ -60,6 +61,15 @@ class BodyFactory:
         self._match_tags: Body = {"tag_list": []}
         self.any_endpoint: Body = {"any": True}
         self._services: Dict[Service, Body] = {}
+        self._rule_sequences: List[Body] = []
+
+    def rule_ref(self, rule: Body, index: int) -> Body:
+        """The ref of a NetworkPolicy's firewall policy to its index-th rule; the sequence attr
+        (`%05d.0`) and the fq_name list are shared, as refs are read-only."""
+        attrs = self._rule_sequences
+        while len(attrs) <= index:
+            attrs.append({"sequence": rule_sequence(len(attrs))})
+        return {"to": rule["fq_name"], "attr": attrs[index]}
 
     def service(self, service: Service) -> Body:
         body = self._services.get(service)

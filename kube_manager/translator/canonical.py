@@ -30,5 +30,5 @@ def sha1_of_json(value: Any) -> str:
     return hashlib.sha1(canonical_json(value).encode("utf-8")).hexdigest()
 
 
-def sha256_of_json(value: Any) -> str:
-    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+def sha256_hex(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

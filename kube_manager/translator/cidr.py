@@ -54,21 +54,24 @@ def cidr_text(net: Network) -> str:
     return str(net).replace(":", "_")
 
 
+def group_name(cidr: Network, excepts: Tuple[Network, ...]) -> str:
+    """`<cidr>` or `<cidr>-except-<e1>-<e2>...` (before the 255-character shortening)."""
+    name = cidr_text(cidr)
+    if excepts:
+        name += "-except-" + "-".join(cidr_text(e) for e in excepts)
+    return name
+
+
 @dataclass(frozen=True)
 class IpBlock:
-    """A validated ipBlock: canonical CIDR, canonical excepts (deduplicated, ascending)."""
+    """A validated ipBlock: canonical CIDR, canonical excepts (deduplicated, ascending), and what
+    is derived from them once (the address group's prefixes and name, the CIDR as names write it)."""
 
     cidr: Network
     excepts: Tuple[Network, ...] = ()
     prefixes: Tuple[Network, ...] = field(default=(), compare=False, hash=False)
-
-    @property
-    def address_group_name(self) -> str:
-        """`<cidr>` or `<cidr>-except-<e1>-<e2>...` (before the 255-character shortening)."""
-        name = cidr_text(self.cidr)
-        if self.excepts:
-            name += "-except-" + "-".join(cidr_text(e) for e in self.excepts)
-        return name
+    address_group_name: str = field(default="", compare=False, hash=False)
+    cidr_name: str = field(default="", compare=False, hash=False)
 
     def contains(self, ip: Optional[Address]) -> bool:
         if ip is None or ip.version != self.cidr.version or ip not in self.cidr:
@@ -96,4 +99,5 @@ def parse_ip_block(raw: Any, path: str) -> IpBlock:
             raise InvalidInput(f"{epath}: {excluded} must be a strict subset of cidr {cidr}")
         excepts.add(excluded)
     ordered = tuple(sorted(excepts, key=network_key))
-    return IpBlock(cidr, ordered, tuple(subtract(cidr, ordered)))
+    return IpBlock(cidr, ordered, tuple(subtract(cidr, ordered)), group_name(cidr, ordered),
+                   cidr_text(cidr))

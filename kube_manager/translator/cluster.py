@@ -20,6 +20,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Uni
 from .bodies import (ADDRESS_GROUP, APPLICATION_POLICY_SET, FIREWALL_POLICY, FIREWALL_RULE,
                      PASS, RESOURCE_TYPES, TAG, Body, BodyFactory, FqName, global_fq_name, sequenced_ref)
 from .changes import ChangeLog, Changes
+from .cidr import IpBlock
 from .encoding import namespace_tag
 from .index import ClusterIndex, PodKey
 from .inputs import implicit_namespace, object_key, parse_namespace, parse_pod
@@ -27,6 +28,7 @@ from .membership import SelectorMembership
 from .model import NamespaceInfo, ParsedPolicy, PodInfo, PodScope, SelectorDef
 from .naming import (ALLOWALL_SEQUENCE, DENYALL_SEQUENCE, allowall_policy_name, collision_label,
                      denyall_policy_name, rule_sequence)
+from .parsecache import ParseCache
 from .policy import parse_policy
 from .render import POD_LABEL, PolicyRenderer, PolicyRendering, TagOrigin
 from .sequenced import SequencedRefs
@@ -77,6 +79,7 @@ class ClusterTranslator:
         self.owner = owner
         self._bodies = BodyFactory(cluster_name, owner)
         self._renderer = PolicyRenderer(self._bodies)
+        self._parse_cache = ParseCache()
         self._index = ClusterIndex()
         self._membership = SelectorMembership(self._index)
         self._log = ChangeLog(track_changes)
@@ -106,7 +109,7 @@ class ClusterTranslator:
         metadata = manifest.get("metadata") if isinstance(manifest, dict) else None
         name = str((metadata if isinstance(metadata, dict) else {}).get("name") or "")
         try:
-            namespace = parse_namespace(manifest)
+            namespace = parse_namespace(manifest, self._parse_cache)
         except InvalidInput as exc:
             self.delete_namespace(name)
             self._reject(NAMESPACE_KIND, "", name, str(exc))
@@ -122,7 +125,7 @@ class ClusterTranslator:
 
     def upsert_pod(self, manifest: Mapping[str, Any]) -> None:
         try:
-            pod = parse_pod(manifest)
+            pod = parse_pod(manifest, self._parse_cache)
         except InvalidInput as exc:
             namespace, name = object_key(manifest)
             self.delete_pod(namespace, name)
@@ -147,7 +150,7 @@ class ClusterTranslator:
 
     def upsert_policy(self, manifest: Mapping[str, Any]) -> None:
         try:
-            policy = parse_policy(manifest)
+            policy = parse_policy(manifest, self._parse_cache)
         except InvalidInput as exc:
             namespace, name = object_key(manifest)
             self.delete_policy(namespace, name)
@@ -329,11 +332,11 @@ class ClusterTranslator:
         return [pod for namespace in self._index.namespaces_with_label(key, value)
                 for pod in self._index.namespace_pods(namespace)]
 
-    def _ref_address_group(self, fq_name: FqName, body: Body) -> None:
+    def _ref_address_group(self, fq_name: FqName, block: IpBlock) -> None:
         count = self._address_group_refs.get(fq_name, 0)
         self._address_group_refs[fq_name] = count + 1
         if not count:
-            self._put(ADDRESS_GROUP, fq_name, body)
+            self._put(ADDRESS_GROUP, fq_name, self._bodies.address_group(fq_name, block.prefixes))
 
     def _unref_address_group(self, fq_name: FqName) -> None:
         count = self._address_group_refs[fq_name] - 1
@@ -513,9 +516,9 @@ class ClusterTranslator:
         for tag, origin in new_tags.items():
             if tag not in old_tags:
                 self._ref_tag(tag, origin)
-        for fq_name, body in new_groups.items():
+        for fq_name, block in new_groups.items():
             if fq_name not in old_groups:
-                self._ref_address_group(fq_name, body)
+                self._ref_address_group(fq_name, block)
         for tag in old_tags:
             if tag not in new_tags:
                 self._unref_tag(tag)

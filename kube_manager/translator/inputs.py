@@ -7,11 +7,16 @@ rejected with a reason rather than half-read.
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Dict, Mapping, Tuple
+import re
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .model import METADATA_NAME_LABEL, NamespaceInfo, PodInfo
+from .parsecache import ParseCache
 from .ports import container_port_name
 from .validation import InvalidInput, check_labels, metadata_problem, namespace_name_problem
+
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_IPV4_RE = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
 
 
 def _metadata(manifest: Any) -> Mapping[str, Any]:
@@ -40,13 +45,13 @@ def namespace_labels(name: str, labels: Mapping[str, str]) -> Dict[str, str]:
     return result
 
 
-def parse_namespace(manifest: Any) -> NamespaceInfo:
+def parse_namespace(manifest: Any, cache: Optional[ParseCache] = None) -> NamespaceInfo:
     metadata = _metadata(manifest)
     name = metadata.get("name")
     problem = namespace_name_problem(name)
     if problem:
         raise InvalidInput(f"metadata.name: {problem}")
-    labels = check_labels(metadata.get("labels"), "metadata.labels")
+    labels = check_labels(metadata.get("labels"), "metadata.labels", cache.label_keys if cache else None)
     return NamespaceInfo(name, _uid(metadata), namespace_labels(name, labels))
 
 
@@ -67,23 +72,27 @@ def _named_ports(spec: Any) -> Dict[Tuple[str, str], int]:
     return ports
 
 
-def parse_pod(manifest: Any) -> PodInfo:
+def canonical_ip(ip: Any) -> str:
+    """A pod IP in canonical form; dotted quads (the common case) are checked without parsing."""
+    if isinstance(ip, str) and _IPV4_RE.fullmatch(ip):
+        return ip
+    try:
+        if not isinstance(ip, str):
+            raise ValueError(ip)
+        return str(ipaddress.ip_address(ip))
+    except ValueError:
+        raise InvalidInput(f"status.podIP: {ip!r} is not an IP address") from None
+
+
+def parse_pod(manifest: Any, cache: Optional[ParseCache] = None) -> PodInfo:
     metadata = _metadata(manifest)
     namespace = metadata.get("namespace") or "default"
     name = metadata.get("name")
-    problem = metadata_problem(namespace, name)
+    problem = metadata_problem(namespace, name, cache.namespaces if cache else None)
     if problem:
         raise InvalidInput(problem)
-    labels = check_labels(metadata.get("labels"), "metadata.labels")
+    labels = check_labels(metadata.get("labels"), "metadata.labels", cache.label_keys if cache else None)
     status = manifest.get("status")
     ip = status.get("podIP") if isinstance(status, dict) else None
-    address = None
-    if ip:
-        try:
-            if not isinstance(ip, str):
-                raise ValueError(ip)
-            address = ipaddress.ip_address(ip)
-        except ValueError:
-            raise InvalidInput(f"status.podIP: {ip!r} is not an IP address") from None
-    return PodInfo(namespace, name, _uid(metadata), labels, str(address) if address else None, address,
+    return PodInfo(namespace, name, _uid(metadata), labels, canonical_ip(ip) if ip else None,
                    _named_ports(manifest.get("spec")))

@@ -5,11 +5,13 @@ selector evaluation) works on them and never looks at raw dicts again.
 """
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from .cidr import Address, IpBlock
-from .ports import PortSpec
+from .ports import PortSpec, Service
 from .selectors import EVERYTHING, LabelSelector
 
 METADATA_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -79,13 +81,15 @@ class Block:
     """One validated `ingress`/`egress` rule block.
 
     `peers` None: every peer (from/to missing or empty); `ports` None: every port. Rejected peers
-    and ports are left out, keeping the manifest index of the survivors.
+    and ports are left out, keeping the manifest index of the survivors. `fixed_services` holds
+    the services when no port is named (they are then the same for every peer), else None.
     """
 
     direction: str  # "ingress" | "egress"
     index: int
     peers: Optional[Tuple[Tuple[int, Peer], ...]]
     ports: Optional[Tuple[Tuple[int, PortSpec], ...]]
+    fixed_services: Optional[Tuple[Service, ...]] = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -118,13 +122,17 @@ class PodInfo:
     name: str
     uid: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)
-    ip: Optional[str] = None
-    address: Optional[Address] = field(default=None, compare=False)
+    ip: Optional[str] = None  # canonical
     named_ports: Mapping[Tuple[str, str], int] = field(default_factory=dict)  # (name, protocol)
 
     @property
     def key(self) -> Tuple[str, str]:
         return (self.namespace, self.name)
+
+    @cached_property
+    def address(self) -> Optional[Address]:
+        """The IP as an address, parsed only when an ipBlock needs it."""
+        return ipaddress.ip_address(self.ip) if self.ip else None
 
 
 @dataclass(frozen=True)

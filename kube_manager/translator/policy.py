@@ -10,29 +10,30 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any, List, Optional, Tuple
 
-from .canonical import sha256_of_json
+from .canonical import canonical_json, sha256_hex
 from .cidr import parse_ip_block
 from .model import Block, ParsedPolicy, Peer, PodScope
 from .naming import EGRESS, INGRESS
-from .ports import PortSpec, parse_port
-from .selectors import optional_selector, parse_selector
+from .parsecache import ParseCache
+from .ports import ANY_SERVICE, PortSpec, parse_port
+from .selectors import parse_selector
 from .validation import InvalidInput, mapping, metadata_problem, sequence
 
 _SPEC_FIELDS = frozenset({"podSelector", "ingress", "egress", "policyTypes"})
 _PEER_FIELDS = frozenset({"podSelector", "namespaceSelector", "ipBlock"})
 _POLICY_TYPES = MappingProxyType({"Ingress": INGRESS, "Egress": EGRESS})
 _PEER_FIELD = MappingProxyType({INGRESS: "from", EGRESS: "to"})
-
-
-def parse_peer(raw: Any, namespace: str, path: str) -> Peer:
+def parse_peer(raw: Any, namespace: str, path: str, cache: ParseCache) -> Peer:
     """A NetworkPolicyPeer: exactly an ipBlock, or a pod and/or namespace selector."""
     body = mapping(raw, path, _PEER_FIELDS)
-    pods = optional_selector(body.get("podSelector"), f"{path}.podSelector")
-    namespaces = optional_selector(body.get("namespaceSelector"), f"{path}.namespaceSelector")
+    raw_pods, raw_namespaces = body.get("podSelector"), body.get("namespaceSelector")
+    pods = None if raw_pods is None else cache.get(parse_selector, raw_pods, f"{path}.podSelector")
+    namespaces = None if raw_namespaces is None else cache.get(parse_selector, raw_namespaces,
+                                                               f"{path}.namespaceSelector")
     if body.get("ipBlock") is not None:
         if pods is not None or namespaces is not None:
             raise InvalidInput(f"{path}: may not specify both ipBlock and another peer")
-        return parse_ip_block(body["ipBlock"], f"{path}.ipBlock")
+        return cache.get(parse_ip_block, body["ipBlock"], f"{path}.ipBlock")
     if pods is None and namespaces is None:
         raise InvalidInput(f"{path}: must specify a peer (podSelector, namespaceSelector or ipBlock)")
     if namespaces is None:
@@ -40,8 +41,8 @@ def parse_peer(raw: Any, namespace: str, path: str) -> Peer:
     return PodScope(namespace_selector=namespaces, pod_selector=pods)
 
 
-def _parse_block(raw: Any, direction: str, index: int, namespace: str,
-                 errors: List[str]) -> Optional[Block]:
+def _parse_block(raw: Any, direction: str, index: int, namespace: str, errors: List[str],
+                 cache: ParseCache) -> Optional[Block]:
     path = f"spec.{direction}[{index}]"
     peer_field = _PEER_FIELD[direction]
     try:
@@ -56,7 +57,7 @@ def _parse_block(raw: Any, direction: str, index: int, namespace: str,
         kept_peers = []
         for p, entry in enumerate(raw_peers):
             try:
-                kept_peers.append((p, parse_peer(entry, namespace, f"{path}.{peer_field}[{p}]")))
+                kept_peers.append((p, parse_peer(entry, namespace, f"{path}.{peer_field}[{p}]", cache)))
             except InvalidInput as exc:
                 errors.append(f"{exc}; the peer is ignored")
         peers = tuple(kept_peers)
@@ -65,11 +66,16 @@ def _parse_block(raw: Any, direction: str, index: int, namespace: str,
         kept_ports = []
         for i, entry in enumerate(raw_ports):
             try:
-                kept_ports.append((i, parse_port(entry, f"{path}.ports[{i}]")))
+                kept_ports.append((i, cache.get(parse_port, entry, f"{path}.ports[{i}]")))
             except InvalidInput as exc:
                 errors.append(f"{exc}; the port is ignored")
         ports = tuple(kept_ports)
-    return Block(direction, index, peers, ports)
+    fixed = None
+    if ports is None:
+        fixed = (ANY_SERVICE,)
+    elif all(port.name is None for _, port in ports):
+        fixed = tuple(port.service() for _, port in ports)
+    return Block(direction, index, peers, ports, fixed)
 
 
 def _policy_types(raw: Any) -> Tuple[str, ...]:
@@ -82,37 +88,39 @@ def _policy_types(raw: Any) -> Tuple[str, ...]:
     return tuple(d for d in (INGRESS, EGRESS) if any(_POLICY_TYPES[e] == d for e in entries))
 
 
-def _rejected(namespace: str, name: str, uid: str, digest: str, reason: str) -> ParsedPolicy:
-    return ParsedPolicy(namespace, name, uid, digest, None,
-                        errors=(f"{reason}; the policy is rejected whole",))
+_UNBOUND = ""  # the namespace of a spec parsed on its own; never a valid namespace name
 
 
-def parse_policy(manifest: Any) -> ParsedPolicy:
-    """Validate one NetworkPolicy manifest.
+def _bind_block(block: Block, namespace: str) -> Block:
+    if block.peers is None or not any(isinstance(peer, PodScope) and peer.namespace == _UNBOUND
+                                      for _, peer in block.peers):
+        return block
+    peers = tuple((p, PodScope(namespace, None, peer.pod_selector)
+                   if isinstance(peer, PodScope) and peer.namespace == _UNBOUND else peer)
+                  for p, peer in block.peers)
+    return Block(block.direction, block.index, peers, block.ports, block.fixed_services)
 
-    Raises InvalidInput only when the object cannot be identified (bad metadata); every problem
-    of the spec is reported in `errors` instead, as narrowly as SPEC 11 says.
-    """
-    manifest = manifest if isinstance(manifest, dict) else {}
-    metadata = manifest.get("metadata")
-    metadata = metadata if isinstance(metadata, dict) else {}
-    namespace = metadata.get("namespace") or "default"
-    name = metadata.get("name")
-    uid = metadata.get("uid") or ""
-    uid = uid if isinstance(uid, str) else str(uid)
-    raw_spec = manifest.get("spec")
-    digest = sha256_of_json(raw_spec)
-    problem = metadata_problem(namespace, name)
-    if problem:
-        raise InvalidInput(problem)
+
+def _bind(spec: ParsedPolicy, namespace: str, name: str, uid: str) -> ParsedPolicy:
+    """The policy `namespace/name` whose spec parsed to `spec` (parsed with no namespace)."""
+    if spec.selection is None:
+        return ParsedPolicy(namespace, name, uid, spec.spec_sha256, None, errors=spec.errors)
+    selection = PodScope(namespace, None, spec.selection.pod_selector)
+    return ParsedPolicy(namespace, name, uid, spec.spec_sha256, selection, spec.directions,
+                        tuple(_bind_block(b, namespace) for b in spec.blocks), spec.errors)
+
+
+def parse_spec(raw_spec: Any, digest: str, cache: ParseCache) -> ParsedPolicy:
+    """Validate a NetworkPolicy spec on its own: peers of "the policy's namespace" are left unbound."""
     errors: List[str] = []
     try:
         spec = mapping(raw_spec, "spec")
-        selection = PodScope(namespace=namespace,
-                             pod_selector=parse_selector(spec.get("podSelector"), "spec.podSelector"))
+        selection = PodScope(namespace=_UNBOUND,
+                             pod_selector=cache.get(parse_selector, spec.get("podSelector"), "spec.podSelector"))
         types = _policy_types(spec.get("policyTypes"))
     except InvalidInput as exc:
-        return _rejected(namespace, name, uid, digest, str(exc))
+        return ParsedPolicy(_UNBOUND, "", "", digest, None,
+                            errors=(f"{exc}; the policy is rejected whole",))
     unknown = sorted(str(k) for k in spec if k not in _SPEC_FIELDS)
     if unknown:
         errors.append(f"spec: unknown field {', '.join(repr(u) for u in unknown)}; ignored")
@@ -130,7 +138,32 @@ def parse_policy(manifest: Any) -> ParsedPolicy:
     blocks = []
     for direction in types:
         for b, raw in enumerate(raw_blocks[direction] or ()):
-            block = _parse_block(raw, direction, b, namespace, errors)
+            block = _parse_block(raw, direction, b, _UNBOUND, errors, cache)
             if block is not None:
                 blocks.append(block)
-    return ParsedPolicy(namespace, name, uid, digest, selection, types, tuple(blocks), tuple(errors))
+    return ParsedPolicy(_UNBOUND, "", "", digest, selection, types, tuple(blocks), tuple(errors))
+
+
+def parse_policy(manifest: Any, cache: Optional[ParseCache] = None) -> ParsedPolicy:
+    """Validate one NetworkPolicy manifest.
+
+    Raises InvalidInput only when the object cannot be identified (bad metadata); every problem
+    of the spec is reported in `errors` instead, as narrowly as SPEC 11 says. A spec is validated
+    once per distinct content (its repr, which tells "1" from 1 and dates from strings), however
+    many namespaces repeat it.
+    """
+    manifest = manifest if isinstance(manifest, dict) else {}
+    metadata = manifest.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    namespace = metadata.get("namespace") or "default"
+    name = metadata.get("name")
+    uid = metadata.get("uid") or ""
+    uid = uid if isinstance(uid, str) else str(uid)
+    cache = cache if cache is not None else ParseCache()
+    problem = metadata_problem(namespace, name, cache.namespaces)
+    if problem:
+        raise InvalidInput(problem)
+    raw_spec = manifest.get("spec")
+    spec = cache.memo("spec", repr(raw_spec),
+                      lambda: parse_spec(raw_spec, sha256_hex(canonical_json(raw_spec)), cache))
+    return _bind(spec, namespace, name, uid)

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Protocol, Tuple, Union
+from typing import Dict, Iterable, List, Optional, Protocol, Sequence, Tuple, Union
 
-from .bodies import DENY, PASS, Body, BodyFactory, FqName, address_group_endpoint, \
-    global_fq_name, sequenced_ref
+from .bodies import DENY, PASS, POLICY_MANAGEMENT, Body, BodyFactory, FqName, address_group_endpoint, \
+    global_fq_name
 from .canonical import sha1_of_json
-from .cidr import IpBlock, cidr_text
+from .cidr import IpBlock
 from .encoding import application_tag, encode_key, encode_namespace_key, encode_value, namespace_tag, \
     selector_tag, tag_name
 from .model import CLUSTER_SCOPE, Block, ParsedPolicy, PodInfo, PodScope, PodSet, SelectorDef
-from .naming import INGRESS, deny_rule_name, hashed_sequence, policy_name, rule_prefix, rule_sequence, \
+from .naming import INGRESS, MAX_NAME_LENGTH, deny_rule_name, hashed_sequence, policy_name, rule_prefix, \
     shorten
 from .ports import ANY_SERVICE, PortSpec, Service
 
@@ -27,6 +27,7 @@ from .ports import ANY_SERVICE, PortSpec, Service
 # SelectorDef of a selector tag.
 TagOrigin = Union[Tuple[str, str, str], SelectorDef]
 POD_LABEL, NAMESPACE_LABEL = "pod", "namespace"
+ENDPOINT_CACHE_LIMIT = 65536
 
 
 class PodView(Protocol):
@@ -44,7 +45,7 @@ class PolicyRendering:
     aps_sequence: str
     rules: List[Tuple[FqName, Body]]  # pass rules, in sequence order
     deny_rules: List[Tuple[FqName, Body, str]]  # (fq_name, body, sequence in <cluster>-denyall)
-    address_groups: Dict[FqName, Body]
+    address_groups: Dict[FqName, IpBlock]  # the blocks its address groups stand for
     tags: Dict[str, TagOrigin]  # label, namespace-label and selector tags its endpoints use
     destinations: Tuple[PodSet, ...]  # pod sets whose named ports it resolved
     names: Tuple[str, ...]  # policy name, then rule names, before shortening
@@ -56,7 +57,7 @@ class _Work:
 
     def __init__(self, policy: ParsedPolicy) -> None:
         self.tags: Dict[str, TagOrigin] = {}
-        self.address_groups: Dict[FqName, Body] = {}
+        self.address_groups: Dict[FqName, IpBlock] = {}
         self.destinations: Dict[PodSet, None] = {}
         self.errors: Dict[str, None] = dict.fromkeys(policy.errors)
         self.names: List[str] = []
@@ -72,6 +73,8 @@ class PolicyRenderer:
         self.application_tag = application_tag(self.cluster)
         self._pod_types: Dict[str, str] = {}
         self._namespace_types: Dict[str, str] = {}
+        # Endpoints by pod set: shared by every rule (of every policy) with that peer.
+        self._endpoints: Dict[PodScope, Tuple[Body, Tuple[Tuple[str, TagOrigin], ...]]] = {}
 
     # --- tag names ---------------------------------------------------------------------------
 
@@ -100,22 +103,32 @@ class PolicyRenderer:
     def scope_endpoint(self, scope: PodScope, work: _Work) -> Body:
         """The endpoint of a pod set (SPEC 2.1): its tags plus application=<cluster>, or one
         selector tag when a selector is not a plain conjunction of labels."""
+        found = self._endpoints.get(scope)
+        if found is None:
+            found = self._endpoint(scope)
+            if len(self._endpoints) >= ENDPOINT_CACHE_LIMIT:
+                self._endpoints.clear()
+            self._endpoints[scope] = found
+        work.tags.update(found[1])
+        return found[0]
+
+    def _endpoint(self, scope: PodScope) -> Tuple[Body, Tuple[Tuple[str, TagOrigin], ...]]:
         if not scope.is_simple:
-            return self._selector_endpoint(SelectorDef(scope), work)
+            definition = SelectorDef(scope)
+            tag = self.selector_tag(definition)
+            return {"tags": [tag]}, ((tag, definition),)
         tags = {self.application_tag}
+        origins: List[Tuple[str, TagOrigin]] = []
         if scope.namespace is not None:
             tags.add(namespace_tag(scope.namespace))
         elif scope.namespace_selector is not None:
-            for key, value in scope.namespace_selector.simple_labels():
-                tag = self.namespace_label_tag(key, value)
-                work.tags[tag] = (NAMESPACE_LABEL, key, value)
-                tags.add(tag)
+            for key, value in scope.namespace_selector.simple_labels:
+                origins.append((self.namespace_label_tag(key, value), (NAMESPACE_LABEL, key, value)))
         if scope.pod_selector is not None:
-            for key, value in scope.pod_selector.simple_labels():
-                tag = self.pod_label_tag(key, value)
-                work.tags[tag] = (POD_LABEL, key, value)
-                tags.add(tag)
-        return {"tags": sorted(tags)}
+            for key, value in scope.pod_selector.simple_labels:
+                origins.append((self.pod_label_tag(key, value), (POD_LABEL, key, value)))
+        tags.update(tag for tag, _ in origins)
+        return {"tags": sorted(tags)}, tuple(origins)
 
     # --- services -----------------------------------------------------------------------------
 
@@ -147,8 +160,8 @@ class PolicyRenderer:
 
     def _services(self, block: Block, destination: PodSet, tag_destination: bool,
                   view: PodView, where: str, work: _Work) -> List[Tuple[Service, Optional[Body]]]:
-        if block.ports is None:
-            return [(ANY_SERVICE, None)]
+        """The block's services towards `destination`, named ports resolved there."""
+        assert block.ports is not None
         services: List[Tuple[Service, Optional[Body]]] = []
         for index, port in block.ports:
             if port.name is None:
@@ -166,40 +179,41 @@ class PolicyRenderer:
         prefix = f"{rule_prefix(self.cluster, policy.namespace, block.direction, label)}-{block.index}-"
         selection = policy.selection
         assert selection is not None
-        ingress_services: Optional[List[Tuple[Service, Optional[Body]]]] = None
+        fixed = block.fixed_services
+        services: Sequence[Tuple[Service, Optional[Body]]] = ()
+        if fixed is not None:
+            services = [(service, None) for service in fixed]
+        elif ingress:  # named ports resolve on the selected pods, the same for every peer
+            services = self._services(block, selection, True, view, "selected pod", work)
         peers = ((None, None),) if block.peers is None else block.peers
+        rule = self.bodies.rule
+        rules, names = work.rules, work.names
         for p, peer in peers:
             if peer is None:
-                peer_endpoint, stem, destination = self.bodies.any_endpoint, f"{prefix}allow-all-", CLUSTER_SCOPE
+                peer_endpoint, stem = self.bodies.any_endpoint, f"{prefix}allow-all-"
+                destination: PodSet = CLUSTER_SCOPE
                 where = "pod of the cluster"
             elif isinstance(peer, IpBlock):
-                fq_name = global_fq_name(shorten(peer.address_group_name))
-                work.address_groups[fq_name] = self.bodies.address_group(fq_name, peer.prefixes)
+                group = peer.address_group_name
+                fq_name = (POLICY_MANAGEMENT, group if len(group) <= MAX_NAME_LENGTH else shorten(group))
+                work.address_groups[fq_name] = peer
                 peer_endpoint = address_group_endpoint(fq_name[1])
-                stem = f"{prefix}ipBlock-{p}-cidr-{cidr_text(peer.cidr)}-"
+                stem = f"{prefix}ipBlock-{p}-cidr-{peer.cidr_name}-"
                 destination, where = peer, f"cluster pod inside to[{p}]"
             else:
                 peer_endpoint = self.scope_endpoint(peer, work)
-                kind = "namespaceSelector" if peer.pod_selector is None else "podSelector"
-                stem = f"{prefix}{kind}-{p}-"
+                stem = f"{prefix}{'namespaceSelector' if peer.pod_selector is None else 'podSelector'}-{p}-"
                 destination, where = peer, f"pod of to[{p}]"
-            if ingress:
-                if ingress_services is None:
-                    ingress_services = self._services(block, selection, True, view,
-                                                      "selected pod", work)
-                services = ingress_services
-            else:
-                services = self._services(block, destination, isinstance(peer, PodScope), view,
-                                          where, work)
+            if fixed is None and not ingress:
+                services = self._services(block, destination, isinstance(peer, PodScope), view, where, work)
             for s, (service, override) in enumerate(services):
                 name = f"{stem}{s}"
-                work.names.append(name)
-                fq_name = global_fq_name(shorten(name))
+                names.append(name)
+                fq_name = (POLICY_MANAGEMENT, name if len(name) <= MAX_NAME_LENGTH else shorten(name))
                 if ingress:
-                    body = self.bodies.rule(fq_name, PASS, service, peer_endpoint, override or own)
+                    rules.append((fq_name, rule(fq_name, PASS, service, peer_endpoint, override or own)))
                 else:
-                    body = self.bodies.rule(fq_name, PASS, service, own, override or peer_endpoint)
-                work.rules.append((fq_name, body))
+                    rules.append((fq_name, rule(fq_name, PASS, service, own, override or peer_endpoint)))
 
     def render(self, policy: ParsedPolicy, view: PodView, label: str) -> PolicyRendering:
         """Render a valid policy with `label` standing for its name in every object name."""
@@ -221,7 +235,7 @@ class PolicyRenderer:
             body = self.bodies.any_rule(fq_name, DENY, *endpoints)
             deny_rules.append((fq_name, body, hashed_sequence(fq_name[1])))
         fq_name = global_fq_name(shorten(name))
-        refs = [sequenced_ref(rule_fq, rule_sequence(i)) for i, (rule_fq, _) in enumerate(work.rules)]
+        refs = [self.bodies.rule_ref(rule, i) for i, (_, rule) in enumerate(work.rules)]
         marks = {"namespace": policy.namespace, "name": policy.name, "k8s_uuid": policy.uid,
                  "spec_sha256": policy.spec_sha256}
         body = self.bodies.firewall_policy(fq_name, refs, marks)

@@ -7,7 +7,8 @@ evaluated here, by kube-manager, and stands in Contrail as one selector tag.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from functools import cached_property
+from typing import Any, Dict, List, Mapping, Tuple
 
 from .validation import (InvalidInput, check_labels, label_key_problem, label_value_problem, mapping,
                          sequence, string)
@@ -58,6 +59,7 @@ class LabelSelector:
     def is_simple(self) -> bool:
         return all(r.operator == IN and len(r.values) == 1 for r in self.expressions)
 
+    @cached_property
     def simple_labels(self) -> Tuple[Tuple[str, str], ...]:
         """The (key, value) conjunction of a simple selector, sorted and without duplicates."""
         pairs = set(self.match_labels)
@@ -120,10 +122,3 @@ def parse_selector(raw: Any, path: str) -> LabelSelector:
     ]
     requirements.sort(key=lambda r: (r.key, r.operator, r.values))
     return LabelSelector(tuple(sorted(labels.items())), tuple(requirements))
-
-
-def optional_selector(raw: Any, path: str) -> Optional[LabelSelector]:
-    """A selector field that may be absent; a null field is absent."""
-    if raw is None:
-        return None
-    return parse_selector(raw, path)

@@ -8,7 +8,7 @@ API server decodes them: a null field is absent, a null list entry is `{}`, a nu
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, FrozenSet, List, Optional
+from typing import Any, Dict, FrozenSet, List, Optional, Set
 
 _DNS1123_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
 _DNS1123_LABEL_RE = re.compile(_DNS1123_LABEL)
@@ -76,11 +76,15 @@ def object_name_problem(name: Any) -> Optional[str]:
     return None
 
 
-def metadata_problem(namespace: Any, name: Any) -> Optional[str]:
-    """Why a namespaced object cannot exist, or None."""
-    problem = namespace_name_problem(namespace)
-    if problem:
-        return f"metadata.namespace: {problem}"
+def metadata_problem(namespace: Any, name: Any, known_namespaces: Optional[Set[str]] = None) -> Optional[str]:
+    """Why a namespaced object cannot exist, or None. `known_namespaces` holds names already
+    found valid (and receives the new ones)."""
+    if known_namespaces is None or namespace not in known_namespaces:
+        problem = namespace_name_problem(namespace)
+        if problem:
+            return f"metadata.namespace: {problem}"
+        if known_namespaces is not None:
+            known_namespaces.add(namespace)
     problem = object_name_problem(name)
     return f"metadata.name: {problem}" if problem else None
 
@@ -116,13 +120,21 @@ def string(raw: Any, path: str) -> str:
     return raw
 
 
-def check_labels(raw: Any, path: str) -> Dict[str, str]:
-    """A label map as the API server validates `metadata.labels` and `matchLabels`."""
+def check_labels(raw: Any, path: str, known_keys: Optional[Set[str]] = None) -> Dict[str, str]:
+    """A label map as the API server validates `metadata.labels` and `matchLabels`.
+
+    `known_keys` holds keys already found valid (and receives the new ones), so that the keys
+    every pod repeats are checked once.
+    """
     labels = mapping(raw, path)
     result: Dict[str, str] = {}
     for key, value in labels.items():
         value = "" if value is None else value
-        problem = label_key_problem(key) or label_value_problem(value)
+        problem = label_value_problem(value)
+        if problem is None and (known_keys is None or key not in known_keys):
+            problem = label_key_problem(key)
+            if problem is None and known_keys is not None:
+                known_keys.add(key)
         if problem:
             raise InvalidInput(f"{path}: {problem}")
         result[key] = value
