@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple, TypeVar, Union
 
 from .bodies import (ADDRESS_GROUP, APPLICATION_POLICY_SET, FIREWALL_POLICY, FIREWALL_RULE,
                      PASS, RESOURCE_TYPES, TAG, Body, BodyFactory, FqName, global_fq_name, sequenced_ref)
@@ -38,6 +38,7 @@ from .validation import InvalidInput
 log = logging.getLogger(__name__)
 
 PolicyKey = Tuple[str, str]
+Parsed = TypeVar("Parsed", PodInfo, ParsedPolicy)
 Owners = Union[PolicyKey, Set[PolicyKey]]  # one owner of a name, or several (a collision)
 NAMESPACE_KIND, POD_KIND, POLICY_KIND = "Namespace", "Pod", "NetworkPolicy"
 _CLUSTER_NAME_RE = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
@@ -124,14 +125,9 @@ class ClusterTranslator:
             self._sync_namespace(name)
 
     def upsert_pod(self, manifest: Mapping[str, Any]) -> None:
-        try:
-            pod = parse_pod(manifest, self._parse_cache)
-        except InvalidInput as exc:
-            namespace, name = object_key(manifest)
-            self.delete_pod(namespace, name)
-            self._reject(POD_KIND, namespace, name, str(exc))
+        pod = self._parse_namespaced(POD_KIND, parse_pod, manifest, self.delete_pod)
+        if pod is None:
             return
-        self._input_errors.pop((POD_KIND,) + pod.key, None)
         old = self._index.pods.get(pod.key)
         if old == pod:
             return
@@ -149,14 +145,9 @@ class ClusterTranslator:
             self._use_namespace(namespace, -1)
 
     def upsert_policy(self, manifest: Mapping[str, Any]) -> None:
-        try:
-            policy = parse_policy(manifest, self._parse_cache)
-        except InvalidInput as exc:
-            namespace, name = object_key(manifest)
-            self.delete_policy(namespace, name)
-            self._reject(POLICY_KIND, namespace, name, str(exc))
+        policy = self._parse_namespaced(POLICY_KIND, parse_policy, manifest, self.delete_policy)
+        if policy is None:
             return
-        self._input_errors.pop((POLICY_KIND,) + policy.key, None)
         old = self._policies.get(policy.key)
         if old is not None and old.uid == policy.uid and old.spec_sha256 == policy.spec_sha256:
             return
@@ -171,6 +162,20 @@ class ClusterTranslator:
         if self._policies.pop(key, None) is not None:
             self._dirty_policies.add(key)
             self._use_namespace(namespace, -1)
+
+    def _parse_namespaced(self, kind: str, parser: Callable[[Any, ParseCache], Parsed],
+                          manifest: Mapping[str, Any], delete: Callable[[str, str], None]) -> Optional[Parsed]:
+        """Parse a pod or policy; an object that cannot exist replaces any earlier state of its key
+        by an error."""
+        try:
+            parsed = parser(manifest, self._parse_cache)
+        except InvalidInput as exc:
+            namespace, name = object_key(manifest)
+            delete(namespace, name)
+            self._reject(kind, namespace, name, str(exc))
+            return None
+        self._input_errors.pop((kind,) + parsed.key, None)
+        return parsed
 
     # --- reads --------------------------------------------------------------------------------
 

@@ -58,22 +58,22 @@ def port_name_problem(name: str) -> Optional[str]:
     return None
 
 
-def namespace_name_problem(name: Any) -> Optional[str]:
-    """Why `name` cannot name a namespace (a DNS label), or None."""
+def _dns_name_problem(name: Any, pattern: "re.Pattern[str]", longest: int, what: str) -> Optional[str]:
     if not isinstance(name, str) or not name:
         return "missing"
-    if len(name) > 63 or not _DNS1123_LABEL_RE.fullmatch(name):
-        return f"{name!r} is not a DNS label"
+    if len(name) > longest or not pattern.fullmatch(name):
+        return f"{name!r} is not a {what}"
     return None
+
+
+def namespace_name_problem(name: Any) -> Optional[str]:
+    """Why `name` cannot name a namespace (a DNS label), or None."""
+    return _dns_name_problem(name, _DNS1123_LABEL_RE, 63, "DNS label")
 
 
 def object_name_problem(name: Any) -> Optional[str]:
     """Why `name` cannot name a pod or NetworkPolicy (a DNS subdomain), or None."""
-    if not isinstance(name, str) or not name:
-        return "missing"
-    if len(name) > 253 or not _DNS1123_SUBDOMAIN_RE.fullmatch(name):
-        return f"{name!r} is not a DNS subdomain"
-    return None
+    return _dns_name_problem(name, _DNS1123_SUBDOMAIN_RE, 253, "DNS subdomain")
 
 
 def metadata_problem(namespace: Any, name: Any, known_namespaces: Optional[Set[str]] = None) -> Optional[str]:
