@@ -138,6 +138,8 @@ class ColdStart:
     minimum: int
     ratio: float
     requests_per_s: float
+    cpu_ms_per_request: float                  # this process: reconciler + client
+    server_cpu_ms_per_request: Optional[float]  # the server process (None: a thread of this one)
 
 
 @dataclass
@@ -151,7 +153,8 @@ class EventLatency:
 
 def run(cluster: Cluster, concurrency: int, latency: float, events: int,
         server: str) -> "tuple[ColdStart, Optional[EventLatency]]":
-    with embedded_server(server, latency) as url:
+    with embedded_server(server, latency) as srv:
+        url = srv.url
         populate_vmis(url, cluster)
         db = Database()
         cache = KubeCache(db, ClusterTranslator("k8s", "k8s"))
@@ -163,17 +166,21 @@ def run(cluster: Cluster, concurrency: int, latency: float, events: int,
         reconciler = Reconciler(client, db, Marks("k8s", "k8s"), Settings(concurrency=concurrency),
                                 deny_owner=cache.deny_owner)
         cache.sink = reconciler
-        started = time.perf_counter()
+        server_cpu = srv.cpu_seconds()
+        started, cpu = time.perf_counter(), time.process_time()
         reconciler.start()
         reconciler.resync()
         if not reconciler.wait_converged(3600):
             raise SystemExit(f"cold start did not converge: {reconciler.summary()}")
-        wall = time.perf_counter() - started
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+        server_cpu = srv.cpu_seconds() - server_cpu if server_cpu is not None else None
         objects = sum(len(v) for v in db.desired.values())
         vmis = len(cluster.pods)
         minimum = objects + vmis + len(OWNED_TYPES) + 1  # + the listings (5 types and the VMIs)
         cold = ColdStart(concurrency, round(translate_s, 2), round(wall, 2), objects, vmis, count.requests,
-                         count.writes, minimum, round(count.requests / minimum, 4), round(count.requests / wall, 1))
+                         count.writes, minimum, round(count.requests / minimum, 4), round(count.requests / wall, 1),
+                         round(cpu * 1000 / count.requests, 2),
+                         None if server_cpu is None else round(server_cpu * 1000 / count.requests, 2))
         figures = measure_events(cache, reconciler, count, cluster, events) if events else None
         reconciler.stop()
         client.close()
@@ -222,7 +229,9 @@ def main(argv: "List[str] | None" = None) -> int:
             print(f"cold start, concurrency {cold.concurrency}: {cold.wall_s:.2f} s wall "
                   f"({cold.requests_per_s:.0f} req/s), {cold.requests} requests ({cold.writes} writes) "
                   f"for {cold.objects} objects + {cold.vmis} VMIs, minimum {cold.minimum}, "
-                  f"ratio {cold.ratio:.4f}; translation of the events {cold.translate_s:.2f} s", flush=True)
+                  f"ratio {cold.ratio:.4f}; CPU per request: {cold.cpu_ms_per_request} ms here, "
+                  f"{cold.server_cpu_ms_per_request} ms in the server; "
+                  f"translation of the events {cold.translate_s:.2f} s", flush=True)
             if latency is not None:
                 print(f"one NetworkPolicy event -> last write (concurrency {concurrency}, {latency.events} events): "
                       f"median {latency.median_ms:.1f} ms, p95 {latency.p95_ms:.1f} ms, max {latency.max_ms:.1f} ms, "
