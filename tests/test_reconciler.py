@@ -310,3 +310,20 @@ def test_long_ref_lists_change_one_ref_at_a_time(setup):
     s.converge()
     ops = [(w.op, w.fq_name[-1], w.body.get("operation")) for w in s.api.writes]
     assert ops.index(("ref-update", "k8s-denyall", "DELETE")) < ops.index(("ref-update", "k8s", "DELETE"))
+
+
+def test_an_object_deleted_by_hand_while_being_updated_is_created_again(setup):
+    s = setup().start()
+    s.converge()
+    store = s.api.api
+    name = ["default-policy-management", "k8s-a-ingress-allow-client-0-podSelector-0-0"]
+    fwp = store.lookup("firewall-policy", ["default-policy-management", "k8s-a-allow-client"])
+    store.update("firewall-policy", fwp.uuid, {"firewall_rule_refs": []})
+    store.delete("firewall-rule", store.lookup("firewall-rule", name).uuid)
+    s.api.writes.clear()
+    s.cluster.apply(policy("a", "allow-client", allow_from("client", "web", port=8443)))  # updates the rule
+    wait_for(lambda: s.rec.queue.is_idle(), what="the update handled")
+    rule_writes = [w.op for w in s.api.writes if w.fq_name[-1] == name[-1]]
+    assert rule_writes == ["create"]  # its PUT got 404 (not logged as a write): created again
+    s.rec.resync()  # the policy edited by hand is drift: repaired by the resync
+    s.converge()

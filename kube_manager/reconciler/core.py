@@ -389,6 +389,8 @@ class Reconciler:
                     self.client.ref_update(obj_type, step.uuid, change.target[0], ref_fq_name=list(change.target[1]),
                                            operation=change.operation, attr=change.attr)
             except NotFound:
+                if not self._gone(obj_type, step.uuid):
+                    raise  # a 404 about a referred object (deleted by hand): retried, the resync sees it
                 log.info("gone from the config API, will create it again", extra=kv(type=obj_type, fq_name=name))
                 self._set_actual(key, None)
                 return True
@@ -409,6 +411,15 @@ class Reconciler:
             log.info("deleted", extra=kv(type=obj_type, fq_name=name, uuid=step.uuid))
             self._set_actual(key, None)
         return True
+
+    def _gone(self, obj_type: str, uuid: Optional[str]) -> bool:
+        """Whether the object `uuid` no longer exists (after a 404 that may have meant a ref)."""
+        self.counters.reads += 1
+        try:
+            self.client.read(obj_type, uuid, fields=["fq_name"])
+        except NotFound:
+            return True
+        return False
 
     def _create_policy_management(self) -> bool:
         """SPEC section 1: create `default-policy-management` if missing; True if it was missing."""
@@ -456,6 +467,9 @@ class Reconciler:
         log.warning("config API write failed, will retry", extra=kv(
             key=describe(key), error=f"{type(exc).__name__}: {exc}", retry_in=round(delay, 3),
             failures=self.executor.backoff.failures(key)))
+        if key[0] == POD and key[1] in self.db.pods:
+            record = self.db.pods[key[1]]
+            record.vmi_state, record.vmi_error = RETRYING, f"{type(exc).__name__}: {exc}"
         self._set_status(key, BLOCKED)
 
     def _timed(self, key: ObjKey, seconds: float) -> None:
