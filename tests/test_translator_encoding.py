@@ -85,7 +85,7 @@ label_keys = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(label_keys, min_size=2, max_size=8, unique=True))
 def test_encoding_is_injective(keys):
     encoded = [encode_key(k) for k in keys]
@@ -94,7 +94,7 @@ def test_encoding_is_injective(keys):
     assert not namespace_types & set(encoded)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(label_keys)
 def test_encoded_types_are_lower_case_bounded_and_unreserved(key):
     encoded = encode_key(key)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+from operator import itemgetter
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple, TypeVar, Union
 
@@ -235,8 +236,10 @@ class ClusterTranslator:
         self._flush()
 
         def ordered(resource_type: str) -> Tuple[Body, ...]:
+            # The objects of one type share their parent (or have none), so sorting by fq_name is
+            # sorting by name; strings compare faster than tuples.
             store = self._objects[resource_type]
-            return tuple(store[fq] for fq in sorted(store))
+            return tuple(store[fq] for fq in sorted(store, key=itemgetter(-1)))
 
         workloads = tuple({"namespace": pod.namespace, "name": pod.name, "ip": pod.ip,
                            "tags": list(self._pod_tags[key])}

@@ -138,10 +138,18 @@ def parse_spec(raw_spec: Any, digest: str, cache: ParseCache) -> ParsedPolicy:
     blocks = []
     for direction in types:
         for b, raw in enumerate(raw_blocks[direction] or ()):
-            block = _parse_block(raw, direction, b, _UNBOUND, errors, cache)
+            block, block_errors = cache.memo("block", f"{direction}[{b}]{raw!r}",
+                                             lambda: _memo_block(raw, direction, b, cache))
+            errors.extend(block_errors)
             if block is not None:
                 blocks.append(block)
     return ParsedPolicy(_UNBOUND, "", "", digest, selection, types, tuple(blocks), tuple(errors))
+
+
+def _memo_block(raw: Any, direction: str, index: int, cache: ParseCache) -> Tuple[Optional[Block], Tuple[str, ...]]:
+    errors: List[str] = []
+    block = _parse_block(raw, direction, index, _UNBOUND, errors, cache)
+    return block, tuple(errors)
 
 
 def parse_policy(manifest: Any, cache: Optional[ParseCache] = None) -> ParsedPolicy:

@@ -28,6 +28,8 @@ from .ports import ANY_SERVICE, PortSpec, Service
 TagOrigin = Union[Tuple[str, str, str], SelectorDef]
 POD_LABEL, NAMESPACE_LABEL = "pod", "namespace"
 ENDPOINT_CACHE_LIMIT = 65536
+# (endpoint body, the tags it references with their origins, the pod set it was made for)
+_Endpoint = Tuple[Body, Tuple[Tuple[str, TagOrigin], ...], PodScope]
 
 
 class PodView(Protocol):
@@ -73,8 +75,10 @@ class PolicyRenderer:
         self.application_tag = application_tag(self.cluster)
         self._pod_types: Dict[str, str] = {}
         self._namespace_types: Dict[str, str] = {}
-        # Endpoints by pod set: shared by every rule (of every policy) with that peer.
-        self._endpoints: Dict[PodScope, Tuple[Body, Tuple[Tuple[str, TagOrigin], ...]]] = {}
+        # Endpoints by pod set, shared by every rule (of every policy) with that peer. Keyed by the
+        # selectors' identities (parsed selectors are shared through the ParseCache); each entry
+        # holds its selectors, so an identity cannot be reused while its entry exists.
+        self._endpoints: Dict[Tuple[Optional[str], int, int], _Endpoint] = {}
 
     # --- tag names ---------------------------------------------------------------------------
 
@@ -103,20 +107,21 @@ class PolicyRenderer:
     def scope_endpoint(self, scope: PodScope, work: _Work) -> Body:
         """The endpoint of a pod set (SPEC 2.1): its tags plus application=<cluster>, or one
         selector tag when a selector is not a plain conjunction of labels."""
-        found = self._endpoints.get(scope)
+        key = (scope.namespace, id(scope.namespace_selector), id(scope.pod_selector))
+        found = self._endpoints.get(key)
         if found is None:
             found = self._endpoint(scope)
             if len(self._endpoints) >= ENDPOINT_CACHE_LIMIT:
                 self._endpoints.clear()
-            self._endpoints[scope] = found
+            self._endpoints[key] = found
         work.tags.update(found[1])
         return found[0]
 
-    def _endpoint(self, scope: PodScope) -> Tuple[Body, Tuple[Tuple[str, TagOrigin], ...]]:
+    def _endpoint(self, scope: PodScope) -> "_Endpoint":
         if not scope.is_simple:
             definition = SelectorDef(scope)
             tag = self.selector_tag(definition)
-            return {"tags": [tag]}, ((tag, definition),)
+            return {"tags": [tag]}, ((tag, definition),), scope
         tags = {self.application_tag}
         origins: List[Tuple[str, TagOrigin]] = []
         if scope.namespace is not None:
@@ -128,7 +133,7 @@ class PolicyRenderer:
             for key, value in scope.pod_selector.simple_labels:
                 origins.append((self.pod_label_tag(key, value), (POD_LABEL, key, value)))
         tags.update(tag for tag, _ in origins)
-        return {"tags": sorted(tags)}, tuple(origins)
+        return {"tags": sorted(tags)}, tuple(origins), scope
 
     # --- services -----------------------------------------------------------------------------
 

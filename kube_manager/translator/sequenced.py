@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Tuple
 from .bodies import Body, FqName, sequenced_ref
 from .naming import sequence_key
 
-SortKey = Tuple[Tuple[int, str], str]
+SortKey = Tuple[int, str, str]  # (sequence major, sequence minor digits, name)
 # (operation "ADD" | "DELETE", target fq_name, sequence)
 RefOperation = Tuple[str, FqName, str]
 
@@ -23,7 +23,7 @@ class SequencedRefs:
     def __init__(self, refs: List[Body]) -> None:
         self.refs = refs
         self._keys: List[SortKey] = []
-        self._entries: Dict[FqName, Tuple[SortKey, str]] = {}
+        self._entries: Dict[FqName, Tuple[SortKey, str, Body]] = {}  # key, sequence, ref
         self._staged: Dict[FqName, Optional[str]] = {}
 
     def set(self, fq_name: FqName, sequence: str) -> None:
@@ -36,7 +36,7 @@ class SequencedRefs:
         """Apply the staged changes; returns the ref operations that took effect."""
         operations: List[RefOperation] = []
         removals: List[SortKey] = []
-        additions: List[Tuple[SortKey, FqName, str]] = []
+        additions: List[Tuple[SortKey, Body]] = []
         for fq_name, sequence in self._staged.items():
             current = self._entries.get(fq_name)
             if current is not None and current[1] == sequence:
@@ -46,25 +46,24 @@ class SequencedRefs:
                 del self._entries[fq_name]
                 operations.append(("DELETE", fq_name, current[1]))
             if sequence is not None:
-                key = (sequence_key(sequence), fq_name[-1])
-                self._entries[fq_name] = (key, sequence)
-                additions.append((key, fq_name, sequence))
+                major, minor = sequence_key(sequence)
+                key = (major, minor, fq_name[-1])
+                ref = sequenced_ref(fq_name, sequence)
+                self._entries[fq_name] = (key, sequence, ref)
+                additions.append((key, ref))
                 operations.append(("ADD", fq_name, sequence))
         self._staged.clear()
         if len(removals) + len(additions) > 32 + len(self._keys) // 64:
-            self._rebuild()
+            ordered = sorted((key, ref) for key, _, ref in self._entries.values())
+            self._keys = [key for key, _ in ordered]
+            self.refs[:] = [ref for _, ref in ordered]
         else:
             for key in removals:
                 i = bisect.bisect_left(self._keys, key)
                 del self._keys[i]
                 del self.refs[i]
-            for key, fq_name, sequence in additions:
+            for key, ref in additions:
                 i = bisect.bisect_left(self._keys, key)
                 self._keys.insert(i, key)
-                self.refs.insert(i, sequenced_ref(fq_name, sequence))
+                self.refs.insert(i, ref)
         return operations
-
-    def _rebuild(self) -> None:
-        ordered = sorted((key, fq_name, sequence) for fq_name, (key, sequence) in self._entries.items())
-        self._keys = [key for key, _, _ in ordered]
-        self.refs[:] = [sequenced_ref(fq_name, sequence) for _, fq_name, sequence in ordered]
