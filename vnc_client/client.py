@@ -1,9 +1,10 @@
 """REST client of the Contrail config API (contrail-api, port 8082).
 
-One `requests.Session` with a connection pool sized to the daemon's concurrency, connect and read
-timeouts, fail-over across the configured endpoints, retries of transient failures with capped
-exponential backoff and full jitter, optional Keystone v3 auth with a single re-authentication on
-401, and an observer hook so the daemon can feed its metrics without this package importing it.
+One `requests` session (`VncSession`: the environment's proxy and CA bundle settings read once per
+endpoint) with a connection pool sized to the daemon's concurrency, connect and read timeouts,
+fail-over across the configured endpoints, retries of transient failures with capped exponential
+backoff and full jitter, optional Keystone v3 auth with a single re-authentication on 401, and an
+observer hook so the daemon can feed its metrics without this package importing it.
 
 URLs and bodies follow the official library (vnc_api.py) exactly: `POST /<type>s` with
 `{"<type>": body}`, `GET|PUT|DELETE /<type>/<uuid>`, list filters as `key==<json>` comma lists, and
@@ -32,6 +33,7 @@ from .errors import InvalidResponse, VncConnectionError, VncError, error_for_sta
 from .objects import VncObject
 from .retry import RETRYABLE_STATUSES, Jitter, RetryPolicy, full_jitter
 from .schema import ResourceType, resource_type
+from .session import VncSession
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +151,7 @@ class VncClient:
         self._observer = observer
         self._current = 0  # index of the endpoint that answered last; fail-over is sticky
 
-        self._session = requests.Session()
+        self._session = VncSession()
         # One pool per endpoint (plus Keystone), each holding a keep-alive connection per greenlet.
         adapter = HTTPAdapter(pool_connections=len(self._endpoints) + 1, pool_maxsize=concurrency, max_retries=0)
         self._session.mount("http://", adapter)
