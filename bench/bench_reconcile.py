@@ -164,7 +164,7 @@ def run(cluster: Cluster, concurrency: int, latency: float, events: int,
         count = RequestCount()
         client = VncClient(url, concurrency=concurrency, observer=count)
         reconciler = Reconciler(client, db, Marks("k8s", "k8s"), Settings(concurrency=concurrency),
-                                deny_owner=cache.deny_owner)
+                                policies=cache)
         cache.sink = reconciler
         server_cpu = srv.cpu_seconds()
         started, cpu = time.perf_counter(), time.process_time()

@@ -66,6 +66,8 @@ class KubeCache:
         self._held: Optional[Dict[str, List[Tuple[str, Dict[str, Any]]]]] = {}
         self._deny_owner: Dict[FqName, FqName] = {}              # deny rule -> its NP's firewall policy
         self._deny_rules_of: Dict[Key, Tuple[FqName, ...]] = {}  # NetworkPolicy -> its deny rules
+        self._tags_of: Dict[FqName, Tuple[str, ...]] = {}        # firewall policy -> tags it uses
+        self._policy_of: Dict[Key, FqName] = {}                  # NetworkPolicy -> its firewall policy
         db.desired = translator.desired()  # type: ignore[assignment]  # live, read-only view
 
     # --- events ------------------------------------------------------------------------------
@@ -132,6 +134,10 @@ class KubeCache:
     def deny_owner(self, rule: FqName) -> Optional[FqName]:
         """The firewall policy of the NetworkPolicy whose deny rule `rule` is."""
         return self._deny_owner.get(rule)
+
+    def policy_tags(self, policy: FqName) -> Tuple[str, ...]:
+        """The label, namespace-label and selector tags the endpoints of that policy use."""
+        return self._tags_of.get(policy, ())
 
     def refresh_states(self, source: StateSource) -> None:
         """Recompute every NetworkPolicy's sync state from the states of its objects."""
@@ -203,10 +209,13 @@ class KubeCache:
         objects = self.translator.policy_objects(*key)
         for rule in self._deny_rules_of.pop(key, ()):
             self._deny_owner.pop(rule, None)
+        self._tags_of.pop(self._policy_of.pop(key, ()), None)
         if objects is not None:
             self._deny_rules_of[key] = objects.deny_rules
             for rule in objects.deny_rules:
                 self._deny_owner[rule] = objects.firewall_policy
+            self._policy_of[key] = objects.firewall_policy
+            self._tags_of[objects.firewall_policy] = objects.tags
         record = self.db.network_policies.get(key)
         if record is None:
             return

@@ -114,7 +114,7 @@ class Daemon:
         self.reconciler = Reconciler(
             self.client, self.db, Marks(config.kubernetes_cluster_owner, config.cluster_name),
             Settings(concurrency=config.vnc_max_concurrency),
-            observer=_MetricsObserver(self.metrics), deny_owner=self.cache.deny_owner)
+            observer=_MetricsObserver(self.metrics), policies=self.cache)
         self.cache.sink = self.reconciler
         self._start_introspect()
         self._start_watchers(self._kubernetes_url())

@@ -36,7 +36,7 @@ class Setup:
                  manifests=BASE, vmis: bool = True) -> None:
         self.api = api or InProcessApi()
         self.cluster = Cluster()
-        self.rec = Reconciler(self.api, self.cluster.db, MARKS, settings, deny_owner=self.cluster.cache.deny_owner)
+        self.rec = Reconciler(self.api, self.cluster.db, MARKS, settings, policies=self.cluster.cache)
         self.cluster.cache.sink = self.rec
         self.cluster.apply(*manifests)
         if vmis:
@@ -327,3 +327,20 @@ def test_an_object_deleted_by_hand_while_being_updated_is_created_again(setup):
     assert rule_writes == ["create"]  # its PUT got 404 (not logged as a write): created again
     s.rec.resync()  # the policy edited by hand is drift: repaired by the resync
     s.converge()
+
+
+def test_deny_rules_wait_for_the_pods_being_given_the_tags_their_policy_uses(setup):
+    import gevent
+    s = setup().start()
+    s.converge()
+    s.api.writes.clear()
+    client_vmi = s.api.api.lookup("virtual-machine-interface", ["default-domain", "default-project", "client"])
+    # tagging the client pod is slow: its new tag must be on it before the new deny rule applies
+    s.api.fault = lambda op, t, fq: gevent.sleep(0.2) if op == "set-tag" and fq == tuple(client_vmi.fq_name) else None
+    s.cluster.apply(pod("a", "client", "10.0.0.2", app="client", role="reader"),
+                    policy("a", "web-from-readers", {
+                        "podSelector": {"matchLabels": {"app": "web"}},
+                        "ingress": [{"from": [{"podSelector": {"matchLabels": {"role": "reader"}}}]}]}))
+    s.converge()
+    ops = [(w.op, w.fq_name[-1]) for w in s.api.writes]
+    assert ops.index(("set-tag", "client")) < ops.index(("update", "k8s-denyall"))

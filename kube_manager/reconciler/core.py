@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Set
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
 
 import gevent.event
 
@@ -110,6 +110,17 @@ class Conflicting:
     owner: str
 
 
+class PolicyIndex(Protocol):
+    """What the reconciler needs to know about NetworkPolicies beyond bodies (make before break);
+    kube_manager.cache.KubeCache answers it from the translator."""
+
+    def deny_owner(self, rule: FqName) -> Optional[FqName]:
+        """The firewall policy of the NetworkPolicy whose deny rule `rule` is."""
+
+    def policy_tags(self, policy: FqName) -> Sequence[str]:
+        """The label, namespace-label and selector tags the endpoints of that policy use."""
+
+
 class Observer(Protocol):
     """Metrics hooks (kube_manager.metrics.Metrics is adapted to this by the daemon)."""
 
@@ -131,7 +142,7 @@ class Reconciler:
 
     def __init__(self, client: ConfigApi, db: Database, marks: Marks, settings: Optional[Settings] = None,
                  observer: Optional[Observer] = None,
-                 deny_owner: Optional[Callable[[FqName], Optional[FqName]]] = None) -> None:
+                 policies: Optional[PolicyIndex] = None) -> None:
         settings = settings or Settings()
         self.client = client
         self.db = db
@@ -140,7 +151,7 @@ class Reconciler:
         self.counters = Counters()
         self.conflicts: Dict[ObjKey, Conflicting] = {}
         self._observer = observer
-        self._deny_owner = deny_owner or (lambda _fq: None)
+        self._policies = policies
         self.queue: WorkQueue[ObjKey] = WorkQueue(on_depth=observer.queue_depth if observer else None)
         self.executor: Executor[ObjKey] = Executor(
             self.queue, self._handle, concurrency=settings.concurrency,
@@ -162,6 +173,9 @@ class Reconciler:
         self._vmi_written_at: Dict[str, int] = {}
         self._synced_once = gevent.event.Event()
         self._aps_policies: Set[ObjKey] = set()  # the policies the APS in the config API refers to
+        # Pods being tagged (ACTIVE), by the tags they are to carry: deny rules wait for them.
+        self._tagging: Dict[ObjKey, Tuple[str, ...]] = {}
+        self._tagging_by_tag: Dict[str, Set[ObjKey]] = {}
 
     # --- driving -------------------------------------------------------------------------------
 
@@ -292,9 +306,12 @@ class Reconciler:
         return Progress.PENDING
 
     def gate_add(self, holder: ObjKey, ref_field: str, target: ObjKey) -> Optional[ObjKey]:
-        if holder != self.denyall_key or ref_field != "firewall_rule_refs":
+        """A deny rule enters `<cluster>-denyall` only once its NetworkPolicy's firewall policy holds
+        all its pass rules and is in the APS, and no pod is still being given a tag that policy's
+        rules use (else that pod would be denied what the new rules allow it)."""
+        if holder != self.denyall_key or ref_field != "firewall_rule_refs" or self._policies is None:
             return None
-        owner = self._deny_owner(target[1])
+        owner = self._policies.deny_owner(target[1])
         if owner is None:
             return None
         policy = ("firewall-policy", owner)
@@ -302,6 +319,9 @@ class Reconciler:
             return policy
         if self._actual(self.aps_key) is not None and policy not in self._aps_policies:
             return self.aps_key
+        for tag in self._policies.policy_tags(owner):
+            for pod in self._tagging_by_tag.get(tag, ()):
+                return pod
         return None
 
     def gate_remove(self, holder: ObjKey, ref_field: str) -> Optional[ObjKey]:
@@ -482,7 +502,22 @@ class Reconciler:
         if key in self._deferred:
             return  # left alone until the next resync
         self._status[key] = ACTIVE
+        if key[0] == POD:
+            self._track_tagging(key, True)
         self.queue.add(key)
+
+    def _track_tagging(self, key: ObjKey, active: bool) -> None:
+        for tag in self._tagging.pop(key, ()):
+            pods = self._tagging_by_tag.get(tag)
+            if pods is not None:
+                pods.discard(key)
+                if not pods:
+                    del self._tagging_by_tag[tag]
+        record = self.db.pods.get(key[1]) if active else None
+        if record is not None:
+            self._tagging[key] = tuple(record.tags)
+            for tag in record.tags:
+                self._tagging_by_tag.setdefault(tag, set()).add(key)
 
     def _set_status(self, key: ObjKey, status: Optional[str]) -> None:
         before = self._status.get(key)
@@ -490,6 +525,8 @@ class Reconciler:
             self._status.pop(key, None)
         else:
             self._status[key] = status
+        if key[0] == POD and status != ACTIVE:
+            self._track_tagging(key, False)  # tagged, or waiting for its VM / retrying: holds nothing
         if before != status and status != ACTIVE:
             self._notify(key)
 
