@@ -73,13 +73,15 @@ def test_records_follow_events_and_the_desired_state_is_the_translators():
     assert ("firewall-policy", (PM, "k8s-a-np")) in sink.objects
 
 
-def test_deny_rules_are_mapped_to_their_policy():
+def test_deny_rules_and_tags_are_mapped_to_their_policy():
     db, sink, cache = make()
     listed(cache)
     cache.on_event("networkpolicies", "ADDED", policy("a", "np", allow_from("client", "web")))
     assert cache.deny_owner((PM, "k8s-a-ingress-np-denyall")) == (PM, "k8s-a-np")
+    assert {"app=client", "app=web"} <= set(cache.policy_tags((PM, "k8s-a-np")))
     cache.on_event("networkpolicies", "DELETED", policy("a", "np", {}))
     assert cache.deny_owner((PM, "k8s-a-ingress-np-denyall")) is None
+    assert cache.policy_tags((PM, "k8s-a-np")) == ()
 
 
 def test_an_invalid_policy_is_recorded_rejected_with_its_reason():
