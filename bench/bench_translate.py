@@ -87,16 +87,18 @@ def peak_mib() -> float:
 def changes(translator: ClusterTranslator, objects: Dict[str, List[Dict[str, Any]]], count: int) -> Dict[str, Any]:
     """Time single NetworkPolicy updates (a port changes) and a pod relabel, each with its pop."""
     policies = objects["policies"]
-    timings: List[float] = []
+    timings: List[float] = []  # wall
+    cpu_timings: List[float] = []  # CPU of this process: without the preemption of a shared machine
     for k in range(count):
         manifest = json.loads(json.dumps(policies[(k * 7919) % len(policies)]))
         spec = manifest["spec"]
         blocks = spec.get("ingress") or spec.get("egress")
         blocks[0]["ports"] = [{"protocol": "TCP", "port": 1000 + k}]
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         translator.upsert_policy(manifest)
         result = translator.pop_changes()
         timings.append(time.perf_counter() - start)
+        cpu_timings.append(time.process_time() - cpu_start)
         assert result.changed or result.added, "the change must show"
     pod_timings: List[float] = []
     for k in range(count):
@@ -107,9 +109,10 @@ def changes(translator: ClusterTranslator, objects: Dict[str, List[Dict[str, Any
         translator.pop_changes()
         pod_timings.append(time.perf_counter() - start)
     timings.sort()
-    pod_timings.sort()
+    cpu_timings.sort()
     return {"policy_median_ms": 1000 * statistics.median(timings),
             "policy_p99_ms": 1000 * timings[int(0.99 * (len(timings) - 1))],
+            "policy_cpu_p99_ms": 1000 * cpu_timings[int(0.99 * (len(cpu_timings) - 1))],
             "pod_median_ms": 1000 * statistics.median(pod_timings)}
 
 
@@ -152,7 +155,8 @@ def main() -> int:
         return 0
     sizes = list(SIZES)[: list(SIZES).index(args.max_size) + 1]
     print(f"{'size':<7} {'namespaces':>10} {'pods':>8} {'policies':>8} {'rules':>8} {'full s':>7} {'cpu s':>6} "
-          f"{'peak MiB':>8} {'inputs MiB':>10} {'NP change ms (median/p99)':>26} {'pod change ms':>13} {'load':>5}")
+          f"{'peak MiB':>8} {'inputs MiB':>10} {'NP change ms (median/p99/cpu p99)':>34} {'pod change ms':>13} "
+          f"{'load':>5}")
     for size in sizes:
         proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", size,
                                "--changes", str(args.changes)], capture_output=True, text=True)
@@ -162,7 +166,8 @@ def main() -> int:
         r = json.loads(proc.stdout)
         print(f"{r['size']:<7} {r['namespaces']:>10,} {r['pods']:>8,} {r['policies']:>8,} {r['rules']:>8,} "
               f"{r['seconds']:>7.2f} {r['cpu_seconds']:>6.2f} {r['peak_mib']:>8.0f} {r['inputs_mib']:>10.0f} "
-              f"{r['policy_median_ms']:>12.3f} / {r['policy_p99_ms']:<11.3f} {r['pod_median_ms']:>13.3f} "
+              f"{r['policy_median_ms']:>12.3f} / {r['policy_p99_ms']:<7.3f} / {r['policy_cpu_p99_ms']:<7.3f}"
+              f"{r['pod_median_ms']:>13.3f} "
               f"{r['load']:>5.1f}")
     print(f"targets (xlarge): full within {TARGET_SECONDS} s and {TARGET_MIB} MiB, one change under "
           f"{TARGET_CHANGE_MS} ms; 'cpu s' is the process's CPU time, 'load' the 1-minute load average"
