@@ -53,12 +53,17 @@ def test_vmi_index_follows_listing_and_keeps_recent_writes():
     index = VmiIndex()
     index.put("vmi-1", "vm-1", {"namespace=a"})
     listing = [
-        {"uuid": "vmi-1", "virtual_machine_refs": [{"uuid": "vm-1", "to": ["vm-1"]}], "tag_refs": []},
+        {"uuid": "vmi-1", "fq_name": ["d", "p", "one"], "virtual_machine_refs": [{"uuid": "vm-1", "to": ["vm-1"]}],
+         "tag_refs": []},
         {"uuid": "vmi-2", "virtual_machine_refs": [{"uuid": "vm-2", "to": ["vm-2"]}],
          "tag_refs": [{"to": ["app=web"], "uuid": "t"}, {"to": ["d", "p", "app=x"], "uuid": "t2"}]},
     ]
     index.load(listing, keep=["vmi-1"])
     assert index.tags == {"vmi-1": {"namespace=a"}, "vmi-2": {"app=web"}}
+    assert index.names["vmi-1"] == ""  # kept as we knew it: written since the listing began
+    index.put("vmi-1", "vm-1", {"namespace=b"}, "d:p:one")
+    index.put("vmi-1", "vm-1", set())
+    assert index.names["vmi-1"] == "d:p:one"
     assert index.vmis_of("vm-2") == ["vmi-2"] and index.by_tag["app=web"] == {"vmi-2"}
     index.drop("vmi-2")
     assert index.vmis_of("vm-2") == [] and not index.by_tag["app=web"]

@@ -73,22 +73,26 @@ class VmiIndex:
     by_vm: Dict[str, Set[str]] = field(default_factory=dict)       # vm uuid -> vmi uuids
     vm_of: Dict[str, str] = field(default_factory=dict)            # vmi uuid -> vm uuid
     by_tag: Dict[str, Set[str]] = field(default_factory=dict)      # tag -> vmi uuids
+    names: Dict[str, str] = field(default_factory=dict)            # vmi uuid -> fq_name, for logs
 
     def load(self, vmis: Iterable[Mapping[str, Any]], keep: Iterable[str] = ()) -> None:
         """Replace the index with a listing; VMIs in `keep` (written since the listing started)
         keep what we know of them."""
-        kept = {uuid: (self.vm_of.get(uuid), set(self.tags.get(uuid, ()))) for uuid in keep
-                if uuid in self.tags}
-        self.tags.clear(), self.by_vm.clear(), self.vm_of.clear(), self.by_tag.clear()
+        kept = {uuid: (self.vm_of.get(uuid), set(self.tags.get(uuid, ())), self.names.get(uuid, ""))
+                for uuid in keep if uuid in self.tags}
+        for index in (self.tags, self.by_vm, self.vm_of, self.by_tag, self.names):
+            index.clear()
         for body in vmis:
             uuid = body.get("uuid")
             if uuid and uuid not in kept:
-                self.put(uuid, _vm_uuid(body), _global_tags(body))
-        for uuid, (vm, tags) in kept.items():
-            self.put(uuid, vm, tags)
+                self.put(uuid, _vm_uuid(body), _global_tags(body), ":".join(body.get("fq_name") or ()))
+        for uuid, (vm, tags, name) in kept.items():
+            self.put(uuid, vm, tags, name)
 
-    def put(self, vmi: str, vm: Optional[str], tags: Set[str]) -> None:
+    def put(self, vmi: str, vm: Optional[str], tags: Set[str], name: str = "") -> None:
+        name = name or self.names.get(vmi, "")
         self.drop(vmi)
+        self.names[vmi] = name
         self.tags[vmi] = set(tags)
         for tag in tags:
             self.by_tag.setdefault(tag, set()).add(vmi)
@@ -97,6 +101,7 @@ class VmiIndex:
             self.by_vm.setdefault(vm, set()).add(vmi)
 
     def drop(self, vmi: str) -> None:
+        self.names.pop(vmi, None)
         for tag in self.tags.pop(vmi, ()):
             self.by_tag.get(tag, set()).discard(vmi)
         vm = self.vm_of.pop(vmi, None)
@@ -232,8 +237,8 @@ class PodTagger:
                 raise
             outcome.written.append(vmi)
             self.index.put(vmi, record.uid, apply_changes(self.index.tags[vmi], changes))
-            log.info("tagged pod VMI", extra=kv(pod=f"{key[0]}/{key[1]}", vmi=vmi,
-                                                 changes=",".join(sorted(changes))))
+            log.info("tagged pod VMI", extra=kv(pod=f"{key[0]}/{key[1]}", fq_name=self.index.names.get(vmi, ""),
+                                                 uuid=vmi, changes=",".join(sorted(changes))))
         if outcome.blocked:
             record.vmi_state = RETRYING
             record.vmi_error = "tags not created yet: " + ", ".join(sorted(":".join(k[1]) for k in outcome.blocked))
@@ -256,5 +261,5 @@ class PodTagger:
                     vmi = self._client.read(VMI, uuid, fields=["tag_refs", "virtual_machine_refs"])
                 except NotFound:
                     continue
-                self.index.put(uuid, vm_uuid, _global_tags(vmi))
+                self.index.put(uuid, vm_uuid, _global_tags(vmi), ":".join(vmi.get("fq_name") or ()))
         return self.index.vmis_of(vm_uuid)
