@@ -61,7 +61,6 @@ class KubeCache:
         self.translator = translator
         self.sink = sink
         self.listed: Set[str] = set()  # resources whose first list has been delivered
-        self.relists = 0
         # events held until every first list is in (None once they are)
         self._held: Optional[Dict[str, List[Tuple[str, Dict[str, Any]]]]] = {}
         self._deny_owner: Dict[FqName, FqName] = {}              # deny rule -> its NP's firewall policy
@@ -81,7 +80,6 @@ class KubeCache:
         """
         if event_type in (LISTED, RELISTED):
             self.listed.add(resource)
-            self.relists += event_type == RELISTED
             log.info("kubernetes list delivered", extra=kv(resource=resource, event=event_type,
                                                            resource_version=obj.get("resourceVersion", "")))
             if self._held is not None and self.initial_lists_done:

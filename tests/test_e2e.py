@@ -43,6 +43,7 @@ def shared():
     yield environment, daemon
     assert daemon.stop() == 0  # SIGTERM: clean stop, status 0, within 10 s
     environment.close()
+    assert environment.cni.failures == []
 
 
 @pytest.fixture

@@ -56,10 +56,6 @@ class Executor(Generic[K]):
         gevent.killall([w for w in self._workers if not w.dead], block=True, timeout=1)
         self._workers = []
 
-    @property
-    def running(self) -> bool:
-        return any(not w.dead for w in self._workers)
-
     def retry_later(self, key: K) -> float:
         """Schedule `key` again after its backoff; returns the delay."""
         delay = self.backoff.next_delay(key)

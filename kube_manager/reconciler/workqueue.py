@@ -114,18 +114,14 @@ class WorkQueue(Generic[K]):
         """Keys waiting to be taken (not those held by workers nor those scheduled for later)."""
         return len(self._order)
 
-    def __contains__(self, key: object) -> bool:
-        return key in self._queued or key in self._processing or key in self._timers
-
     @property
     def scheduled(self) -> int:
         """Keys scheduled for later with `add_after`."""
         return len(self._timers)
 
-    def is_idle(self, include_scheduled: bool = True) -> bool:
-        """Nothing waiting and nothing held; with `include_scheduled`, nothing scheduled either."""
-        busy = bool(self._order or self._processing)
-        return not busy and not (include_scheduled and self._timers)
+    def is_idle(self) -> bool:
+        """Nothing waiting, held or scheduled."""
+        return not (self._order or self._processing or self._timers)
 
     def wait_idle(self, timeout: Optional[float] = None) -> bool:
         """Block until nothing is waiting, held or scheduled; False on timeout."""
