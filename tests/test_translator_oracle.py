@@ -104,7 +104,7 @@ def schema_problems(resource_type: str, body: Mapping[str, Any]) -> List[str]:
     elif any(":" in part for part in fq_name):
         problems.append(f"fq_name: {fq_name!r} contains ':', which the config API forbids")
     elif any(len(part) > 255 for part in fq_name):
-        problems.append(f"fq_name: a name is longer than 255 characters")
+        problems.append("fq_name: a name is longer than 255 characters")
     parent_type = body.get("parent_type")
     if parent_type is None:
         if "config-root" not in cls.parent_types:

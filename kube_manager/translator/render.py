@@ -20,7 +20,7 @@ from .encoding import application_tag, encode_key, encode_namespace_key, encode_
 from .model import CLUSTER_SCOPE, Block, ParsedPolicy, PodInfo, PodScope, PodSet, SelectorDef
 from .naming import INGRESS, MAX_NAME_LENGTH, deny_rule_name, hashed_sequence, policy_name, rule_prefix, \
     shorten
-from .ports import ANY_SERVICE, PortSpec, Service
+from .ports import PortSpec, Service
 
 # Where a referenced tag comes from, so the caller can find the pods that carry it:
 # ("pod", key, value) for a pod label, ("namespace", key, value) for a namespace label, or the
