@@ -41,7 +41,7 @@ STOP_GRACE = 1.0
 
 class _Handler(WSGIHandler):
     """Tracks its connection (so stop can close idle ones), disables Nagle's algorithm, and turns
-    `DropConnection` into a connection closed without an answer."""
+    `DropConnection` into a connection closed without an answer. Keeps no access log."""
 
     busy = False
     greenlet: Optional[gevent.Greenlet] = None
@@ -72,6 +72,10 @@ class _Handler(WSGIHandler):
             self.close_connection = True
             # An error pywsgi treats as "peer went away": no answer is written, the socket closes.
             raise socket.error(errno.ECONNRESET, "injected fault: connection dropped") from None
+
+    def log_request(self) -> None:
+        """Nothing: the server is made with `log=None` and the app logs what matters, but pywsgi
+        would still format an access line for every request only to throw it away."""
 
 
 class _Server(WSGIServer):
