@@ -202,17 +202,23 @@ def test_marks_decide_ownership_not_names():
 
 
 def test_one_ref_moved_in_a_long_list_is_a_ref_update():
-    from kube_manager.reconciler.diff import LONG_REF_LIST, RefChange, single_ref_change
+    from kube_manager.reconciler.diff import LONG_REF_LIST, RefChange
     rules = [rule(f"r{i}") for i in range(LONG_REF_LIST + 2)]
-    actual = policy_body(*rules[:-1])
-    added = policy_body(*rules)
-    fields = {"firewall_rule_refs": added["firewall_rule_refs"]}
-    change = single_ref_change("firewall-policy", fields, actual)
-    assert change == RefChange("firewall_rule_refs", "ADD", rules[-1], {"sequence": f"{len(rules) - 1:05d}.0"})
-    removed = {"firewall_rule_refs": policy_body(*rules[:-2])["firewall_rule_refs"]}
-    assert single_ref_change("firewall-policy", removed, actual) == RefChange("firewall_rule_refs", "DELETE", rules[-2])
-    two = {"firewall_rule_refs": policy_body(*rules[1:])["firewall_rule_refs"]}
-    assert single_ref_change("firewall-policy", two, actual) is None  # renumbered: a PUT
-    short = policy_body(rule("a"))
-    assert single_ref_change("firewall-policy", {"firewall_rule_refs": []}, short) is None
-    assert single_ref_change("firewall-policy", {**fields, "display_name": "x"}, actual) is None
+    key = policy("p")
+    view = FakeView(present=set(rules))
+    actual = {**policy_body(*rules[:-1]), "uuid": "u"}
+
+    def change(desired):
+        step = plan(key, desired, actual, view)
+        return step.action, step.ref_change
+    last = f"{len(rules) - 1:05d}.0"
+    assert change(policy_body(*rules)) == (
+        "update", RefChange("firewall_rule_refs", "ADD", rules[-1], {"sequence": last}))
+    assert change(policy_body(*rules[:-2])) == ("update", RefChange("firewall_rule_refs", "DELETE", rules[-2]))
+    assert change(policy_body(*rules[1:])) == ("update", None)  # many moved (renumbered): one PUT
+    assert change(policy_body(*rules[:-1])) == ("none", None)
+    short = {**policy_body(rule("a")), "uuid": "s"}
+    step = plan(key, policy_body(), short, FakeView(present={rule("a")}))
+    assert step.action == "update" and step.ref_change is None  # a short list: a PUT is as small
+    renamed = {**policy_body(*rules), "display_name": "x"}
+    assert change(renamed) == ("update", None)  # more than the ref list changes: one PUT

@@ -401,7 +401,7 @@ class Reconciler:
                                          complete=step.complete))
             self._set_actual(key, created)
         elif step.action == "update":
-            change = diff.single_ref_change(obj_type, step.body, self._actual(key) or {})
+            change = step.ref_change
             try:
                 if change is None:
                     self.client.update(obj_type, step.uuid, step.body)

@@ -25,7 +25,7 @@ import enum
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Protocol, Tuple
+from typing import AbstractSet, Any, Dict, Iterator, List, Mapping, Optional, Protocol, Set, Tuple
 
 from vnc_client.schema import RESOURCE_TYPES
 
@@ -74,7 +74,8 @@ class Step:
     """The next thing to do for one key.
 
     `action` is `none`, `create`, `update`, `delete` or `wait`. `body` is the full body to create or
-    the changed fields to update. `complete` says whether the object equals its desired state once
+    the changed fields to update; `ref_change`, when set, says that update is one ref moved in a long
+    ref list, to send as one `ref-update`. `complete` says whether the object equals its desired state once
     this step is done; when it is not, `pending` (being written: wait) and `blocked` (failed: retry
     later) name the objects it still depends on.
     """
@@ -85,6 +86,7 @@ class Step:
     complete: bool = True
     pending: List[ObjKey] = field(default_factory=list)
     blocked: List[ObjKey] = field(default_factory=list)
+    ref_change: Optional["RefChange"] = None  # an update that is one ref-update (see LONG_REF_LIST)
 
 
 # --- references --------------------------------------------------------------------------------
@@ -169,6 +171,10 @@ def _attr_key(attr: Any) -> Any:
     """A hashable, order-free form of a ref's attr (`{"sequence": "1.0"}` -> `(("sequence", "1.0"),)`);
     null, {} and a dict of nulls are all None."""
     if isinstance(attr, dict):
+        if len(attr) == 1:  # the usual {"sequence": "..."}: no sort needed
+            ((name, value),) = attr.items()
+            if value is None or isinstance(value, str):
+                return None if value is None else ((name, value),)
         items = tuple(sorted((k, v) for k, v in attr.items() if v is not None))
         if not items:
             return None
@@ -186,11 +192,12 @@ def same_refs(obj_type: str, ref_field: str, desired: Mapping[str, Any], actual:
     return canon(desired) == canon(actual)
 
 
-def changed_fields(obj_type: str, desired: Mapping[str, Any], actual: Mapping[str, Any]) -> Dict[str, Any]:
+def changed_fields(obj_type: str, desired: Mapping[str, Any], actual: Mapping[str, Any],
+                   skip: AbstractSet[str] = frozenset()) -> Dict[str, Any]:
     """The top-level fields of `desired` that `actual` does not hold; what a partial PUT sends."""
     changed = {}
     for name, value in desired.items():
-        if name in IDENTITY_FIELDS:
+        if name in IDENTITY_FIELDS or name in skip:
             continue
         equal = (same_refs(obj_type, name, desired, actual) if name.endswith("_refs")
                  else same(value, actual.get(name)))
@@ -207,27 +214,6 @@ class RefChange:
     operation: str  # "ADD" | "DELETE"
     target: ObjKey
     attr: Any = None
-
-
-def single_ref_change(obj_type: str, fields: Mapping[str, Any], actual: Mapping[str, Any]) -> Optional[RefChange]:
-    """When an update only moves one ref of one long ref list, that change; else None (PUT)."""
-    if len(fields) != 1:
-        return None
-    (name,) = fields
-    if not name.endswith("_refs"):
-        return None
-    new = {t: _attr_key(a) for t, a in refs(obj_type, fields, name)}
-    old = {t: _attr_key(a) for t, a in refs(obj_type, actual, name)}
-    if max(len(new), len(old)) <= LONG_REF_LIST:
-        return None
-    moved = {t for t in new.keys() | old.keys() if new.get(t) != old.get(t)}
-    if len(moved) != 1:
-        return None
-    (target,) = moved
-    if target not in new:
-        return RefChange(name, "DELETE", target)
-    attr = next(a for t, a in refs(obj_type, fields, name) if t == target)
-    return RefChange(name, "ADD", target, attr)
 
 
 def matches(obj_type: str, desired: Mapping[str, Any], actual: Optional[Mapping[str, Any]]) -> bool:
@@ -271,10 +257,12 @@ def _plan_write(key: ObjKey, desired: Mapping[str, Any], actual: Optional[Mappin
     body: Dict[str, Any] = dict(desired)
     waits: List[ObjKey] = []          # all-or-nothing dependencies
     partial = Step("none")            # collects what partial ref lists wait for / leave out
+    lists: Dict[str, _RefListPlan] = {}
 
     for name in list(ref_fields(desired)):
         if name in PARTIAL_REF_FIELDS:
-            body[name] = _next_ref_list(key, name, desired, actual, view, partial)
+            lists[name] = _next_ref_list(key, name, desired, actual, view, partial)
+            body[name] = lists[name].refs
         else:
             waits.extend(t for t, _attr in refs(obj_type, desired, name) if not view.present(t))
     if obj_type == "firewall-rule":
@@ -291,25 +279,56 @@ def _plan_write(key: ObjKey, desired: Mapping[str, Any], actual: Optional[Mappin
         step.body = body
         return step
     step.uuid = actual.get("uuid")
-    step.body = changed_fields(obj_type, body, actual)
+    step.body = changed_fields(obj_type, body, actual, skip=lists.keys())
+    step.body.update((name, plan_.refs) for name, plan_ in lists.items() if plan_.moved)
     step.action = "update" if step.body else "none"
+    if len(step.body) == 1:
+        (name,) = step.body
+        if name in lists:
+            step.ref_change = lists[name].single_change()
     return step
 
 
+@dataclass
+class _RefListPlan:
+    """One partial ref list planned: what to write, and which targets that moves."""
+
+    name: str
+    refs: List[Dict[str, Any]]
+    moved: Set[ObjKey]               # added, dropped, or attr changed against the actual list
+    attrs: Dict[ObjKey, Any]         # the attr of each target in `refs`
+    long: bool                       # more than LONG_REF_LIST refs before or after
+
+    def single_change(self) -> Optional[RefChange]:
+        if not self.long or len(self.moved) != 1:
+            return None
+        (target,) = self.moved
+        if target not in self.attrs:
+            return RefChange(self.name, "DELETE", target)
+        return RefChange(self.name, "ADD", target, self.attrs[target])
+
+
 def _next_ref_list(key: ObjKey, name: str, desired: Mapping[str, Any], actual: Optional[Mapping[str, Any]],
-                   view: View, partial: Step) -> List[Dict[str, Any]]:
+                   view: View, partial: Step) -> _RefListPlan:
     """The ref list to write now: the refs we may keep or add, in desired order; removals only when
     their gate allows, else the old refs stay (appended, in their actual order)."""
     obj_type = key[0]
     held = {target: attr for target, attr in refs(obj_type, actual or {}, name)}
     wanted = refs(obj_type, desired, name)
     result: List[Dict[str, Any]] = []
+    attrs: Dict[ObjKey, Any] = {}
+    moved: Set[ObjKey] = set()
     for target, attr in wanted:
-        if target not in held:
+        if target in held:
+            if attr != held[target] and _attr_key(attr) != _attr_key(held[target]):
+                moved.add(target)
+        else:
             blocker = target if not view.present(target) else view.gate_add(key, name, target)
             if blocker is not None:
                 _sort_waits(partial, key, [blocker], view)
                 continue
+            moved.add(target)
+        attrs[target] = attr
         result.append({"to": list(target[1]), "attr": attr})
     wanted_targets = {target for target, _attr in wanted}
     dropped = [(t, a) for t, a in held.items() if t not in wanted_targets]
@@ -317,5 +336,9 @@ def _next_ref_list(key: ObjKey, name: str, desired: Mapping[str, Any], actual: O
         blocker = view.gate_remove(key, name)
         if blocker is not None:
             _sort_waits(partial, key, [blocker], view)
-            result.extend({"to": list(t[1]), "attr": a} for t, a in dropped)
-    return result
+            for t, a in dropped:
+                attrs[t] = a
+                result.append({"to": list(t[1]), "attr": a})
+        else:
+            moved.update(t for t, _a in dropped)
+    return _RefListPlan(name, result, moved, attrs, max(len(held), len(result)) > LONG_REF_LIST)
