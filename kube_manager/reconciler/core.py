@@ -508,11 +508,7 @@ class Reconciler:
 
     def _track_tagging(self, key: ObjKey, active: bool) -> None:
         for tag in self._tagging.pop(key, ()):
-            pods = self._tagging_by_tag.get(tag)
-            if pods is not None:
-                pods.discard(key)
-                if not pods:
-                    del self._tagging_by_tag[tag]
+            _unlink(self._tagging_by_tag, tag, key)
         record = self.db.pods.get(key[1]) if active else None
         if record is not None:
             self._tagging[key] = tuple(record.tags)
@@ -538,11 +534,7 @@ class Reconciler:
 
     def _unpark(self, key: ObjKey) -> None:
         for target in self._waiting_on.pop(key, ()):
-            waiters = self._waiters.get(target)
-            if waiters is not None:
-                waiters.discard(key)
-                if not waiters:
-                    del self._waiters[target]
+            _unlink(self._waiters, target, key)
 
     def _notify(self, key: ObjKey) -> None:
         for waiter in sorted(self._waiters.pop(key, ()), key=_order):
@@ -591,11 +583,7 @@ class Reconciler:
         old = self._actual(key)
         if old is not None:
             for target in diff.all_targets(key[0], old):
-                holders = self._referrers.get(target)
-                if holders is not None:
-                    holders.discard(key)
-                    if not holders:
-                        del self._referrers[target]
+                _unlink(self._referrers, target, key)
         if key == self.aps_key:
             self._aps_policies = {t for t, _ in diff.refs(key[0], body or {}, "firewall_policy_refs")}
         objects = self.db.actual.setdefault(key[0], {})
@@ -614,6 +602,15 @@ class Reconciler:
         """Tags a pod's VMI may lose: ours, or wanted by us (another cluster's are left alone)."""
         key = ("tag", (tag,))
         return self._actual(key) is not None or self._desired(key) is not None
+
+
+def _unlink(index: Dict[Any, Set[ObjKey]], name: Any, key: ObjKey) -> None:
+    """Take `key` out of the set `index[name]`, dropping the set once empty."""
+    keys = index.get(name)
+    if keys is not None:
+        keys.discard(key)
+        if not keys:
+            del index[name]
 
 
 def _order(key: ObjKey) -> tuple:
