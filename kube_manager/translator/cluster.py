@@ -407,7 +407,7 @@ class ClusterTranslator:
 
     def _render(self, key: PolicyKey, suffixed: bool) -> Optional[PolicyRendering]:
         policy = self._policies.get(key)
-        if policy is None or policy.selection is None:
+        if policy is None or policy.spec.own_selector is None:
             return None
         label = collision_label(policy.namespace, policy.name) if suffixed else policy.name
         return self._renderer.render(policy, self._index, label)

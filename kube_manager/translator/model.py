@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from .cidr import Address, IpBlock
@@ -15,6 +14,7 @@ from .ports import PortSpec, Service
 from .selectors import EVERYTHING, LabelSelector
 
 METADATA_NAME_LABEL = "kubernetes.io/metadata.name"
+UNBOUND = ""  # the namespace of "the policy's namespace" in a spec parsed on its own; never valid
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,12 @@ class PodScope:
     namespace: Optional[str] = None
     namespace_selector: Optional[LabelSelector] = None
     pod_selector: Optional[LabelSelector] = None
+
+    def bound(self, namespace: str) -> "PodScope":
+        """This scope in a policy of `namespace`: an UNBOUND scope becomes that namespace."""
+        if self.namespace != UNBOUND:
+            return self
+        return PodScope(namespace, None, self.pod_selector)
 
     @property
     def is_simple(self) -> bool:
@@ -93,30 +99,54 @@ class Block:
 
 
 @dataclass(frozen=True)
+class PolicySpec:
+    """A validated NetworkPolicy spec, on its own: peers of "the policy's namespace" are left
+    unbound (namespace UNBOUND), so one PolicySpec serves every policy with the same spec.
+    `own_selector` None: the policy is rejected whole (SPEC 11)."""
+
+    spec_sha256: str
+    own_selector: Optional[LabelSelector]
+    directions: Tuple[str, ...] = ()
+    blocks: Tuple[Block, ...] = ()
+    errors: Tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
 class ParsedPolicy:
-    """A NetworkPolicy after validation. `selection` None: rejected whole (SPEC 11)."""
+    """A NetworkPolicy after validation: its identity and its (shared) validated spec.
+
+    Built once per event, so a plain slotted dataclass rather than a frozen one (whose
+    initialisation costs three times as much); never modified after construction.
+    """
 
     namespace: str
     name: str
     uid: str
-    spec_sha256: str
-    selection: Optional[PodScope]
-    directions: Tuple[str, ...] = ()
-    blocks: Tuple[Block, ...] = ()
-    errors: Tuple[str, ...] = ()
+    spec: PolicySpec
 
     @property
     def key(self) -> Tuple[str, str]:
         return (self.namespace, self.name)
 
     @property
-    def has_named_ports(self) -> bool:
-        return any(p.name is not None for b in self.blocks for _, p in (b.ports or ()))
+    def spec_sha256(self) -> str:
+        return self.spec.spec_sha256
+
+    @property
+    def errors(self) -> Tuple[str, ...]:
+        return self.spec.errors
+
+    @property
+    def selection(self) -> Optional[PodScope]:
+        """The pods the policy selects; None when it is rejected whole."""
+        own = self.spec.own_selector
+        return None if own is None else PodScope(self.namespace, None, own)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class PodInfo:
-    """The parts of a pod the translator reads."""
+    """The parts of a pod the translator reads. Never modified after construction (slotted and
+    not frozen, as one is built per pod event); `key` is built once and shared by every index."""
 
     namespace: str
     name: str
@@ -124,20 +154,24 @@ class PodInfo:
     labels: Mapping[str, str] = field(default_factory=dict)
     ip: Optional[str] = None  # canonical
     named_ports: Mapping[Tuple[str, str], int] = field(default_factory=dict)  # (name, protocol)
+    key: Tuple[str, str] = field(init=False, repr=False, compare=False)
+    _address: Optional[Address] = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.key = (self.namespace, self.name)
 
     @property
-    def key(self) -> Tuple[str, str]:
-        return (self.namespace, self.name)
-
-    @cached_property
     def address(self) -> Optional[Address]:
-        """The IP as an address, parsed only when an ipBlock needs it."""
-        return ipaddress.ip_address(self.ip) if self.ip else None
+        """The IP as an address, parsed only when an ipBlock needs it (then remembered)."""
+        if self._address is None and self.ip:
+            self._address = ipaddress.ip_address(self.ip)
+        return self._address
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class NamespaceInfo:
-    """A namespace; `labels` always hold kubernetes.io/metadata.name, as the API server sets it."""
+    """A namespace; `labels` always hold kubernetes.io/metadata.name, as the API server sets it.
+    Never modified after construction."""
 
     name: str
     uid: str = ""

@@ -12,9 +12,9 @@ from typing import Any, List, Optional, Tuple
 
 from .canonical import canonical_json, sha256_hex
 from .cidr import parse_ip_block
-from .model import Block, ParsedPolicy, Peer, PodScope
+from .model import UNBOUND, Block, ParsedPolicy, Peer, PodScope, PolicySpec
 from .naming import EGRESS, INGRESS
-from .parsecache import ParseCache
+from .parsecache import ParseCache, content_key
 from .ports import ANY_SERVICE, PortSpec, parse_port
 from .selectors import parse_selector
 from .validation import InvalidInput, mapping, metadata_problem, sequence
@@ -88,39 +88,15 @@ def _policy_types(raw: Any) -> Tuple[str, ...]:
     return tuple(d for d in (INGRESS, EGRESS) if any(_POLICY_TYPES[e] == d for e in entries))
 
 
-_UNBOUND = ""  # the namespace of a spec parsed on its own; never a valid namespace name
-
-
-def _bind_block(block: Block, namespace: str) -> Block:
-    if block.peers is None or not any(isinstance(peer, PodScope) and peer.namespace == _UNBOUND
-                                      for _, peer in block.peers):
-        return block
-    peers = tuple((p, PodScope(namespace, None, peer.pod_selector)
-                   if isinstance(peer, PodScope) and peer.namespace == _UNBOUND else peer)
-                  for p, peer in block.peers)
-    return Block(block.direction, block.index, peers, block.ports, block.fixed_services)
-
-
-def _bind(spec: ParsedPolicy, namespace: str, name: str, uid: str) -> ParsedPolicy:
-    """The policy `namespace/name` whose spec parsed to `spec` (parsed with no namespace)."""
-    if spec.selection is None:
-        return ParsedPolicy(namespace, name, uid, spec.spec_sha256, None, errors=spec.errors)
-    selection = PodScope(namespace, None, spec.selection.pod_selector)
-    return ParsedPolicy(namespace, name, uid, spec.spec_sha256, selection, spec.directions,
-                        tuple(_bind_block(b, namespace) for b in spec.blocks), spec.errors)
-
-
-def parse_spec(raw_spec: Any, digest: str, cache: ParseCache) -> ParsedPolicy:
+def parse_spec(raw_spec: Any, digest: str, cache: ParseCache) -> PolicySpec:
     """Validate a NetworkPolicy spec on its own: peers of "the policy's namespace" are left unbound."""
     errors: List[str] = []
     try:
         spec = mapping(raw_spec, "spec")
-        selection = PodScope(namespace=_UNBOUND,
-                             pod_selector=cache.get(parse_selector, spec.get("podSelector"), "spec.podSelector"))
+        own = cache.get(parse_selector, spec.get("podSelector"), "spec.podSelector")
         types = _policy_types(spec.get("policyTypes"))
     except InvalidInput as exc:
-        return ParsedPolicy(_UNBOUND, "", "", digest, None,
-                            errors=(f"{exc}; the policy is rejected whole",))
+        return PolicySpec(digest, None, errors=(f"{exc}; the policy is rejected whole",))
     unknown = sorted(str(k) for k in spec if k not in _SPEC_FIELDS)
     if unknown:
         errors.append(f"spec: unknown field {', '.join(repr(u) for u in unknown)}; ignored")
@@ -138,17 +114,17 @@ def parse_spec(raw_spec: Any, digest: str, cache: ParseCache) -> ParsedPolicy:
     blocks = []
     for direction in types:
         for b, raw in enumerate(raw_blocks[direction] or ()):
-            block, block_errors = cache.memo("block", f"{direction}[{b}]{raw!r}",
+            block, block_errors = cache.memo("block", (direction, b, content_key(raw)),
                                              lambda: _memo_block(raw, direction, b, cache))
             errors.extend(block_errors)
             if block is not None:
                 blocks.append(block)
-    return ParsedPolicy(_UNBOUND, "", "", digest, selection, types, tuple(blocks), tuple(errors))
+    return PolicySpec(digest, own, types, tuple(blocks), tuple(errors))
 
 
 def _memo_block(raw: Any, direction: str, index: int, cache: ParseCache) -> Tuple[Optional[Block], Tuple[str, ...]]:
     errors: List[str] = []
-    block = _parse_block(raw, direction, index, _UNBOUND, errors, cache)
+    block = _parse_block(raw, direction, index, UNBOUND, errors, cache)
     return block, tuple(errors)
 
 
@@ -157,8 +133,8 @@ def parse_policy(manifest: Any, cache: Optional[ParseCache] = None) -> ParsedPol
 
     Raises InvalidInput only when the object cannot be identified (bad metadata); every problem
     of the spec is reported in `errors` instead, as narrowly as SPEC 11 says. A spec is validated
-    once per distinct content (its repr, which tells "1" from 1 and dates from strings), however
-    many namespaces repeat it.
+    once per distinct content (parsecache.content_key, which tells "1" from 1 and dates from strings), however
+    many namespaces repeat it, and shared by all of them.
     """
     manifest = manifest if isinstance(manifest, dict) else {}
     metadata = manifest.get("metadata")
@@ -172,6 +148,6 @@ def parse_policy(manifest: Any, cache: Optional[ParseCache] = None) -> ParsedPol
     if problem:
         raise InvalidInput(problem)
     raw_spec = manifest.get("spec")
-    spec = cache.memo("spec", repr(raw_spec),
+    spec = cache.memo("spec", content_key(raw_spec),
                       lambda: parse_spec(raw_spec, sha256_hex(canonical_json(raw_spec)), cache))
-    return _bind(spec, namespace, name, uid)
+    return ParsedPolicy(namespace, name, uid, spec)

@@ -17,7 +17,7 @@ from .canonical import sha1_of_json
 from .cidr import IpBlock
 from .encoding import application_tag, encode_key, encode_namespace_key, encode_value, namespace_tag, \
     selector_tag, tag_name
-from .model import CLUSTER_SCOPE, Block, ParsedPolicy, PodInfo, PodScope, PodSet, SelectorDef
+from .model import CLUSTER_SCOPE, UNBOUND, Block, ParsedPolicy, PodInfo, PodScope, PodSet, SelectorDef
 from .naming import INGRESS, MAX_NAME_LENGTH, deny_rule_name, hashed_sequence, policy_name, rule_prefix, \
     shorten
 from .ports import PortSpec, Service
@@ -104,13 +104,15 @@ class PolicyRenderer:
         work.tags[tag] = definition
         return {"tags": [tag]}
 
-    def scope_endpoint(self, scope: PodScope, work: _Work) -> Body:
-        """The endpoint of a pod set (SPEC 2.1): its tags plus application=<cluster>, or one
-        selector tag when a selector is not a plain conjunction of labels."""
-        key = (scope.namespace, id(scope.namespace_selector), id(scope.pod_selector))
+    def scope_endpoint(self, scope: PodScope, namespace: str, work: _Work) -> Body:
+        """The endpoint of a pod set of a policy of `namespace` (SPEC 2.1): its tags plus
+        application=<cluster>, or one selector tag when a selector is not a plain conjunction of
+        labels."""
+        scope_namespace = namespace if scope.namespace == UNBOUND else scope.namespace
+        key = (scope_namespace, id(scope.namespace_selector), id(scope.pod_selector))
         found = self._endpoints.get(key)
         if found is None:
-            found = self._endpoint(scope)
+            found = self._endpoint(scope.bound(namespace))
             if len(self._endpoints) >= ENDPOINT_CACHE_LIMIT:
                 self._endpoints.clear()
             self._endpoints[key] = found
@@ -206,9 +208,9 @@ class PolicyRenderer:
                 stem = f"{prefix}ipBlock-{p}-cidr-{peer.cidr_name}-"
                 destination, where = peer, f"cluster pod inside to[{p}]"
             else:
-                peer_endpoint = self.scope_endpoint(peer, work)
+                peer_endpoint = self.scope_endpoint(peer, policy.namespace, work)
                 stem = f"{prefix}{'namespaceSelector' if peer.pod_selector is None else 'podSelector'}-{p}-"
-                destination, where = peer, f"pod of to[{p}]"
+                destination, where = peer.bound(policy.namespace), f"pod of to[{p}]"
             if fixed is None and not ingress:
                 services = self._services(block, destination, isinstance(peer, PodScope), view, where, work)
             for s, (service, override) in enumerate(services):
@@ -225,13 +227,13 @@ class PolicyRenderer:
         selection = policy.selection
         assert selection is not None, "a policy rejected whole renders nothing"
         work = _Work(policy)
-        own = self.scope_endpoint(selection, work)
+        own = self.scope_endpoint(selection, policy.namespace, work)
         name = policy_name(self.cluster, policy.namespace, label)
         work.names.append(name)
-        for block in policy.blocks:
+        for block in policy.spec.blocks:
             self._block_rules(policy, block, label, own, view, work)
         deny_rules = []
-        for direction in policy.directions:
+        for direction in policy.spec.directions:
             deny_name = deny_rule_name(self.cluster, policy.namespace, direction, label)
             work.names.append(deny_name)
             fq_name = global_fq_name(shorten(deny_name))
