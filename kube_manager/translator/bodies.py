@@ -25,6 +25,7 @@ FIREWALL_POLICY = "firewall-policy"
 APPLICATION_POLICY_SET = "application-policy-set"
 RESOURCE_TYPES = (TAG, ADDRESS_GROUP, FIREWALL_RULE, FIREWALL_POLICY, APPLICATION_POLICY_SET)
 PASS, DENY = "pass", "deny"
+MARK_CACHE_LIMIT = 65536
 
 
 def global_fq_name(name: str) -> FqName:
@@ -58,18 +59,14 @@ class BodyFactory:
         self._marks = {kind: annotations({"owner": owner, "cluster": cluster_name, "kind": kind})
                        for kind in RESOURCE_TYPES}
         self._actions = {PASS: {"simple_action": PASS}, DENY: {"simple_action": DENY}}
+        self._cluster_mark = {"key": "cluster", "value": cluster_name}
+        self._owner_mark = {"key": "owner", "value": owner}
+        self._kind_mark = {kind: {"key": "kind", "value": kind} for kind in RESOURCE_TYPES}
+        self._pairs: Dict[Tuple[str, str], Body] = {}
         self._match_tags: Body = {"tag_list": []}
         self.any_endpoint: Body = {"any": True}
         self._services: Dict[Service, Body] = {}
         self._rule_sequences: List[Body] = []
-
-    def rule_ref(self, rule: Body, index: int) -> Body:
-        """The ref of a NetworkPolicy's firewall policy to its index-th rule; the sequence attr
-        (`%05d.0`) and the fq_name list are shared, as refs are read-only."""
-        attrs = self._rule_sequences
-        while len(attrs) <= index:
-            attrs.append({"sequence": rule_sequence(len(attrs))})
-        return {"to": rule["fq_name"], "attr": attrs[index]}
 
     def service(self, service: Service) -> Body:
         body = self._services.get(service)
@@ -92,25 +89,47 @@ class BodyFactory:
         return {"fq_name": list(fq_name), "parent_type": POLICY_MANAGEMENT_TYPE,
                 "address_group_prefix": {"subnet": subnets}, "annotations": self._marks[ADDRESS_GROUP]}
 
-    def rule(self, fq_name: FqName, action: str, service: Service, endpoint_1: Body,
-             endpoint_2: Body) -> Body:
+    def rule(self, fq_name: FqName, action: str, service: Body, endpoint_1: Body, endpoint_2: Body) -> Body:
+        """A firewall rule; `service` is a body from `service()`."""
         return {"fq_name": list(fq_name), "parent_type": POLICY_MANAGEMENT_TYPE,
-                "action_list": self._actions[action], "service": self.service(service),
+                "action_list": self._actions[action], "service": service,
                 "endpoint_1": endpoint_1, "direction": ">", "endpoint_2": endpoint_2,
                 "match_tags": self._match_tags, "annotations": self._marks[FIREWALL_RULE]}
 
     def any_rule(self, fq_name: FqName, action: str, endpoint_1: Body, endpoint_2: Body) -> Body:
-        return self.rule(fq_name, action, ANY_SERVICE, endpoint_1, endpoint_2)
+        """A rule on every protocol and port: deny rules and the allow-all pass rules."""
+        return self.rule(fq_name, action, self.service(ANY_SERVICE), endpoint_1, endpoint_2)
 
-    def firewall_policy(self, fq_name: FqName, rule_refs: List[Body],
-                        owner_marks: Dict[str, str]) -> Body:
-        """A firewall policy; `owner_marks` add namespace/name/k8s_uuid/spec_sha256 for NetworkPolicies."""
-        marks = self._marks[FIREWALL_POLICY]
-        if owner_marks:
-            marks = annotations({"owner": self.owner, "cluster": self.cluster_name,
-                                 "kind": FIREWALL_POLICY, **owner_marks})
+    def firewall_policy(self, fq_name: FqName, rule_refs: List[Body]) -> Body:
+        """One of the cluster's own firewall policies (`<cluster>-allowall`, `<cluster>-denyall`)."""
         return {"fq_name": list(fq_name), "parent_type": POLICY_MANAGEMENT_TYPE,
-                "firewall_rule_refs": rule_refs, "annotations": marks}
+                "firewall_rule_refs": rule_refs, "annotations": self._marks[FIREWALL_POLICY]}
+
+    def network_policy(self, fq_name: FqName, rules: Sequence[Body], namespace: str, name: str, uid: str,
+                       spec_sha256: str) -> Body:
+        """The firewall policy of a NetworkPolicy, referring to its pass `rules` in order, its
+        annotations marked with the NetworkPolicy's identity (SPEC 1)."""
+        attrs = self._rule_sequences
+        while len(attrs) < len(rules):
+            attrs.append({"sequence": rule_sequence(len(attrs))})
+        # Ref attrs and fq_name lists are shared with the rules: refs are read-only.
+        refs = [{"to": rule["fq_name"], "attr": attr} for rule, attr in zip(rules, attrs)]
+        mark = self._mark
+        pairs = [self._cluster_mark, {"key": "k8s_uuid", "value": uid}, self._kind_mark[FIREWALL_POLICY],
+                 mark("name", name), mark("namespace", namespace), self._owner_mark,
+                 mark("spec_sha256", spec_sha256)]  # sorted by key, as annotations() writes them
+        return {"fq_name": list(fq_name), "parent_type": POLICY_MANAGEMENT_TYPE,
+                "firewall_rule_refs": refs, "annotations": {"key_value_pair": pairs}}
+
+    def _mark(self, key: str, value: str) -> Body:
+        """One annotation pair, shared by every policy with that pair (names repeat across
+        namespaces, namespaces across their policies, specs across both)."""
+        pair = self._pairs.get((key, value))
+        if pair is None:
+            if len(self._pairs) >= MARK_CACHE_LIMIT:
+                self._pairs.clear()
+            pair = self._pairs[(key, value)] = {"key": key, "value": value}
+        return pair
 
     def application_policy_set(self, fq_name: FqName, application_tag: str,
                                policy_refs: List[Body]) -> Body:

@@ -263,9 +263,9 @@ class ClusterTranslator:
             self._put(FIREWALL_RULE, fq_name, self._bodies.any_rule(fq_name, PASS, *endpoints))
             rule_refs.append(sequenced_ref(fq_name, rule_sequence(i)))
         allowall_fq = global_fq_name(allowall)
-        self._put(FIREWALL_POLICY, allowall_fq, self._bodies.firewall_policy(allowall_fq, rule_refs, {}))
+        self._put(FIREWALL_POLICY, allowall_fq, self._bodies.firewall_policy(allowall_fq, rule_refs))
         self._denyall_fq = global_fq_name(denyall_policy_name(self.cluster_name))
-        denyall = self._bodies.firewall_policy(self._denyall_fq, [], {})
+        denyall = self._bodies.firewall_policy(self._denyall_fq, [])
         self._put(FIREWALL_POLICY, self._denyall_fq, denyall)
         self._deny_refs = SequencedRefs(denyall["firewall_rule_refs"])
         self._aps_fq = global_fq_name(self.cluster_name)
@@ -407,7 +407,7 @@ class ClusterTranslator:
 
     def _render(self, key: PolicyKey, suffixed: bool) -> Optional[PolicyRendering]:
         policy = self._policies.get(key)
-        if policy is None or policy.spec.own_selector is None:
+        if policy is None or policy.spec.selection is None:
             return None
         label = collision_label(policy.namespace, policy.name) if suffixed else policy.name
         return self._renderer.render(policy, self._index, label)

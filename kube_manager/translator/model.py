@@ -102,10 +102,10 @@ class Block:
 class PolicySpec:
     """A validated NetworkPolicy spec, on its own: peers of "the policy's namespace" are left
     unbound (namespace UNBOUND), so one PolicySpec serves every policy with the same spec.
-    `own_selector` None: the policy is rejected whole (SPEC 11)."""
+    `selection` (the policy's own pods, unbound) None: the policy is rejected whole (SPEC 11)."""
 
     spec_sha256: str
-    own_selector: Optional[LabelSelector]
+    selection: Optional[PodScope]
     directions: Tuple[str, ...] = ()
     blocks: Tuple[Block, ...] = ()
     errors: Tuple[str, ...] = ()
@@ -139,8 +139,8 @@ class ParsedPolicy:
     @property
     def selection(self) -> Optional[PodScope]:
         """The pods the policy selects; None when it is rejected whole."""
-        own = self.spec.own_selector
-        return None if own is None else PodScope(self.namespace, None, own)
+        selection = self.spec.selection
+        return None if selection is None else selection.bound(self.namespace)
 
 
 @dataclass(slots=True)

@@ -93,7 +93,7 @@ def parse_spec(raw_spec: Any, digest: str, cache: ParseCache) -> PolicySpec:
     errors: List[str] = []
     try:
         spec = mapping(raw_spec, "spec")
-        own = cache.get(parse_selector, spec.get("podSelector"), "spec.podSelector")
+        selection = PodScope(UNBOUND, None, cache.get(parse_selector, spec.get("podSelector"), "spec.podSelector"))
         types = _policy_types(spec.get("policyTypes"))
     except InvalidInput as exc:
         return PolicySpec(digest, None, errors=(f"{exc}; the policy is rejected whole",))
@@ -119,7 +119,7 @@ def parse_spec(raw_spec: Any, digest: str, cache: ParseCache) -> PolicySpec:
             errors.extend(block_errors)
             if block is not None:
                 blocks.append(block)
-    return PolicySpec(digest, own, types, tuple(blocks), tuple(errors))
+    return PolicySpec(digest, selection, types, tuple(blocks), tuple(errors))
 
 
 def _memo_block(raw: Any, direction: str, index: int, cache: ParseCache) -> Tuple[Optional[Block], Tuple[str, ...]]:

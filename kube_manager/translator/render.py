@@ -17,10 +17,10 @@ from .canonical import sha1_of_json
 from .cidr import IpBlock
 from .encoding import application_tag, encode_key, encode_namespace_key, encode_value, namespace_tag, \
     selector_tag, tag_name
-from .model import CLUSTER_SCOPE, UNBOUND, Block, ParsedPolicy, PodInfo, PodScope, PodSet, SelectorDef
-from .naming import INGRESS, MAX_NAME_LENGTH, deny_rule_name, hashed_sequence, policy_name, rule_prefix, \
+from .model import CLUSTER_SCOPE, UNBOUND, Block, ParsedPolicy, Peer, PodInfo, PodScope, PodSet, SelectorDef
+from .naming import EGRESS, INGRESS, MAX_NAME_LENGTH, deny_rule_name, hashed_sequence, policy_name, rule_prefix, \
     shorten
-from .ports import PortSpec, Service
+from .ports import PortSpec
 
 # Where a referenced tag comes from, so the caller can find the pods that carry it:
 # ("pod", key, value) for a pod label, ("namespace", key, value) for a namespace label, or the
@@ -28,6 +28,7 @@ from .ports import PortSpec, Service
 TagOrigin = Union[Tuple[str, str, str], SelectorDef]
 POD_LABEL, NAMESPACE_LABEL = "pod", "namespace"
 ENDPOINT_CACHE_LIMIT = 65536
+PLAN_CACHE_LIMIT = 16384
 # (endpoint body, the tags it references with their origins, the pod set it was made for)
 _Endpoint = Tuple[Body, Tuple[Tuple[str, TagOrigin], ...], PodScope]
 
@@ -39,7 +40,7 @@ class PodView(Protocol):
         ...  # pragma: no cover
 
 
-@dataclass
+@dataclass(slots=True)
 class PolicyRendering:
     """Everything one NetworkPolicy contributes; fq_names are tuples, bodies are read-only."""
 
@@ -52,6 +53,25 @@ class PolicyRendering:
     destinations: Tuple[PodSet, ...]  # pod sets whose named ports it resolved
     names: Tuple[str, ...]  # policy name, then rule names, before shortening
     errors: Tuple[str, ...]
+
+
+@dataclass(slots=True)
+class _PeerPlan:
+    """One peer of a block as every rendering of the block shares it."""
+
+    peer: Optional[Peer]  # None: every peer (the block has no from/to)
+    tail: str  # the rule name after `<cluster>-<ns>-<dir>-<np>-`, up to the service index
+    group: Optional[Tuple[FqName, Body]]  # an ipBlock's address group and the endpoint naming it
+    where: str  # the destination pods of an egress named port, for the error message
+
+
+@dataclass(slots=True)
+class _BlockPlan:
+    """A block as every rendering of it shares it, whatever the namespace and name label."""
+
+    block: Block  # held, so that the plan cache's key id(block) stays this block's
+    services: Optional[Tuple[Tuple[str, Body], ...]]  # (index as text, body) when no port is named
+    peers: Tuple[_PeerPlan, ...]
 
 
 class _Work:
@@ -79,6 +99,7 @@ class PolicyRenderer:
         # selectors' identities (parsed selectors are shared through the ParseCache); each entry
         # holds its selectors, so an identity cannot be reused while its entry exists.
         self._endpoints: Dict[Tuple[Optional[str], int, int], _Endpoint] = {}
+        self._plans: Dict[int, _BlockPlan] = {}  # by id(block); blocks are shared by the ParseCache
 
     # --- tag names ---------------------------------------------------------------------------
 
@@ -141,8 +162,8 @@ class PolicyRenderer:
 
     def _named_port(self, block: Block, index: int, port: PortSpec,
                     destination: PodSet, tag_destination: bool, view: PodView, where: str,
-                    work: _Work) -> List[Tuple[Service, Optional[Body]]]:
-        """One service per number the name resolves to on the destination pods (SPEC 4), with the
+                    work: _Work) -> List[Tuple[Body, Optional[Body]]]:
+        """One service (body) per number the name resolves to on the destination pods (SPEC 4), with the
         destination endpoint to use instead of the usual one (None: the usual one)."""
         work.destinations[destination] = None
         numbers: Counter = Counter()
@@ -158,21 +179,21 @@ class PolicyRenderer:
             return []
         usual = tag_destination and len(numbers) == 1 and total == next(iter(numbers.values()))
         protocol = port.protocol.lower()
-        result: List[Tuple[Service, Optional[Body]]] = []
+        result: List[Tuple[Body, Optional[Body]]] = []
         for number in sorted(numbers):
             override = None if usual else self._selector_endpoint(
                 SelectorDef(destination, (port.name or "", port.protocol, number)), work)
-            result.append(((protocol, number, number), override))
+            result.append((self.bodies.service((protocol, number, number)), override))
         return result
 
     def _services(self, block: Block, destination: PodSet, tag_destination: bool,
-                  view: PodView, where: str, work: _Work) -> List[Tuple[Service, Optional[Body]]]:
-        """The block's services towards `destination`, named ports resolved there."""
+                  view: PodView, where: str, work: _Work) -> List[Tuple[Body, Optional[Body]]]:
+        """The block's services (bodies) towards `destination`, named ports resolved there."""
         assert block.ports is not None
-        services: List[Tuple[Service, Optional[Body]]] = []
+        services: List[Tuple[Body, Optional[Body]]] = []
         for index, port in block.ports:
             if port.name is None:
-                services.append((port.service(), None))
+                services.append((self.bodies.service(port.service()), None))
             else:
                 services.extend(self._named_port(block, index, port, destination,
                                                  tag_destination, view, where, work))
@@ -180,73 +201,119 @@ class PolicyRenderer:
 
     # --- the policy ---------------------------------------------------------------------------
 
-    def _block_rules(self, policy: ParsedPolicy, block: Block, label: str, own: Body,
-                     view: PodView, work: _Work) -> None:
-        ingress = block.direction == INGRESS
-        prefix = f"{rule_prefix(self.cluster, policy.namespace, block.direction, label)}-{block.index}-"
-        selection = policy.selection
-        assert selection is not None
-        fixed = block.fixed_services
-        services: Sequence[Tuple[Service, Optional[Body]]] = ()
-        if fixed is not None:
-            services = [(service, None) for service in fixed]
-        elif ingress:  # named ports resolve on the selected pods, the same for every peer
-            services = self._services(block, selection, True, view, "selected pod", work)
-        peers = ((None, None),) if block.peers is None else block.peers
-        rule = self.bodies.rule
-        rules, names = work.rules, work.names
-        for p, peer in peers:
-            if peer is None:
-                peer_endpoint, stem = self.bodies.any_endpoint, f"{prefix}allow-all-"
-                destination: PodSet = CLUSTER_SCOPE
-                where = "pod of the cluster"
-            elif isinstance(peer, IpBlock):
+    def _plan(self, block: Block) -> _BlockPlan:
+        """What every rendering of `block` shares, whatever the namespace and name label."""
+        plan = self._plans.get(id(block))
+        if plan is None:
+            plan = _BlockPlan(block, self._fixed_services(block), tuple(self._peer_plans(block)))
+            if len(self._plans) >= PLAN_CACHE_LIMIT:
+                self._plans.clear()
+            self._plans[id(block)] = plan
+        return plan
+
+    def _fixed_services(self, block: Block) -> Optional[Tuple[Tuple[str, Body], ...]]:
+        if block.fixed_services is None:
+            return None
+        return tuple((str(s), self.bodies.service(service)) for s, service in enumerate(block.fixed_services))
+
+    def _peer_plans(self, block: Block) -> Iterable[_PeerPlan]:
+        b = block.index
+        if block.peers is None:
+            yield _PeerPlan(None, f"{b}-allow-all-", None, "pod of the cluster")
+            return
+        for p, peer in block.peers:
+            if isinstance(peer, IpBlock):
                 group = peer.address_group_name
                 fq_name = (POLICY_MANAGEMENT, group if len(group) <= MAX_NAME_LENGTH else shorten(group))
-                work.address_groups[fq_name] = peer
-                peer_endpoint = address_group_endpoint(fq_name[1])
-                stem = f"{prefix}ipBlock-{p}-cidr-{peer.cidr_name}-"
-                destination, where = peer, f"cluster pod inside to[{p}]"
+                yield _PeerPlan(peer, f"{b}-ipBlock-{p}-cidr-{peer.cidr_name}-",
+                                (fq_name, address_group_endpoint(fq_name[1])), f"cluster pod inside to[{p}]")
             else:
-                peer_endpoint = self.scope_endpoint(peer, policy.namespace, work)
-                stem = f"{prefix}{'namespaceSelector' if peer.pod_selector is None else 'podSelector'}-{p}-"
-                destination, where = peer.bound(policy.namespace), f"pod of to[{p}]"
-            if fixed is None and not ingress:
-                services = self._services(block, destination, isinstance(peer, PodScope), view, where, work)
-            for s, (service, override) in enumerate(services):
-                name = f"{stem}{s}"
+                kind = "namespaceSelector" if peer.pod_selector is None else "podSelector"
+                yield _PeerPlan(peer, f"{b}-{kind}-{p}-", None, f"pod of to[{p}]")
+
+    def _block_rules(self, policy: ParsedPolicy, plan: _BlockPlan, prefix: str, own: Body,
+                     view: PodView, work: _Work) -> None:
+        """The pass rules of one block; `prefix` is `<cluster>-<ns>-<dir>-<np>-`."""
+        block = plan.block
+        ingress = block.direction == INGRESS
+        namespace = policy.namespace
+        services = plan.services
+        if services is None and ingress:  # named ports resolve on the selected pods, the same for every peer
+            selection = policy.selection
+            assert selection is not None
+            services = self._services(block, selection, True, view, "selected pod", work)
+        rule = self.bodies.rule
+        rules, names = work.rules, work.names
+        for peer_plan in plan.peers:
+            peer = peer_plan.peer
+            if peer is None:
+                endpoint = self.bodies.any_endpoint
+            elif peer_plan.group is not None:
+                fq_name, endpoint = peer_plan.group
+                work.address_groups[fq_name] = peer  # type: ignore[assignment]
+            else:
+                endpoint = self.scope_endpoint(peer, namespace, work)  # type: ignore[arg-type]
+            if plan.services is None:
+                peer_services = services if ingress else self._peer_services(block, peer_plan, namespace, view, work)
+                self._named_port_rules(peer_services, prefix + peer_plan.tail, endpoint, own, ingress, work)
+                continue
+            stem = prefix + peer_plan.tail
+            first, second = (endpoint, own) if ingress else (own, endpoint)
+            for s, service in services:  # type: ignore[union-attr]
+                name = stem + s
                 names.append(name)
                 fq_name = (POLICY_MANAGEMENT, name if len(name) <= MAX_NAME_LENGTH else shorten(name))
-                if ingress:
-                    rules.append((fq_name, rule(fq_name, PASS, service, peer_endpoint, override or own)))
-                else:
-                    rules.append((fq_name, rule(fq_name, PASS, service, own, override or peer_endpoint)))
+                rules.append((fq_name, rule(fq_name, PASS, service, first, second)))
+
+    def _peer_services(self, block: Block, peer_plan: _PeerPlan, namespace: str, view: PodView,
+                       work: _Work) -> List[Tuple[Body, Optional[Body]]]:
+        """Egress services towards one peer, its named ports resolved on its pods."""
+        peer = peer_plan.peer
+        if peer is None:
+            return self._services(block, CLUSTER_SCOPE, False, view, peer_plan.where, work)
+        if isinstance(peer, IpBlock):
+            return self._services(block, peer, False, view, peer_plan.where, work)
+        return self._services(block, peer.bound(namespace), True, view, peer_plan.where, work)
+
+    def _named_port_rules(self, services: Sequence[Tuple[Body, Optional[Body]]], stem: str, endpoint: Body,
+                          own: Body, ingress: bool, work: _Work) -> None:
+        """Rules of a block with named ports: a service may come with its own destination."""
+        rule = self.bodies.rule
+        for s, (service, override) in enumerate(services):
+            name = f"{stem}{s}"
+            work.names.append(name)
+            fq_name = (POLICY_MANAGEMENT, name if len(name) <= MAX_NAME_LENGTH else shorten(name))
+            if ingress:
+                body = rule(fq_name, PASS, service, endpoint, override or own)
+            else:
+                body = rule(fq_name, PASS, service, own, override or endpoint)
+            work.rules.append((fq_name, body))
 
     def render(self, policy: ParsedPolicy, view: PodView, label: str) -> PolicyRendering:
         """Render a valid policy with `label` standing for its name in every object name."""
-        selection = policy.selection
-        assert selection is not None, "a policy rejected whole renders nothing"
+        spec = policy.spec
+        namespace = policy.namespace
+        assert spec.selection is not None, "a policy rejected whole renders nothing"
         work = _Work(policy)
-        own = self.scope_endpoint(selection, policy.namespace, work)
-        name = policy_name(self.cluster, policy.namespace, label)
+        own = self.scope_endpoint(spec.selection, namespace, work)
+        name = policy_name(self.cluster, namespace, label)
         work.names.append(name)
-        for block in policy.spec.blocks:
-            self._block_rules(policy, block, label, own, view, work)
+        prefixes = {direction: rule_prefix(self.cluster, namespace, direction, label) + "-"
+                    for direction in (INGRESS, EGRESS)}
+        for block in spec.blocks:
+            self._block_rules(policy, self._plan(block), prefixes[block.direction], own, view, work)
         deny_rules = []
-        for direction in policy.spec.directions:
-            deny_name = deny_rule_name(self.cluster, policy.namespace, direction, label)
+        anything = self.bodies.any_endpoint
+        for direction in spec.directions:
+            deny_name = deny_rule_name(self.cluster, namespace, direction, label)
             work.names.append(deny_name)
             fq_name = global_fq_name(shorten(deny_name))
-            anything = self.bodies.any_endpoint
             endpoints = (anything, own) if direction == INGRESS else (own, anything)
             body = self.bodies.any_rule(fq_name, DENY, *endpoints)
             deny_rules.append((fq_name, body, hashed_sequence(fq_name[1])))
         fq_name = global_fq_name(shorten(name))
-        refs = [self.bodies.rule_ref(rule, i) for i, (_, rule) in enumerate(work.rules)]
-        marks = {"namespace": policy.namespace, "name": policy.name, "k8s_uuid": policy.uid,
-                 "spec_sha256": policy.spec_sha256}
-        body = self.bodies.firewall_policy(fq_name, refs, marks)
+        body = self.bodies.network_policy(fq_name, [body for _, body in work.rules], policy.namespace,
+                                          policy.name, policy.uid, spec.spec_sha256)
         return PolicyRendering((fq_name, body), hashed_sequence(fq_name[1]), work.rules, deny_rules,
                                work.address_groups, work.tags, tuple(work.destinations),
                                tuple(work.names), tuple(work.errors))
-
