@@ -18,7 +18,6 @@ themselves.
 """
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import re
@@ -31,7 +30,7 @@ from ..schema import RESOURCE_TYPES, ResourceType
 from .errors import ApiError, bad_request, conflict, fq_repr, not_found, unknown_id
 from .hooks import Change, ResourceHooks, Undo, VirtualMachineInterfaceHooks
 from .security import ApplicationPolicySetHooks, FirewallPolicyHooks, FirewallRuleHooks, SecurityHooks
-from .store import Ref, Store, StoredObject
+from .store import Ref, Store, StoredObject, copy_json
 from .tags import TagHooks, TagTypeHooks, check_tag_refs, predefined_tag_types, set_tag
 from .validation import PROPERTIES, validate_props, validate_ref_attrs
 from .views import ListQuery, Views
@@ -167,7 +166,7 @@ class ConfigApi:
                 return None
             if not isinstance(body, dict):
                 raise bad_request(f"Bad Request, the {rt.name} body must be an object")
-            body = copy.deepcopy(body)
+            body = copy_json(body)
             if "perms2" in body and "owner" not in (body["perms2"] or {}):
                 raise bad_request("owner in perms2 must be present")
             validate_props(rt.name, body, "http_put")
@@ -252,7 +251,7 @@ class ConfigApi:
             refs = list(obj.refs.get(ref_field, []))
             if operation == "ADD":
                 validate_ref_attrs(rt.name, {ref_field: [{"to": ref_fq_name, "attr": attr}]}, "ref-update")
-                refs = [r for r in refs if r.uuid != ref_uuid] + [Ref(list(ref_fq_name), ref_uuid, copy.deepcopy(attr))]
+                refs = [r for r in refs if r.uuid != ref_uuid] + [Ref(list(ref_fq_name), ref_uuid, copy_json(attr))]
             else:
                 doomed = next((r for r in refs if r.to == ref_fq_name or r.uuid == ref_uuid), None)
                 refs = [r for r in refs if r is not doomed]
@@ -298,7 +297,7 @@ class ConfigApi:
     def _create(self, rt: ResourceType, body: Any) -> StoredObject:
         if not isinstance(body, dict):
             raise bad_request(f"Bad Request, the {rt.name} body must be an object")
-        body = copy.deepcopy(body)
+        body = copy_json(body)
         fq_name = body.get("fq_name")
         if not fq_name:
             raise bad_request("Bad Request, no fq_name in POST body")
@@ -399,7 +398,7 @@ class ConfigApi:
             for ref in raw:
                 target_obj = self._ref_target(rt, ref_field, target, ref, operation, security)
                 refs[target_obj.uuid] = Ref(list(target_obj.fq_name), target_obj.uuid,
-                                            copy.deepcopy(ref.get("attr")))
+                                            copy_json(ref.get("attr")))
             resolved[ref_field] = list(refs.values())
         return resolved
 

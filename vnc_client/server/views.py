@@ -7,14 +7,13 @@ children come in creation order, as the real server's Cassandra rows list them.
 """
 from __future__ import annotations
 
-import copy
 import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set
 
 from ..schema import RESOURCE_TYPES, ResourceType
 from .errors import bad_request
-from .store import Store, StoredObject
+from .store import Store, StoredObject, copy_json
 
 
 @dataclass
@@ -100,7 +99,7 @@ class Views:
             out["href"] = f"{base_url}/{obj.type}/{obj.uuid}"
         for name, value in obj.props.items():
             if all_fields or name in extra:
-                out[name] = copy.deepcopy(value)
+                out[name] = copy_json(value)
         ref_types = RESOURCE_TYPES[obj.type].ref_types
         for ref_field, refs in obj.refs.items():
             if all_fields or ref_field in extra:
@@ -167,7 +166,7 @@ class Views:
 
 
 def _link(to: List[str], obj_type: str, uuid: str, base_url: str, hrefs: bool, **extra: Any) -> Dict[str, Any]:
-    link: Dict[str, Any] = {"to": list(to), "uuid": uuid, **{k: copy.deepcopy(v) for k, v in extra.items()}}
+    link: Dict[str, Any] = {"to": list(to), "uuid": uuid, **{k: copy_json(v) for k, v in extra.items()}}
     if hrefs:
         link["href"] = f"{base_url}/{obj_type}/{uuid}"
     return link
