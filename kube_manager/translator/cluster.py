@@ -272,8 +272,8 @@ class ClusterTranslator:
         aps = self._bodies.application_policy_set(self._aps_fq, application, [])
         self._put(APPLICATION_POLICY_SET, self._aps_fq, aps)
         self._aps_refs = SequencedRefs(aps["firewall_policy_refs"])
-        self._aps_refs.set(self._denyall_fq, DENYALL_SEQUENCE)
-        self._aps_refs.set(allowall_fq, ALLOWALL_SEQUENCE)
+        self._aps_refs.set(self._denyall_fq, DENYALL_SEQUENCE, denyall["fq_name"])
+        self._aps_refs.set(allowall_fq, ALLOWALL_SEQUENCE, self._objects[FIREWALL_POLICY][allowall_fq]["fq_name"])
         self._commit_refs()
 
     # --- objects and the change log -----------------------------------------------------------
@@ -287,6 +287,17 @@ class ClusterTranslator:
         store[fq_name] = body
         return True
 
+    def _put_all(self, resource_type: str, items: Iterable[Tuple[FqName, Body]]) -> bool:
+        """`_put` of each item; whether any changed. Without a change log (a bulk load) the
+        items simply replace what is there: nobody needs to hear which ones differed."""
+        if not self._log.enabled:
+            self._objects[resource_type].update(items)
+            return True
+        changed = False
+        for fq_name, body in items:
+            changed |= self._put(resource_type, fq_name, body)
+        return changed
+
     def _drop(self, resource_type: str, fq_name: FqName) -> None:
         previous = self._objects[resource_type].pop(fq_name, None)
         if previous is not None:
@@ -296,7 +307,7 @@ class ClusterTranslator:
         for fq_name, refs, resource_type, ref_type in (
                 (self._denyall_fq, self._deny_refs, FIREWALL_POLICY, FIREWALL_RULE),
                 (self._aps_fq, self._aps_refs, APPLICATION_POLICY_SET, FIREWALL_POLICY)):
-            operations = refs.commit()
+            operations = refs.commit(self._log.enabled)
             if operations:
                 self._log.object_touched((resource_type, fq_name), self._objects[resource_type][fq_name])
                 self._log.refs_moved(resource_type, fq_name, ref_type, operations)
@@ -537,19 +548,17 @@ class ClusterTranslator:
 
     def _apply_rules(self, old: Optional[PolicyRendering], new: Optional[PolicyRendering]) -> bool:
         changed = False
-        kept: Set[FqName] = set()
         if new is not None:
-            for fq_name, body in new.rules:
-                changed |= self._put(FIREWALL_RULE, fq_name, body)
-                kept.add(fq_name)
+            changed |= self._put_all(FIREWALL_RULE, new.rules)
+            changed |= self._put_all(FIREWALL_RULE, [(fq_name, body) for fq_name, body, _ in new.deny_rules])
             for fq_name, body, sequence in new.deny_rules:
-                changed |= self._put(FIREWALL_RULE, fq_name, body)
-                self._deny_refs.set(fq_name, sequence)
-                kept.add(fq_name)
+                self._deny_refs.set(fq_name, sequence, body["fq_name"])
             fq_name, body = new.policy
             changed |= self._put(FIREWALL_POLICY, fq_name, body)
-            self._aps_refs.set(fq_name, new.aps_sequence)
+            self._aps_refs.set(fq_name, new.aps_sequence, body["fq_name"])
         if old is not None:
+            kept = set() if new is None else {fq_name for fq_name, _ in new.rules}.union(
+                fq_name for fq_name, _, _ in new.deny_rules)
             for fq_name, _ in old.rules:
                 if fq_name not in kept:
                     self._drop(FIREWALL_RULE, fq_name)

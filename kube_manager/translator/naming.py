@@ -64,3 +64,11 @@ def sequence_key(sequence: str) -> Tuple[int, str]:
     """Numeric order of `major.minor` sequences (the minor digits compare as decimals)."""
     major, _, minor = sequence.partition(".")
     return (int(major), minor)
+
+
+def sequence_sort_key(sequence: str, name: str) -> str:
+    """One string ordering refs as (sequence_key(sequence), name) does, cheaper to compare than
+    that tuple: the major number zero-padded, the minor digits, then NUL (below every digit, so
+    a shorter minor sorts first, as in the tuple) and the name (names never contain NUL)."""
+    major, _, minor = sequence.partition(".")
+    return f"{int(major):010d}.{minor}\0{name}"

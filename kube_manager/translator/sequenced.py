@@ -9,61 +9,66 @@ from __future__ import annotations
 import bisect
 from typing import Dict, List, Optional, Tuple
 
-from .bodies import Body, FqName, sequenced_ref
-from .naming import sequence_key
+from .bodies import Body, FqName
+from .naming import sequence_sort_key
 
-SortKey = Tuple[int, str, str]  # (sequence major, sequence minor digits, name)
 # (operation "ADD" | "DELETE", target fq_name, sequence)
 RefOperation = Tuple[str, FqName, str]
 
 
+def _ref_key(ref: Body) -> str:
+    return sequence_sort_key(ref["attr"]["sequence"], ref["to"][-1])
+
+
 class SequencedRefs:
-    """`refs` (a list owned by one body) ordered by (sequence, name); ties are ordered by name."""
+    """`refs` (a list owned by one body) ordered by (sequence, name); ties are ordered by name.
+
+    Only the refs themselves are kept (sort keys are derived from them when needed): with one
+    ref per NetworkPolicy and per deny rule, every extra field would cost megabytes.
+    """
 
     def __init__(self, refs: List[Body]) -> None:
         self.refs = refs
-        self._keys: List[SortKey] = []
-        self._entries: Dict[FqName, Tuple[SortKey, str, Body]] = {}  # key, sequence, ref
-        self._staged: Dict[FqName, Optional[str]] = {}
+        self._entries: Dict[FqName, Body] = {}  # the ref to each target
+        self._staged: Dict[FqName, Tuple[Optional[str], List[str]]] = {}
 
-    def set(self, fq_name: FqName, sequence: str) -> None:
-        self._staged[fq_name] = sequence
+    def set(self, fq_name: FqName, sequence: str, to: List[str]) -> None:
+        """Stage a ref to `fq_name`; `to` is its fq_name as a list, shared with the ref (and
+        usually with the target's own body), so it must not be modified."""
+        self._staged[fq_name] = (sequence, to)
 
     def discard(self, fq_name: FqName) -> None:
-        self._staged[fq_name] = None
+        self._staged[fq_name] = (None, [])
 
-    def commit(self) -> List[RefOperation]:
-        """Apply the staged changes; returns the ref operations that took effect."""
+    def commit(self, report: bool = True) -> List[RefOperation]:
+        """Apply the staged changes; returns the ref operations that took effect (none unless
+        `report`: a bulk load has no one to tell)."""
         operations: List[RefOperation] = []
-        removals: List[SortKey] = []
-        additions: List[Tuple[SortKey, Body]] = []
-        for fq_name, sequence in self._staged.items():
-            current = self._entries.get(fq_name)
-            if current is not None and current[1] == sequence:
-                continue
+        removals: List[Body] = []
+        additions: List[Body] = []
+        entries = self._entries
+        for fq_name, (sequence, to) in self._staged.items():
+            current = entries.get(fq_name)
             if current is not None:
-                removals.append(current[0])
-                del self._entries[fq_name]
-                operations.append(("DELETE", fq_name, current[1]))
+                current_sequence = current["attr"]["sequence"]
+                if current_sequence == sequence:
+                    continue
+                removals.append(current)
+                del entries[fq_name]
+                if report:
+                    operations.append(("DELETE", fq_name, current_sequence))
             if sequence is not None:
-                major, minor = sequence_key(sequence)
-                key = (major, minor, fq_name[-1])
-                ref = sequenced_ref(fq_name, sequence)
-                self._entries[fq_name] = (key, sequence, ref)
-                additions.append((key, ref))
-                operations.append(("ADD", fq_name, sequence))
+                ref = entries[fq_name] = {"to": to, "attr": {"sequence": sequence}}
+                additions.append(ref)
+                if report:
+                    operations.append(("ADD", fq_name, sequence))
         self._staged.clear()
-        if len(removals) + len(additions) > 32 + len(self._keys) // 64:
-            ordered = sorted((key, ref) for key, _, ref in self._entries.values())
-            self._keys = [key for key, _ in ordered]
-            self.refs[:] = [ref for _, ref in ordered]
+        refs = self.refs
+        if len(removals) + len(additions) > 32 + len(refs) // 64:
+            refs[:] = sorted(entries.values(), key=_ref_key)
         else:
-            for key in removals:
-                i = bisect.bisect_left(self._keys, key)
-                del self._keys[i]
-                del self.refs[i]
-            for key, ref in additions:
-                i = bisect.bisect_left(self._keys, key)
-                self._keys.insert(i, key)
-                self.refs.insert(i, ref)
+            for ref in removals:
+                del refs[bisect.bisect_left(refs, _ref_key(ref), key=_ref_key)]
+            for ref in additions:
+                refs.insert(bisect.bisect_left(refs, _ref_key(ref), key=_ref_key), ref)
         return operations
