@@ -15,6 +15,10 @@ Request pipelines (as `VncApiServer.http_resource_*` and `_put_common` do):
 Reads and lists are rendered by `views`: refs and back-refs come sorted by uuid and children in
 creation order, as the real server's Cassandra rows do, so clients must order sequenced refs
 themselves.
+
+Each write is logged at DEBUG: the REST client already logs every write it makes at INFO (and the
+daemon's reconciler once more), so in the daemon's embedded mode an INFO line here would be the
+third line, and some 40 us, per write.
 """
 from __future__ import annotations
 
@@ -349,7 +353,7 @@ class ConfigApi:
                 step()
             raise
         self.store.insert(obj)
-        log.info("config-api create type=%s fq_name=%s uuid=%s", rt.name, ":".join(obj.fq_name), obj.uuid)
+        log.debug("config-api create type=%s fq_name=%s uuid=%s", rt.name, ":".join(obj.fq_name), obj.uuid)
         return obj
 
     def _apply_update(self, current: StoredObject, change: Change) -> None:
@@ -367,7 +371,7 @@ class ConfigApi:
         self.store.set_props(current.uuid, props)
         for ref_field, ref_list in refs.items():
             self.store.set_refs(current.uuid, ref_field, ref_list)
-        log.info("config-api update type=%s fq_name=%s uuid=%s fields=%s", current.type,
+        log.debug("config-api update type=%s fq_name=%s uuid=%s fields=%s", current.type,
                  ":".join(current.fq_name), current.uuid, ",".join(sorted(set(props) | set(refs))))
 
     def _delete(self, obj: StoredObject, base_url: str) -> None:
@@ -380,7 +384,7 @@ class ConfigApi:
             hrefs = [f"{base_url}/{t}/{u}" for t, u in referrers]
             raise conflict(f"Delete when resource still referred: {hrefs}")
         self.store.remove(obj.uuid)
-        log.info("config-api delete type=%s fq_name=%s uuid=%s", obj.type, ":".join(obj.fq_name), obj.uuid)
+        log.debug("config-api delete type=%s fq_name=%s uuid=%s", obj.type, ":".join(obj.fq_name), obj.uuid)
         _HOOKS.get(obj.type, _NO_HOOKS).post_delete(self, obj)
 
     def _resolve_refs(self, rt: ResourceType, body: Dict[str, Any], operation: str,
