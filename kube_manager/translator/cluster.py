@@ -16,11 +16,12 @@ import logging
 import re
 from operator import itemgetter
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple, TypeVar
 
 from .bodies import (ADDRESS_GROUP, APPLICATION_POLICY_SET, FIREWALL_POLICY, FIREWALL_RULE,
                      PASS, RESOURCE_TYPES, TAG, Body, BodyFactory, FqName, global_fq_name, sequenced_ref)
 from .changes import ChangeLog, Changes
+from .collisions import NameRegistry
 from .cidr import IpBlock
 from .encoding import namespace_tag
 from .index import ClusterIndex, PodKey
@@ -40,7 +41,6 @@ log = logging.getLogger(__name__)
 
 PolicyKey = Tuple[str, str]
 Parsed = TypeVar("Parsed", PodInfo, ParsedPolicy)
-Owners = Union[PolicyKey, Set[PolicyKey]]  # one owner of a name, or several (a collision)
 NAMESPACE_KIND, POD_KIND, POLICY_KIND = "Namespace", "Pod", "NetworkPolicy"
 _CLUSTER_NAME_RE = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 
@@ -90,9 +90,7 @@ class ClusterTranslator:
         self._namespace_users: Dict[str, int] = {}  # pods and policies of each namespace
         self._policies: Dict[PolicyKey, ParsedPolicy] = {}
         self._renderings: Dict[PolicyKey, PolicyRendering] = {}
-        self._base_names: Dict[PolicyKey, Tuple[str, ...]] = {}  # names rendered under <np>
-        self._policy_name_owners: Dict[str, Owners] = {}
-        self._rule_name_owners: Dict[str, Owners] = {}
+        self._names = NameRegistry()  # names rendered under <np>, for collisions
         self._suffixed: Set[PolicyKey] = set()
         self._dependents_by_namespace: Dict[str, Set[PolicyKey]] = {}  # named ports resolved there
         self._cluster_dependents: Set[PolicyKey] = set()  # named ports resolved across namespaces
@@ -427,15 +425,16 @@ class ClusterTranslator:
         dirty, self._dirty_policies = self._dirty_policies, set()
         base: Dict[PolicyKey, Optional[PolicyRendering]] = {}
         affected: Set[PolicyKey] = set()
+        collides = self._names.collides
         for key in dirty:
             rendering = base[key] = self._render(key, False)
-            affected.update(self._index_names(key, rendering.names if rendering is not None else ()))
+            affected.update(self._names.index(key, rendering.names if rendering is not None else ()))
         for key in dirty:
             rendering = base[key]
-            suffixed = rendering is not None and self._collides(key)
+            suffixed = rendering is not None and collides(key)
             self._apply(key, self._render(key, True) if suffixed else rendering, suffixed)
         for key in affected - dirty:
-            suffixed = self._collides(key)
+            suffixed = collides(key)
             if suffixed != (key in self._suffixed):
                 self._apply(key, self._render(key, suffixed), suffixed)
 
@@ -473,37 +472,6 @@ class ClusterTranslator:
             if tag in self._tag_refs:
                 tags.append(tag)
         return tags
-
-    # --- name collisions (SPEC 4) -------------------------------------------------------------
-
-    def _index_names(self, key: PolicyKey, names: Tuple[str, ...]) -> Set[PolicyKey]:
-        """Record the unsuffixed names of policy `key`; returns the other policies whose
-        collision status may have changed."""
-        old = self._base_names.pop(key, ())
-        if names:
-            self._base_names[key] = names
-        others: Set[PolicyKey] = set()
-        if old == names:
-            return others
-        for table, before, after in ((self._policy_name_owners, old[:1], names[:1]),
-                                     (self._rule_name_owners, old[1:], names[1:])):
-            kept = set(before).intersection(after) if before else ()
-            for name in before:
-                if name not in kept:
-                    others.update(_release(table, name, key))
-            for name in after:
-                if name not in kept:
-                    others.update(_claim(table, name, key))
-        return others
-
-    def _collides(self, key: PolicyKey) -> bool:
-        names = self._base_names.get(key, ())
-        if not names:
-            return False
-        if isinstance(self._policy_name_owners[names[0]], set):
-            return True
-        rules = self._rule_name_owners
-        return any(isinstance(rules[name], set) for name in names[1:])
 
     # --- applying one policy's rendering ------------------------------------------------------
 
@@ -590,28 +558,3 @@ class ClusterTranslator:
                     group.discard(key)
                     if not group and group is not self._cluster_dependents:
                         del self._dependents_by_namespace[pods.namespace]  # type: ignore[union-attr]
-
-
-def _claim(table: Dict[str, Owners], name: str, key: PolicyKey) -> Iterable[PolicyKey]:
-    owner = table.get(name)
-    if owner is None:
-        table[name] = key
-        return ()
-    if isinstance(owner, set):
-        others = set(owner)
-        owner.add(key)
-        return others
-    table[name] = {owner, key}
-    return (owner,)
-
-
-def _release(table: Dict[str, Owners], name: str, key: PolicyKey) -> Iterable[PolicyKey]:
-    owner = table[name]
-    if not isinstance(owner, set):
-        del table[name]
-        return ()
-    owner.discard(key)
-    others = set(owner)
-    if len(owner) == 1:
-        table[name] = next(iter(owner))
-    return others
