@@ -32,7 +32,7 @@ from .naming import (ALLOWALL_SEQUENCE, DENYALL_SEQUENCE, allowall_policy_name, 
                      denyall_policy_name, rule_sequence)
 from .parsecache import ParseCache
 from .policy import parse_policy
-from .render import POD_LABEL, PolicyRenderer, PolicyRendering, TagOrigin
+from .render import POD_LABEL, LabelOrigin, PolicyRenderer, PolicyRendering, TagOrigin
 from .sequenced import SequencedRefs
 from .translation import Translation
 from .validation import InvalidInput
@@ -96,6 +96,10 @@ class ClusterTranslator:
         self._cluster_dependents: Set[PolicyKey] = set()  # named ports resolved across namespaces
         self._tag_refs: Dict[str, int] = {}
         self._tag_origins: Dict[str, TagOrigin] = {}
+        # Referenced label tags by their (key, value), pod labels and namespace labels apart.
+        self._pod_label_tags: Dict[Tuple[str, str], str] = {}
+        self._namespace_label_tags: Dict[Tuple[str, str], str] = {}
+        self._dirty_origins: List[LabelOrigin] = []  # label tags referenced or released
         self._address_group_refs: Dict[FqName, int] = {}
         self._pod_tags: Dict[PodKey, Tuple[str, ...]] = {}
         self._input_errors: Dict[Tuple[str, str, str], str] = {}
@@ -327,7 +331,8 @@ class ClusterTranslator:
             if isinstance(origin, SelectorDef):
                 self._dirty_pods.update(self._membership.activate(tag, origin))
             else:
-                self._dirty_pods.update(self._pods_with(origin))
+                self._label_tags(origin)[origin[1:]] = tag
+                self._dirty_origins.append(origin)
 
     def _unref_tag(self, tag: str) -> None:
         count = self._tag_refs[tag] - 1
@@ -340,14 +345,30 @@ class ClusterTranslator:
         if isinstance(origin, SelectorDef):
             self._dirty_pods.update(self._membership.retire(tag))
         elif origin is not None:
-            self._dirty_pods.update(self._pods_with(origin))
+            del self._label_tags(origin)[origin[1:]]
+            self._dirty_origins.append(origin)
 
-    def _pods_with(self, origin: Tuple[str, str, str]) -> Iterable[PodKey]:
+    def _label_tags(self, origin: LabelOrigin) -> Dict[Tuple[str, str], str]:
+        return self._pod_label_tags if origin[0] == POD_LABEL else self._namespace_label_tags
+
+    def _pods_with(self, origin: LabelOrigin) -> Iterable[PodKey]:
         kind, key, value = origin
         if kind == POD_LABEL:
             return self._index.pods_with_label(key, value)
         return [pod for namespace in self._index.namespaces_with_label(key, value)
                 for pod in self._index.namespace_pods(namespace)]
+
+    def _mark_origin_pods(self) -> None:
+        """Mark dirty the pods carrying a label whose tag was referenced or released since the
+        last flush. Done at flush time rather than at each reference: any pod whose labels
+        changed in between is dirty anyway, and when every pod is already dirty (a bulk load)
+        nobody needs to look the pods up."""
+        origins, self._dirty_origins = self._dirty_origins, []
+        dirty, pods = self._dirty_pods, self._index.pods
+        if len(dirty) >= len(pods) and dirty.issuperset(pods.keys()):
+            return
+        for origin in origins:
+            dirty.update(self._pods_with(origin))
 
     def _ref_address_group(self, fq_name: FqName, block: IpBlock) -> None:
         count = self._address_group_refs.get(fq_name, 0)
@@ -410,6 +431,8 @@ class ClusterTranslator:
     def _flush(self) -> None:
         if self._dirty_policies:
             self._flush_policies()
+        if self._dirty_origins:
+            self._mark_origin_pods()
         if self._dirty_pods:
             self._flush_pods()
         self._commit_refs()
@@ -441,37 +464,35 @@ class ClusterTranslator:
     def _flush_pods(self) -> None:
         dirty, self._dirty_pods = self._dirty_pods, set()
         namespace_tags: Dict[str, List[str]] = {}
-        refs = self._tag_refs
+        label_tags = self._pod_label_tags
+        shared: Dict[Tuple[str, ...], Tuple[str, ...]] = {}  # equal tag sets share one tuple
+        pods, pod_tags = self._index.pods, self._pod_tags
         for key in dirty:
-            previous = self._pod_tags.get(key)
-            pod = self._index.pods.get(key)
+            previous = pod_tags.get(key)
+            pod = pods.get(key)
             if pod is None:
                 if previous is not None:
                     self._log.pod_touched(key, previous)
-                    del self._pod_tags[key]
+                    del pod_tags[key]
                 continue
             tags = namespace_tags.get(pod.namespace)
             if tags is None:
                 tags = namespace_tags[pod.namespace] = self._namespace_identity(pod.namespace)
-            tags = list(tags)
-            for label in pod.labels.items():
-                tag = self._renderer.pod_label_tag(*label)
-                if tag in refs:
-                    tags.append(tag)
+            tags = tags + [label_tags[pair] for pair in pod.labels.items() if pair in label_tags]
             tags.extend(self._membership.tags_of(key))
-            result = tuple(sorted(tags))
+            found = tuple(tags)
+            result = shared.get(found)
+            if result is None:
+                result = shared[found] = tuple(sorted(tags))
             if result != previous:
                 self._log.pod_touched(key, previous)
-                self._pod_tags[key] = result
+                pod_tags[key] = result
 
     def _namespace_identity(self, namespace: str) -> List[str]:
         """The tags every pod of `namespace` carries: identity and referenced namespace labels."""
-        tags = [self._renderer.application_tag, namespace_tag(namespace)]
-        for label in self._index.namespace_labels(namespace).items():
-            tag = self._renderer.namespace_label_tag(*label)
-            if tag in self._tag_refs:
-                tags.append(tag)
-        return tags
+        label_tags = self._namespace_label_tags
+        return [self._renderer.application_tag, namespace_tag(namespace)] + [
+            label_tags[pair] for pair in self._index.namespace_labels(namespace).items() if pair in label_tags]
 
     # --- applying one policy's rendering ------------------------------------------------------
 

@@ -6,7 +6,7 @@ against the whole selector.
 """
 from __future__ import annotations
 
-from typing import AbstractSet, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import AbstractSet, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from .cidr import IpBlock
 from .model import METADATA_NAME_LABEL, NamespaceInfo, PodInfo, PodScope, PodSet
@@ -17,37 +17,62 @@ _NOTHING: AbstractSet = frozenset()
 
 
 class _LabelIndex:
-    """Objects by (label key, value) and by label key."""
+    """Objects by (label key, value) and by label key, built on the first query.
 
-    def __init__(self) -> None:
-        self.by_label: Dict[Tuple[str, str], Set] = {}
-        self.by_key: Dict[str, Set] = {}
+    A bulk translation whose selectors are all plain labels never asks (their tags are carried
+    by every matching pod without searching for the pods), so it never pays for the index;
+    once built, it is kept up to date by `add` and `remove`.
+    """
+
+    def __init__(self, source: Callable[[], Iterable[Tuple[object, Mapping[str, str]]]]) -> None:
+        self._source = source  # every (object, labels) indexed, to build from
+        self._by_label: Optional[Dict[Tuple[str, str], Set]] = None
+        self._by_key: Dict[str, Set] = {}
+
+    def _built(self) -> Dict[Tuple[str, str], Set]:
+        if self._by_label is None:
+            self._by_label = {}
+            for item, labels in self._source():
+                self._insert(item, labels)
+        return self._by_label
+
+    def _insert(self, item: object, labels: Mapping[str, str]) -> None:
+        by_label, by_key = self._by_label, self._by_key
+        assert by_label is not None
+        for pair in labels.items():
+            by_label.setdefault(pair, set()).add(item)
+            by_key.setdefault(pair[0], set()).add(item)
 
     def add(self, item: object, labels: Mapping[str, str]) -> None:
-        for pair in labels.items():
-            self.by_label.setdefault(pair, set()).add(item)
-            self.by_key.setdefault(pair[0], set()).add(item)
+        if self._by_label is not None:
+            self._insert(item, labels)
 
     def remove(self, item: object, labels: Mapping[str, str]) -> None:
+        if self._by_label is None:
+            return
         for pair in labels.items():
-            for table, key in ((self.by_label, pair), (self.by_key, pair[0])):
+            for table, key in ((self._by_label, pair), (self._by_key, pair[0])):
                 items = table[key]  # type: ignore[index]
                 items.discard(item)
                 if not items:
                     del table[key]  # type: ignore[arg-type]
 
+    def with_label(self, key: str, value: str) -> AbstractSet:
+        return self._built().get((key, value), _NOTHING)
+
     def narrow(self, universe: AbstractSet, selector: LabelSelector) -> AbstractSet:
         """The smallest of `universe` and the sets a required label of `selector` picks."""
+        by_label = self._built()
         best = universe
         for pair in selector.match_labels:
-            found = self.by_label.get(pair, _NOTHING)
+            found = by_label.get(pair, _NOTHING)
             if len(found) < len(best):
                 best = found
         for requirement in selector.expressions:
             if requirement.operator == EXISTS:
-                found = self.by_key.get(requirement.key, _NOTHING)
+                found = self._by_key.get(requirement.key, _NOTHING)
             elif requirement.operator == IN and len(requirement.values) == 1:
-                found = self.by_label.get((requirement.key, requirement.values[0]), _NOTHING)
+                found = by_label.get((requirement.key, requirement.values[0]), _NOTHING)
             else:
                 continue
             if len(found) < len(best):
@@ -62,8 +87,8 @@ class ClusterIndex:
         self.pods: Dict[PodKey, PodInfo] = {}
         self.namespaces: Dict[str, NamespaceInfo] = {}
         self.pods_by_namespace: Dict[str, Set[PodKey]] = {}
-        self._pod_labels = _LabelIndex()
-        self._namespace_labels = _LabelIndex()
+        self._pod_labels = _LabelIndex(lambda: ((key, pod.labels) for key, pod in self.pods.items()))
+        self._namespace_labels = _LabelIndex(lambda: ((name, ns.labels) for name, ns in self.namespaces.items()))
 
     # --- updates ------------------------------------------------------------------------------
 
@@ -104,10 +129,10 @@ class ClusterIndex:
         return namespace.labels if namespace is not None else {METADATA_NAME_LABEL: name}
 
     def pods_with_label(self, key: str, value: str) -> AbstractSet[PodKey]:
-        return self._pod_labels.by_label.get((key, value), _NOTHING)
+        return self._pod_labels.with_label(key, value)
 
     def namespaces_with_label(self, key: str, value: str) -> AbstractSet[str]:
-        return self._namespace_labels.by_label.get((key, value), _NOTHING)
+        return self._namespace_labels.with_label(key, value)
 
     def namespace_pods(self, name: str) -> AbstractSet[PodKey]:
         return self.pods_by_namespace.get(name, _NOTHING)

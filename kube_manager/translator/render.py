@@ -25,7 +25,8 @@ from .ports import PortSpec
 # Where a referenced tag comes from, so the caller can find the pods that carry it:
 # ("pod", key, value) for a pod label, ("namespace", key, value) for a namespace label, or the
 # SelectorDef of a selector tag.
-TagOrigin = Union[Tuple[str, str, str], SelectorDef]
+LabelOrigin = Tuple[str, str, str]
+TagOrigin = Union[LabelOrigin, SelectorDef]
 POD_LABEL, NAMESPACE_LABEL = "pod", "namespace"
 ENDPOINT_CACHE_LIMIT = 65536
 PLAN_CACHE_LIMIT = 16384
