@@ -147,19 +147,20 @@ class ConfigApi:
 
     def read(self, obj_type: str, uuid: str, *, fields: Optional[Iterable[str]] = None,
              exclude_back_refs: bool = False, exclude_children: bool = False,
-             base_url: str = "", hrefs: bool = True) -> Dict[str, Any]:
+             base_url: str = "", hrefs: bool = True, copy_values: bool = True) -> Dict[str, Any]:
+        """One object as the real server renders it; `copy_values=False`: see `views`."""
         with self.store.lock:
             rt = self.resource(obj_type)
             obj = self._get_typed(rt.name, uuid, not_found(unknown_id(uuid)))
             if fields is not None:
                 return self.views.render(obj, base_url, hrefs, all_fields=False,
-                                         extra=set(fields) | {"id_perms", "perms2"})
+                                         extra=set(fields) | {"id_perms", "perms2"}, copy_values=copy_values)
             extra: Set[str] = set()
             if not exclude_back_refs:
                 extra |= self.views.back_ref_fields(rt.name)
             if not exclude_children:
                 extra |= self.views.children_fields(rt.name)
-            return self.views.render(obj, base_url, hrefs, all_fields=True, extra=extra)
+            return self.views.render(obj, base_url, hrefs, all_fields=True, extra=extra, copy_values=copy_values)
 
     def update(self, obj_type: str, uuid: str, body: Any, base_url: str = "") -> Optional[Dict[str, Any]]:
         """PUT: the fields given replace the stored ones. An empty body changes nothing (None)."""
@@ -191,12 +192,14 @@ class ConfigApi:
                 raise not_found(f"No {rt.name} object found for id {uuid}")
             self._delete(obj, base_url)
 
-    def list(self, obj_type: str, query: ListQuery, base_url: str = "") -> Dict[str, Any]:
+    def list(self, obj_type: str, query: ListQuery, base_url: str = "",
+             copy_values: bool = True) -> Dict[str, Any]:
+        """The objects a list query selects; `copy_values=False`: see `views`."""
         with self.store.lock:
             rt = self.resource(obj_type)
             if query.parent_type:
                 query = replace(query, parent_type=self.resolve_type(query.parent_type))
-            return {rt.plural: self.views.list_answer(rt, query, base_url)}
+            return {rt.plural: self.views.list_answer(rt, query, base_url, copy_values)}
 
     # --- actions ------------------------------------------------------------------------------
 

@@ -150,7 +150,7 @@ class ConfigApiApp:
         fields = _split(q["fields"]) if "fields" in q else None
         body = self.api.read(route.obj_type, route.uuid, fields=fields,
                              exclude_back_refs="exclude_back_refs" in q, exclude_children="exclude_children" in q,
-                             base_url=request.base_url, hrefs="exclude_hrefs" not in q)
+                             base_url=request.base_url, hrefs="exclude_hrefs" not in q, copy_values=False)
         return {route.obj_type: body}
 
     def _update(self, route: Route, request: "_Request") -> Any:
@@ -163,14 +163,14 @@ class ConfigApiApp:
         return None
 
     def _list(self, route: Route, request: "_Request") -> Any:
-        return self.api.list(route.obj_type, list_query(request.query), request.base_url)
+        return self.api.list(route.obj_type, list_query(request.query), request.base_url, copy_values=False)
 
     def _list_bulk(self, route: Route, request: "_Request") -> Any:
         body = request.json()
         if not isinstance(body, dict):
             raise ApiError(400, "Bad Request, the body must be a JSON object")
         obj_type = self.api.resolve_type(body.get("type"))
-        return self.api.list(obj_type, list_query(body), request.base_url)
+        return self.api.list(obj_type, list_query(body), request.base_url, copy_values=False)
 
     def _fqname_to_id(self, route: Route, request: "_Request") -> Any:
         return self.api.fqname_to_id(request.json())
