@@ -158,14 +158,16 @@ class Views:
                 return []
         if obj_uuids is None and query.back_ref_uuids is None and parents == []:
             return []  # the parent named does not exist
+        # Sets: a list-bulk-collection query may name thousands of ids, checked against every object.
+        parent_set, uuid_set, back_set = (None if ids is None else set(ids)
+                                          for ids in (parents, obj_uuids, query.back_ref_uuids))
         selected = []
         for obj in self._store.objects_of_type(rt.name):
-            if parents is not None and obj.parent_uuid not in parents:
+            if parent_set is not None and obj.parent_uuid not in parent_set:
                 continue
-            if obj_uuids is not None and obj.uuid not in obj_uuids:
+            if uuid_set is not None and obj.uuid not in uuid_set:
                 continue
-            if query.back_ref_uuids is not None and not any(
-                    r.uuid in query.back_ref_uuids for refs in obj.refs.values() for r in refs):
+            if back_set is not None and not any(r.uuid in back_set for refs in obj.refs.values() for r in refs):
                 continue
             if any(obj.props.get(k) not in values for k, values in query.filters.items()):
                 continue
