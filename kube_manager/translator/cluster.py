@@ -131,12 +131,11 @@ class ClusterTranslator:
         pod = self._parse_namespaced(POD_KIND, parse_pod, manifest, self.delete_pod)
         if pod is None:
             return
-        old = self._index.pods.get(pod.key)
-        if old == pod:
-            return
+        old = self._index.put_pod(pod)
         if old is None:
             self._use_namespace(pod.namespace, 1)
-        self._index.put_pod(pod)
+        elif old == pod:
+            return
         self._pod_changed(pod.key, old, pod)
 
     def delete_pod(self, namespace: str, name: str) -> None:
@@ -177,7 +176,8 @@ class ClusterTranslator:
             delete(namespace, name)
             self._reject(kind, namespace, name, str(exc))
             return None
-        self._input_errors.pop((kind,) + parsed.key, None)
+        if self._input_errors:
+            self._input_errors.pop((kind,) + parsed.key, None)
         return parsed
 
     # --- reads --------------------------------------------------------------------------------
@@ -421,10 +421,12 @@ class ClusterTranslator:
     def _pod_changed(self, key: PodKey, old: Optional[PodInfo], new: Optional[PodInfo]) -> None:
         self._membership.pod_changed(key, new)
         self._dirty_pods.add(key)
-        for pod in (old, new):
-            if pod is not None:
-                self._dirty_policies.update(self._dependents_by_namespace.get(pod.namespace, ()))
-        self._dirty_policies.update(self._cluster_dependents)
+        if self._dependents_by_namespace:
+            for pod in (old, new):
+                if pod is not None:
+                    self._dirty_policies.update(self._dependents_by_namespace.get(pod.namespace, ()))
+        if self._cluster_dependents:
+            self._dirty_policies.update(self._cluster_dependents)
 
     # --- flushing -----------------------------------------------------------------------------
 

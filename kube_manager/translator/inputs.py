@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from types import MappingProxyType
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .model import METADATA_NAME_LABEL, NamespaceInfo, PodInfo
@@ -17,6 +18,7 @@ from .validation import InvalidInput, check_labels, metadata_problem, namespace_
 
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _IPV4_RE = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
+_NO_PORTS: Mapping[Tuple[str, str], int] = MappingProxyType({})  # shared by pods without named ports
 
 
 def _metadata(manifest: Any) -> Mapping[str, Any]:
@@ -51,7 +53,7 @@ def parse_namespace(manifest: Any, cache: Optional[ParseCache] = None) -> Namesp
     problem = namespace_name_problem(name)
     if problem:
         raise InvalidInput(f"metadata.name: {problem}")
-    labels = check_labels(metadata.get("labels"), "metadata.labels", cache.label_keys if cache else None)
+    labels = check_labels(metadata.get("labels"), "metadata.labels", cache.labels if cache else None)
     return NamespaceInfo(name, _uid(metadata), namespace_labels(name, labels))
 
 
@@ -60,7 +62,7 @@ def implicit_namespace(name: str) -> NamespaceInfo:
     return NamespaceInfo(name, "", namespace_labels(name, {}), explicit=False)
 
 
-def _named_ports(spec: Any) -> Dict[Tuple[str, str], int]:
+def _named_ports(spec: Any) -> Mapping[Tuple[str, str], int]:
     ports: Dict[Tuple[str, str], int] = {}
     containers = spec.get("containers") if isinstance(spec, dict) else None
     for container in containers if isinstance(containers, list) else ():
@@ -69,8 +71,7 @@ def _named_ports(spec: Any) -> Dict[Tuple[str, str], int]:
             named = container_port_name(entry)
             if named is not None:
                 ports.setdefault((named[0], named[1]), named[2])
-    return ports
-
+    return ports or _NO_PORTS
 
 def canonical_ip(ip: Any) -> str:
     """A pod IP in canonical form; dotted quads (the common case) are checked without parsing."""
@@ -91,7 +92,7 @@ def parse_pod(manifest: Any, cache: Optional[ParseCache] = None) -> PodInfo:
     problem = metadata_problem(namespace, name, cache.namespaces if cache else None)
     if problem:
         raise InvalidInput(problem)
-    labels = check_labels(metadata.get("labels"), "metadata.labels", cache.label_keys if cache else None)
+    labels = check_labels(metadata.get("labels"), "metadata.labels", cache.labels if cache else None)
     status = manifest.get("status")
     ip = status.get("podIP") if isinstance(status, dict) else None
     return PodInfo(namespace, name, _uid(metadata), labels, canonical_ip(ip) if ip else None,

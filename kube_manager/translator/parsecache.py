@@ -4,6 +4,8 @@ from __future__ import annotations
 import marshal
 from typing import Any, Callable, Dict, Hashable, Set, Tuple, TypeVar
 
+from .validation import KnownLabels
+
 T = TypeVar("T")
 
 
@@ -26,7 +28,7 @@ class ParseCache:
     """Memoised results of the pure fragment parsers.
 
     Policies repeat the same selectors, ports and ipBlocks across namespaces, and pods the same
-    label keys; a ClusterTranslator keeps one cache so each is validated once. Only successes are
+    labels; a ClusterTranslator keeps one cache so each is validated once. Only successes are
     kept (error messages carry their path). Bounded by starting afresh when full.
     """
 
@@ -34,7 +36,7 @@ class ParseCache:
 
     def __init__(self) -> None:
         self._entries: Dict[Tuple[str, Hashable], Any] = {}
-        self.label_keys: Set[str] = set()  # label keys already found valid
+        self.labels = KnownLabels()  # label keys and values already found valid
         self.namespaces: Set[str] = set()  # namespace names already found valid
 
     def get(self, parser: Callable[[Any, str], T], raw: Any, path: str) -> T:
@@ -48,7 +50,7 @@ class ParseCache:
             found = make()
             if len(self._entries) >= self.LIMIT:
                 self._entries.clear()
-                self.label_keys.clear()
+                self.labels.clear()
                 self.namespaces.clear()
             self._entries[(kind, key)] = found
         return found

@@ -120,22 +120,47 @@ def string(raw: Any, path: str) -> str:
     return raw
 
 
-def check_labels(raw: Any, path: str, known_keys: Optional[Set[str]] = None) -> Dict[str, str]:
-    """A label map as the API server validates `metadata.labels` and `matchLabels`.
+class KnownLabels:
+    """Label keys and values already found valid, so that the labels every pod repeats (`app`,
+    `version`, ...) are checked once; values are bounded, as some are unique to a pod."""
 
-    `known_keys` holds keys already found valid (and receives the new ones), so that the keys
-    every pod repeats are checked once.
+    LIMIT = 65536
+
+    def __init__(self) -> None:
+        self.keys: Set[str] = set()
+        self.values: Set[str] = set()
+
+    def learn(self, key: str, value: str) -> None:
+        if len(self.values) >= self.LIMIT:
+            self.values.clear()
+        self.keys.add(key)
+        self.values.add(value)
+
+    def clear(self) -> None:
+        self.keys.clear()
+        self.values.clear()
+
+
+_NOTHING_KNOWN: FrozenSet[str] = frozenset()
+
+
+def check_labels(raw: Any, path: str, known: Optional[KnownLabels] = None) -> Dict[str, str]:
+    """A label map as the API server validates `metadata.labels` and `matchLabels`, as a copy.
+
+    `known` holds labels already found valid (and learns the new ones).
     """
     labels = mapping(raw, path)
-    result: Dict[str, str] = {}
+    keys, values = (known.keys, known.values) if known is not None else (_NOTHING_KNOWN, _NOTHING_KNOWN)
     for key, value in labels.items():
-        value = "" if value is None else value
+        if value.__class__ is str and value in values and key in keys:
+            continue
+        if value is None:  # read as "", as the API server decodes it
+            return check_labels({k: "" if v is None else v for k, v in labels.items()}, path, known)
         problem = label_value_problem(value)
-        if problem is None and (known_keys is None or key not in known_keys):
+        if problem is None and key not in keys:
             problem = label_key_problem(key)
-            if problem is None and known_keys is not None:
-                known_keys.add(key)
         if problem:
             raise InvalidInput(f"{path}: {problem}")
-        result[key] = value
-    return result
+        if known is not None:
+            known.learn(key, value)
+    return dict(labels)
