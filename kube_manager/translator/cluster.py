@@ -569,6 +569,8 @@ class ClusterTranslator:
     def _apply_dependencies(self, key: PolicyKey, old: Optional[PolicyRendering],
                             new: Optional[PolicyRendering]) -> None:
         """Remember which pods' named ports this policy read, to re-render it when they change."""
+        if not (old is not None and old.destinations) and not (new is not None and new.destinations):
+            return
         for rendering, register in ((old, False), (new, True)):
             for pods in rendering.destinations if rendering is not None else ():
                 if isinstance(pods, PodScope) and pods.namespace is not None:

@@ -34,12 +34,13 @@ def policy_name(cluster: str, namespace: str, np_label: str) -> str:
 
 
 def rule_prefix(cluster: str, namespace: str, direction: str, np_label: str) -> str:
-    """`<cluster>-<ns>-<dir>-<np>`, the start of every rule name of one direction."""
-    return f"{cluster}-{namespace}-{direction}-{np_label}"
+    """`<cluster>-<ns>-<dir>-<np>-`, the start of every rule name of one direction."""
+    return f"{cluster}-{namespace}-{direction}-{np_label}-"
 
 
-def deny_rule_name(cluster: str, namespace: str, direction: str, np_label: str) -> str:
-    return f"{rule_prefix(cluster, namespace, direction, np_label)}-denyall"
+def deny_rule_name(rule_prefix: str) -> str:
+    """The deny rule of one direction, from that direction's `rule_prefix`."""
+    return f"{rule_prefix}denyall"
 
 
 def denyall_policy_name(cluster: str) -> str:

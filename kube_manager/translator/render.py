@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Optional, Protocol, Sequence, Tuple, Union
+from types import MappingProxyType
+from typing import Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
 
 from .bodies import DENY, PASS, POLICY_MANAGEMENT, Body, BodyFactory, FqName, address_group_endpoint, \
     global_fq_name
@@ -18,7 +19,7 @@ from .cidr import IpBlock
 from .encoding import application_tag, encode_key, encode_namespace_key, encode_value, namespace_tag, \
     selector_tag, tag_name
 from .model import CLUSTER_SCOPE, UNBOUND, Block, ParsedPolicy, Peer, PodInfo, PodScope, PodSet, SelectorDef
-from .naming import EGRESS, INGRESS, MAX_NAME_LENGTH, deny_rule_name, hashed_sequence, policy_name, rule_prefix, \
+from .naming import INGRESS, MAX_NAME_LENGTH, deny_rule_name, hashed_sequence, policy_name, rule_prefix, \
     shorten
 from .ports import PortSpec
 
@@ -30,6 +31,7 @@ TagOrigin = Union[LabelOrigin, SelectorDef]
 POD_LABEL, NAMESPACE_LABEL = "pod", "namespace"
 ENDPOINT_CACHE_LIMIT = 65536
 PLAN_CACHE_LIMIT = 16384
+_NO_GROUPS: Mapping[FqName, IpBlock] = MappingProxyType({})  # shared by renderings without ipBlocks
 # (endpoint body, the tags it references with their origins, the pod set it was made for)
 _Endpoint = Tuple[Body, Tuple[Tuple[str, TagOrigin], ...], PodScope]
 
@@ -49,7 +51,7 @@ class PolicyRendering:
     aps_sequence: str
     rules: List[Tuple[FqName, Body]]  # pass rules, in sequence order
     deny_rules: List[Tuple[FqName, Body, str]]  # (fq_name, body, sequence in <cluster>-denyall)
-    address_groups: Dict[FqName, IpBlock]  # the blocks its address groups stand for
+    address_groups: Mapping[FqName, IpBlock]  # the blocks its address groups stand for
     tags: Dict[str, TagOrigin]  # label, namespace-label and selector tags its endpoints use
     destinations: Tuple[PodSet, ...]  # pod sets whose named ports it resolved
     names: Tuple[str, ...]  # policy name, then rule names, before shortening
@@ -82,7 +84,7 @@ class _Work:
         self.tags: Dict[str, TagOrigin] = {}
         self.address_groups: Dict[FqName, IpBlock] = {}
         self.destinations: Dict[PodSet, None] = {}
-        self.errors: Dict[str, None] = dict.fromkeys(policy.errors)
+        self.errors: Dict[str, None] = dict.fromkeys(policy.errors) if policy.errors else {}
         self.names: List[str] = []
         self.rules: List[Tuple[FqName, Body]] = []
 
@@ -299,14 +301,14 @@ class PolicyRenderer:
         own = self.scope_endpoint(spec.selection, namespace, work)
         name = policy_name(self.cluster, namespace, label)
         work.names.append(name)
-        prefixes = {direction: rule_prefix(self.cluster, namespace, direction, label) + "-"
-                    for direction in (INGRESS, EGRESS)}
+        # Blocks only exist for the directions of the policy's types.
+        prefixes = {direction: rule_prefix(self.cluster, namespace, direction, label) for direction in spec.directions}
         for block in spec.blocks:
             self._block_rules(policy, self._plan(block), prefixes[block.direction], own, view, work)
         deny_rules = []
         anything = self.bodies.any_endpoint
         for direction in spec.directions:
-            deny_name = deny_rule_name(self.cluster, namespace, direction, label)
+            deny_name = deny_rule_name(prefixes[direction])
             work.names.append(deny_name)
             fq_name = global_fq_name(shorten(deny_name))
             endpoints = (anything, own) if direction == INGRESS else (own, anything)
@@ -316,5 +318,5 @@ class PolicyRenderer:
         body = self.bodies.network_policy(fq_name, [body for _, body in work.rules], policy.namespace,
                                           policy.name, policy.uid, spec.spec_sha256)
         return PolicyRendering((fq_name, body), hashed_sequence(fq_name[1]), work.rules, deny_rules,
-                               work.address_groups, work.tags, tuple(work.destinations),
+                               work.address_groups or _NO_GROUPS, work.tags, tuple(work.destinations),
                                tuple(work.names), tuple(work.errors))
