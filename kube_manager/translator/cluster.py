@@ -103,8 +103,11 @@ class ClusterTranslator:
         self._address_group_refs: Dict[FqName, int] = {}
         self._pod_tags: Dict[PodKey, Tuple[str, ...]] = {}
         self._input_errors: Dict[Tuple[str, str, str], str] = {}
-        self._dirty_policies: Set[PolicyKey] = set()
-        self._dirty_pods: Set[PodKey] = set()
+        self._policy_errors: Dict[PolicyKey, Tuple[str, ...]] = {}  # of each policy's last flush
+        # Marked for the next flush, in marking order (dicts as ordered sets): a bulk load then
+        # visits objects in the order they were created, which keeps memory accesses local.
+        self._dirty_policies: Dict[PolicyKey, None] = {}
+        self._dirty_pods: Dict[PodKey, None] = {}
         self._create_cluster_objects()
 
     # --- Kubernetes events --------------------------------------------------------------------
@@ -156,13 +159,13 @@ class ClusterTranslator:
         if old is None:
             self._use_namespace(policy.namespace, 1)
         self._policies[policy.key] = policy
-        self._dirty_policies.add(policy.key)
+        self._dirty_policies[policy.key] = None
 
     def delete_policy(self, namespace: str, name: str) -> None:
         key = (namespace, name)
         self._input_errors.pop((POLICY_KIND,) + key, None)
         if self._policies.pop(key, None) is not None:
-            self._dirty_policies.add(key)
+            self._dirty_policies[key] = None
             self._use_namespace(namespace, -1)
 
     def _parse_namespaced(self, kind: str, parser: Callable[[Any, ParseCache], Parsed],
@@ -225,9 +228,8 @@ class ClusterTranslator:
         self._flush()
         errors = [{"kind": kind, "namespace": namespace, "name": name, "reason": reason}
                   for (kind, namespace, name), reason in self._input_errors.items()]
-        for (namespace, name), policy in self._policies.items():
-            rendering = self._renderings.get((namespace, name))
-            for reason in rendering.errors if rendering is not None else policy.errors:
+        for (namespace, name), reasons in self._policy_errors.items():
+            for reason in reasons:
                 errors.append({"kind": POLICY_KIND, "namespace": namespace, "name": name,
                                "reason": reason})
         errors.sort(key=lambda e: (e["kind"], e["namespace"], e["name"]))
@@ -241,14 +243,19 @@ class ClusterTranslator:
             # The objects of one type share their parent (or have none), so sorting by fq_name is
             # sorting by name; strings compare faster than tuples.
             store = self._objects[resource_type]
-            return tuple(store[fq] for fq in sorted(store, key=itemgetter(-1)))
+            return tuple(map(store.__getitem__, sorted(store, key=itemgetter(-1))))
 
-        workloads = tuple({"namespace": pod.namespace, "name": pod.name, "ip": pod.ip,
-                           "tags": list(self._pod_tags[key])}
-                          for key, pod in sorted(self._index.pods.items()))
+        tag_lists: Dict[int, List[str]] = {}  # pods with equal tags share their tuple, and so a list
+        workloads = []
+        for key, pod in sorted(self._index.pods.items()):
+            tags = self._pod_tags[key]
+            listed = tag_lists.get(id(tags))
+            if listed is None:
+                listed = tag_lists[id(tags)] = list(tags)
+            workloads.append({"namespace": pod.namespace, "name": pod.name, "ip": pod.ip, "tags": listed})
         (aps,) = self._objects[APPLICATION_POLICY_SET].values()
         return Translation(self.cluster_name, ordered(TAG), ordered(ADDRESS_GROUP), ordered(FIREWALL_RULE),
-                           ordered(FIREWALL_POLICY), aps, workloads, tuple(self.errors()))
+                           ordered(FIREWALL_POLICY), aps, tuple(workloads), tuple(self.errors()))
 
     # --- cluster objects ----------------------------------------------------------------------
 
@@ -329,7 +336,7 @@ class ClusterTranslator:
         if origin is not None:
             self._tag_origins[tag] = origin
             if isinstance(origin, SelectorDef):
-                self._dirty_pods.update(self._membership.activate(tag, origin))
+                self._dirty_pods.update(dict.fromkeys(self._membership.activate(tag, origin)))
             else:
                 self._label_tags(origin)[origin[1:]] = tag
                 self._dirty_origins.append(origin)
@@ -343,7 +350,7 @@ class ClusterTranslator:
         self._drop(TAG, (tag,))
         origin = self._tag_origins.pop(tag, None)
         if isinstance(origin, SelectorDef):
-            self._dirty_pods.update(self._membership.retire(tag))
+            self._dirty_pods.update(dict.fromkeys(self._membership.retire(tag)))
         elif origin is not None:
             del self._label_tags(origin)[origin[1:]]
             self._dirty_origins.append(origin)
@@ -365,10 +372,10 @@ class ClusterTranslator:
         nobody needs to look the pods up."""
         origins, self._dirty_origins = self._dirty_origins, []
         dirty, pods = self._dirty_pods, self._index.pods
-        if len(dirty) >= len(pods) and dirty.issuperset(pods.keys()):
+        if len(dirty) >= len(pods) and dirty.keys() >= pods.keys():
             return
         for origin in origins:
-            dirty.update(self._pods_with(origin))
+            dirty.update(dict.fromkeys(self._pods_with(origin)))
 
     def _ref_address_group(self, fq_name: FqName, block: IpBlock) -> None:
         count = self._address_group_refs.get(fq_name, 0)
@@ -414,19 +421,19 @@ class ClusterTranslator:
         if current is not None and current.labels != wanted.labels:
             self._membership.namespace_changed(name)
             pods = self._index.namespace_pods(name)
-            self._dirty_pods.update(pods)
+            self._dirty_pods.update(dict.fromkeys(pods))
             if pods:
-                self._dirty_policies.update(self._cluster_dependents)
+                self._dirty_policies.update(dict.fromkeys(self._cluster_dependents))
 
     def _pod_changed(self, key: PodKey, old: Optional[PodInfo], new: Optional[PodInfo]) -> None:
         self._membership.pod_changed(key, new)
-        self._dirty_pods.add(key)
+        self._dirty_pods[key] = None
         if self._dependents_by_namespace:
             for pod in (old, new):
                 if pod is not None:
-                    self._dirty_policies.update(self._dependents_by_namespace.get(pod.namespace, ()))
+                    self._dirty_policies.update(dict.fromkeys(self._dependents_by_namespace.get(pod.namespace, ())))
         if self._cluster_dependents:
-            self._dirty_policies.update(self._cluster_dependents)
+            self._dirty_policies.update(dict.fromkeys(self._cluster_dependents))
 
     # --- flushing -----------------------------------------------------------------------------
 
@@ -447,7 +454,7 @@ class ClusterTranslator:
         return self._renderer.render(policy, self._index, label)
 
     def _flush_policies(self) -> None:
-        dirty, self._dirty_policies = self._dirty_policies, set()
+        dirty, self._dirty_policies = self._dirty_policies, {}
         base: Dict[PolicyKey, Optional[PolicyRendering]] = {}
         affected: Set[PolicyKey] = set()
         collides = self._names.collides
@@ -458,13 +465,13 @@ class ClusterTranslator:
             rendering = base[key]
             suffixed = rendering is not None and collides(key)
             self._apply(key, self._render(key, True) if suffixed else rendering, suffixed)
-        for key in affected - dirty:
+        for key in affected.difference(dirty):
             suffixed = collides(key)
             if suffixed != (key in self._suffixed):
                 self._apply(key, self._render(key, suffixed), suffixed)
 
     def _flush_pods(self) -> None:
-        dirty, self._dirty_pods = self._dirty_pods, set()
+        dirty, self._dirty_pods = self._dirty_pods, {}
         namespace_tags: Dict[str, List[str]] = {}
         label_tags = self._pod_label_tags
         shared: Dict[Tuple[str, ...], Tuple[str, ...]] = {}  # equal tag sets share one tuple
@@ -510,6 +517,12 @@ class ClusterTranslator:
         changed |= self._apply_rules(old, rendering)
         old_errors = old.errors if old is not None else ()
         new_errors = rendering.errors if rendering is not None else ()
+        policy = self._policies.get(key)
+        errors = new_errors if rendering is not None else policy.errors if policy is not None else ()
+        if errors:
+            self._policy_errors[key] = errors
+        else:
+            self._policy_errors.pop(key, None)
         if changed or old_errors != new_errors:
             self._log.policy_touched(key)
             for reason in new_errors:

@@ -68,8 +68,9 @@ def sequence_key(sequence: str) -> Tuple[int, str]:
 
 
 def sequence_sort_key(sequence: str, name: str) -> str:
-    """One string ordering refs as (sequence_key(sequence), name) does, cheaper to compare than
-    that tuple: the major number zero-padded, the minor digits, then NUL (below every digit, so
-    a shorter minor sorts first, as in the tuple) and the name (names never contain NUL)."""
+    """One string ordering refs as (sequence_key(sequence), name) does, cheaper to build and to
+    compare than that tuple: the major number zero-padded (as text: majors are the translator's
+    own canonical integers), the minor digits, then NUL (below every digit, so a shorter minor
+    sorts first, as in the tuple) and the name (names never contain NUL)."""
     major, _, minor = sequence.partition(".")
-    return f"{int(major):010d}.{minor}\0{name}"
+    return f"{major:0>10}.{minor}\0{name}"
