@@ -104,7 +104,8 @@ def populate_vmis(url: str, cluster: Cluster) -> None:
 
 
 class RequestCount:
-    """The client's observer: every HTTP attempt, and those that ask for a change."""
+    """The client's observer: every HTTP attempt, those that ask for a change, and how long each
+    kind took (client-side: the round trip, server time included)."""
 
     READS = ("GET",)
     ACTIONS_THAT_READ = ("/fqname-to-id", "/id-to-fqname")
@@ -112,10 +113,12 @@ class RequestCount:
     def __init__(self) -> None:
         self.requests = 0
         self.writes = 0
+        self.seconds: Dict[str, List[float]] = {}
 
     def __call__(self, method: str, template: str, status: Optional[int], seconds: float) -> None:
         self.requests += 1
         self.writes += method not in self.READS and template not in self.ACTIONS_THAT_READ
+        self.seconds.setdefault(f"{method} {template}", []).append(seconds)
 
 
 def feed(cache: KubeCache, cluster: Cluster) -> None:
@@ -149,6 +152,7 @@ class EventLatency:
     p95_ms: float
     max_ms: float
     requests_per_event: float
+    request_ms: Dict[str, float]  # mean round trip per kind of request during the events
 
 
 def run(cluster: Cluster, concurrency: int, latency: float, events: int,
@@ -193,6 +197,7 @@ def measure_events(cache: KubeCache, reconciler: Reconciler, count: RequestCount
     times: List[float] = []
     requests: List[int] = []
     n_namespaces = len(cluster.namespaces)
+    count.seconds.clear()
     for e in range(events):
         before = count.requests
         started = time.monotonic()
@@ -203,7 +208,8 @@ def measure_events(cache: KubeCache, reconciler: Reconciler, count: RequestCount
         requests.append(count.requests - before)
     times.sort()
     return EventLatency(events, round(statistics.median(times), 1), round(times[int(0.95 * (len(times) - 1))], 1),
-                        round(times[-1], 1), round(statistics.mean(requests), 2))
+                        round(times[-1], 1), round(statistics.mean(requests), 2),
+                        {kind: round(statistics.mean(s) * 1000, 1) for kind, s in sorted(count.seconds.items())})
 
 
 def main(argv: "List[str] | None" = None) -> int:
@@ -235,7 +241,8 @@ def main(argv: "List[str] | None" = None) -> int:
             if latency is not None:
                 print(f"one NetworkPolicy event -> last write (concurrency {concurrency}, {latency.events} events): "
                       f"median {latency.median_ms:.1f} ms, p95 {latency.p95_ms:.1f} ms, max {latency.max_ms:.1f} ms, "
-                      f"{latency.requests_per_event:.2f} requests per event", flush=True)
+                      f"{latency.requests_per_event:.2f} requests per event; mean round trip "
+                      + ", ".join(f"{kind} {ms} ms" for kind, ms in latency.request_ms.items()), flush=True)
     if args.json:
         print(json.dumps(results, indent=2))
     return 0

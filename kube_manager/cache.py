@@ -19,7 +19,7 @@ from kube_manager.db import (PENDING, REJECTED, RETRYING, SYNCED, Database, FqNa
 from kube_manager.kube.resources import NAMESPACES, NETWORK_POLICIES, PODS
 from kube_manager.kube.watcher import ADDED, DELETED, LISTED, MODIFIED, RELISTED
 from kube_manager.logging_setup import kv
-from kube_manager.translator import Changes, ClusterTranslator
+from kube_manager.translator import Changes, ClusterTranslator, RefChange
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +31,8 @@ _ORDER = (NAMESPACES.name, PODS.name, NETWORK_POLICIES.name)
 
 class ChangeSink(Protocol):
     """Where changes go (the reconciler)."""
+
+    def refs_changed(self, changes: Iterable[RefChange]) -> None: ...
 
     def objects_changed(self, keys: Iterable[ObjKey]) -> None: ...
 
@@ -123,6 +125,7 @@ class KubeCache:
             self._refresh_policy(key)
         self.db.errors = self.translator.errors()
         if self.sink is not None:
+            self.sink.refs_changed(changes.ref_changes)
             self.sink.objects_changed(changes.added + changes.changed + changes.removed)
             self.sink.pods_changed(changes.pods)
         return changes

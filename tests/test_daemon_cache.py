@@ -5,7 +5,7 @@ from typing import List
 
 from kube_manager.cache import KubeCache
 from kube_manager.db import PENDING, REJECTED, RETRYING, SYNCED, Database
-from kube_manager.translator import ClusterTranslator
+from kube_manager.translator import ClusterTranslator, RefChange
 from tests.reconciler_support import allow_from, namespace, pod, policy
 
 PM = "default-policy-management"
@@ -15,6 +15,10 @@ class Sink:
     def __init__(self) -> None:
         self.objects: List[tuple] = []
         self.pods: List[tuple] = []
+        self.refs: List[RefChange] = []
+
+    def refs_changed(self, changes) -> None:
+        self.refs.extend(changes)
 
     def objects_changed(self, keys) -> None:
         self.objects.extend(keys)

@@ -344,3 +344,66 @@ def test_deny_rules_wait_for_the_pods_being_given_the_tags_their_policy_uses(set
     s.converge()
     ops = [(w.op, w.fq_name[-1]) for w in s.api.writes]
     assert ops.index(("set-tag", "client")) < ops.index(("update", "k8s-denyall"))
+
+
+def test_an_event_never_reads_the_long_ref_lists_whole(setup, monkeypatch):
+    import kube_manager.reconciler.diff as diff_module
+    many = [policy("a", f"np-{i}", allow_from("client", "web", 1000 + i)) for i in range(30)]
+    s = setup(manifests=BASE + tuple(many)).start()
+    s.converge()
+    whole_reads: List[str] = []
+    real_refs = diff_module.refs
+
+    def spy(obj_type, body, ref_field):
+        name = (body.get("fq_name") or [""])[-1]
+        if (name, ref_field) in (("k8s", "firewall_policy_refs"), ("k8s-denyall", "firewall_rule_refs")):
+            whole_reads.append(name)
+        return real_refs(obj_type, body, ref_field)
+    monkeypatch.setattr(diff_module, "refs", spy)
+    s.api.writes.clear()
+    s.cluster.apply(policy("b", "one-more", {**allow_from("web", "db", 5432), "policyTypes": ["Ingress", "Egress"],
+                                             "egress": [{"ports": [{"port": 53, "protocol": "UDP"}]}]}))
+    s.cluster.remove(many[7])
+    wait_for(s.rec.converged, what="convergence")
+    assert whole_reads == []
+    monkeypatch.undo()
+    s.converge()
+    holders = [(w.op, w.fq_name[-1], w.body.get("operation")) for w in s.api.writes
+               if w.fq_name[-1] in ("k8s", "k8s-denyall")]
+    assert sorted(holders) == [("ref-update", "k8s", "ADD"), ("ref-update", "k8s", "DELETE"),
+                               ("ref-update", "k8s-denyall", "ADD"), ("ref-update", "k8s-denyall", "ADD"),
+                               ("ref-update", "k8s-denyall", "DELETE")]
+
+
+def test_the_aps_is_planned_once_its_policies_are_written_not_once_per_policy(setup, monkeypatch):
+    import kube_manager.reconciler.diff as diff_module
+    many = [policy("a", f"np-{i}", allow_from("client", "web", 1000 + i)) for i in range(30)]
+    s = setup(manifests=BASE + tuple(many))
+    plans: List[str] = []
+    real_plan = diff_module.plan
+
+    def spy(key, *args, **kwargs):
+        step = real_plan(key, *args, **kwargs)
+        if key == s.rec.aps_key:
+            plans.append(step.action)
+        return step
+    monkeypatch.setattr(diff_module, "plan", spy)
+    s.start()
+    s.converge()
+    assert plans == ["wait", "create", "none"]  # woken when its last pending policy was written
+
+
+def test_renames_in_long_ref_lists_converge_one_ref_at_a_time(setup):
+    many = [policy("a", f"np-{i}", allow_from("client", "web", 1000 + i)) for i in range(20)]
+    s = setup(manifests=BASE + tuple(many)).start()
+    s.converge()
+    s.api.writes.clear()
+    # "b/web-db" and "b-web/db" both want the name k8s-b-web-db: both get a suffixed name (SPEC 4)
+    s.cluster.apply(policy("b", "web-db", allow_from("web", "db", 5432)))
+    s.converge()
+    s.cluster.apply(policy("b-web", "db", allow_from("web", "db", 5433)))
+    s.converge()
+    aps = [w for w in s.api.writes if w.fq_name[-1] == "k8s"]
+    assert aps and all(w.op == "ref-update" for w in aps)
+    s.cluster.remove(policy("b-web", "db", {}))
+    s.converge()

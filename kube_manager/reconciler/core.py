@@ -45,6 +45,7 @@ from .diff import ObjKey, Progress, Step
 from .executor import Executor
 from .ownership import OWNED_TYPES, SHARED_TYPES, Lister, Marks, list_objects
 from .pods import POD, PodTagger, VmiApi, pod_key
+from .reflists import RefListIndex
 from .workqueue import Backoff, WorkQueue
 
 log = logging.getLogger(__name__)
@@ -110,6 +111,17 @@ class Conflicting:
     owner: str
 
 
+class TranslatorRefChange(Protocol):
+    """One ref of a long list moved in the desired state (kube_manager.translator.RefChange fits)."""
+
+    resource_type: str
+    fq_name: FqName
+    ref_type: str
+    operation: str  # "ADD" | "DELETE"
+    ref_fq_name: FqName
+    sequence: str
+
+
 class PolicyIndex(Protocol):
     """What the reconciler needs to know about NetworkPolicies beyond bodies (make before break);
     kube_manager.cache.KubeCache answers it from the translator."""
@@ -162,17 +174,23 @@ class Reconciler:
         pm = tuple(DEFAULT_POLICY_MANAGEMENT)
         self.aps_key: ObjKey = ("application-policy-set", pm + (marks.cluster,))
         self.denyall_key: ObjKey = ("firewall-policy", pm + (f"{marks.cluster}-denyall",))
+        # The two ref lists that refer to every NetworkPolicy, planned from their differences.
+        self._aps_refs = RefListIndex("firewall_policy_refs", "firewall-policy")
+        self._deny_refs = RefListIndex("firewall_rule_refs", "firewall-rule")
+        self._indexes: Dict[ObjKey, Dict[str, RefListIndex]] = {
+            self.aps_key: {self._aps_refs.ref_field: self._aps_refs},
+            self.denyall_key: {self._deny_refs.ref_field: self._deny_refs}}
         self._others: Dict[str, Dict[FqName, Dict[str, Any]]] = {}
         self._referrers: Dict[ObjKey, Set[ObjKey]] = {}
         self._status: Dict[ObjKey, str] = {}
-        self._waiting_on: Dict[ObjKey, Set[ObjKey]] = {}
+        self._waiting_on: Dict[ObjKey, Set[ObjKey]] = {}   # parked key -> the pending keys it waits for
+        self._blocked_on: Dict[ObjKey, Set[ObjKey]] = {}   # parked key -> the failed keys it did without
         self._waiters: Dict[ObjKey, Set[ObjKey]] = {}
         self._deferred: Set[ObjKey] = set()
         self._seq = 0
         self._written_at: Dict[ObjKey, int] = {}
         self._vmi_written_at: Dict[str, int] = {}
         self._synced_once = gevent.event.Event()
-        self._aps_policies: Set[ObjKey] = set()  # the policies the APS in the config API refers to
         # Pods being tagged (ACTIVE), by the tags they are to carry: deny rules wait for them.
         self._tagging: Dict[ObjKey, Tuple[str, ...]] = {}
         self._tagging_by_tag: Dict[str, Set[ObjKey]] = {}
@@ -191,6 +209,22 @@ class Reconciler:
             return  # the first resync looks at everything anyway
         for key in sorted(keys, key=_order):
             self._enqueue(key)
+
+    def refs_changed(self, changes: Iterable[TranslatorRefChange]) -> None:
+        """Refs of the APS or `<cluster>-denyall` moved in the desired state (before `objects_changed`
+        names those two): their indexes follow, so that planning them costs O(refs moved)."""
+        if not self._synced_once.is_set():
+            return  # the first resync loads the indexes from the desired bodies
+        for change in changes:
+            field_name = change.ref_type.replace("-", "_") + "_refs"
+            index = self._indexes.get((change.resource_type, tuple(change.fq_name)), {}).get(field_name)
+            if index is None:
+                continue
+            target = (change.ref_type, tuple(change.ref_fq_name))
+            if change.operation == "ADD":
+                index.want(target, {"sequence": change.sequence})
+            else:
+                index.unwant(target)
 
     def pods_changed(self, keys: Iterable[tuple]) -> None:
         """The desired tags of these pods (`(namespace, name)`) changed, or the pods came or went."""
@@ -214,6 +248,7 @@ class Reconciler:
                 if self._written_at.get(key, -1) <= since:
                     self._set_actual(key, listed.get(fq_name), written=False)
         self._others = listing.others
+        self._load_desired_indexes()
         self._deferred.clear()
         self._seq += 1
         self._written_at = {k: s for k, s in self._written_at.items() if s > since}
@@ -317,7 +352,7 @@ class Reconciler:
         policy = ("firewall-policy", owner)
         if not self._settled(policy):
             return policy
-        if self._actual(self.aps_key) is not None and policy not in self._aps_policies:
+        if self._actual(self.aps_key) is not None and policy not in self._aps_refs.actual:
             return self.aps_key
         for tag in self._policies.policy_tags(owner):
             for pod in self._tagging_by_tag.get(tag, ()):
@@ -325,18 +360,14 @@ class Reconciler:
         return None
 
     def gate_remove(self, holder: ObjKey, ref_field: str) -> Optional[ObjKey]:
-        if holder == self.denyall_key:
+        if holder == self.denyall_key or self._actual(self.denyall_key) is None:
             return None
-        actual = self._actual(self.denyall_key)
-        if actual is None:
-            return None
-        wanted = {t for t, _ in diff.refs("firewall-policy", self._desired(self.denyall_key) or {},
-                                          "firewall_rule_refs")}
-        held = {t for t, _ in diff.refs("firewall-policy", actual, "firewall_rule_refs")}
-        return self.denyall_key if held - wanted else None
+        return self.denyall_key if self._deny_refs.stale else None
 
     def referrers(self, key: ObjKey) -> List[ObjKey]:
         found = sorted(self._referrers.get(key, ()))
+        found.extend(holder for holder, indexes in self._indexes.items()
+                     if any(key in index.actual for index in indexes.values()))
         if key[0] == "tag" and len(key[1]) == 1:
             found.extend(self.pods.referrers(key[1][0]))
         return found
@@ -349,16 +380,20 @@ class Reconciler:
         if key[0] == POD:
             return self._handle_pod(key)
         writes = 0
+        indexed = self._indexes.get(key)
+        if indexed is not None:
+            self._check_desired_index(key, indexed)
         while True:
             if self._actual(key) is None and self._borrowed(key):
                 step = Step("none")  # a shared object of another owner serves as it is
                 break
-            step = diff.plan(key, self._desired(key), self._actual(key), self)
+            step = diff.plan(key, self._desired(key), self._actual(key), self, indexed)
             if step.action in ("none", "wait"):
                 break
-            if writes == _MAX_WRITES_PER_TURN:
-                raise VncError(f"{describe(key)} does not read back as written after {writes} writes")
-            writes += 1
+            if step.ref_change is None:  # a ref-update always consumes one difference of the index
+                if writes == _MAX_WRITES_PER_TURN:
+                    raise VncError(f"{describe(key)} does not read back as written after {writes} writes")
+                writes += 1
             if not self._write(key, step):
                 return True  # deferred until the next resync
         self._settle(key, step)
@@ -372,7 +407,7 @@ class Reconciler:
             self._seq += 1
             self._vmi_written_at[vmi] = self._seq
         if outcome.pending:
-            self._park(key, outcome.pending, ACTIVE)
+            self._park(key, outcome.pending, (), ACTIVE)
             return True
         if outcome.done:
             self._pod_backoff.forget(key)
@@ -415,10 +450,15 @@ class Reconciler:
                 self._set_actual(key, None)
                 return True
             self.counters.wrote("update")
-            how = {} if change is None else {"ref_update": change.operation, "ref": ":".join(change.target[1])}
-            log.info("updated", extra=kv(type=obj_type, fq_name=name, fields=",".join(sorted(step.body)),
-                                         complete=step.complete, **how))
-            self._set_actual(key, {**(self._actual(key) or {}), **step.body})
+            if change is None:
+                log.info("updated", extra=kv(type=obj_type, fq_name=name, fields=",".join(sorted(step.body)),
+                                             complete=step.complete))
+                self._set_actual(key, {**(self._actual(key) or {}), **step.body})
+            else:
+                log.info("updated", extra=kv(type=obj_type, fq_name=name, fields=change.ref_field,
+                                             complete=step.complete, ref_update=change.operation,
+                                             ref=":".join(change.target[1])))
+                self._ref_moved(key, change)
         else:
             try:
                 self.client.delete(obj_type, step.uuid)
@@ -480,7 +520,7 @@ class Reconciler:
             self.conflicts.pop(key, None)
             self._set_status(key, None)
         else:
-            self._park(key, step.pending + step.blocked, ACTIVE if step.pending else BLOCKED)
+            self._park(key, step.pending, step.blocked, ACTIVE if step.pending else BLOCKED)
 
     def _failed(self, key: ObjKey, exc: BaseException, delay: float) -> None:
         self.counters.failures += 1
@@ -526,18 +566,28 @@ class Reconciler:
         if before != status and status != ACTIVE:
             self._notify(key)
 
-    def _park(self, key: ObjKey, on: Sequence[ObjKey], status: str) -> None:
-        self._waiting_on[key] = set(on)
-        for target in on:
+    def _park(self, key: ObjKey, pending: Sequence[ObjKey], blocked: Sequence[ObjKey], status: str) -> None:
+        """`key` waits for `pending` (being written) and did without `blocked` (failed): it is
+        looked at again when the last pending one is done, or as soon as a blocked one recovers."""
+        self._waiting_on[key] = set(pending)
+        self._blocked_on[key] = set(blocked)
+        for target in self._waiting_on[key] | self._blocked_on[key]:
             self._waiters.setdefault(target, set()).add(key)
         self._set_status(key, status)
 
     def _unpark(self, key: ObjKey) -> None:
-        for target in self._waiting_on.pop(key, ()):
+        for target in self._waiting_on.pop(key, set()) | self._blocked_on.pop(key, set()):
             _unlink(self._waiters, target, key)
 
     def _notify(self, key: ObjKey) -> None:
+        """`key` changed (written, settled, failed): wake the keys parked on it that can now move.
+        A key waiting for several pending keys would only find the others still pending: planning
+        it again then is wasted work (for the APS at a cold start, once per NetworkPolicy)."""
         for waiter in sorted(self._waiters.pop(key, ()), key=_order):
+            pending = self._waiting_on.get(waiter, set())
+            pending.discard(key)
+            if pending and key not in self._blocked_on.get(waiter, ()):
+                continue
             self._enqueue(waiter)
 
     def _reaches(self, start: ObjKey, goal: ObjKey) -> bool:
@@ -567,7 +617,11 @@ class Reconciler:
         desired, actual = self._desired(key), self._actual(key)
         if desired is None:
             return actual is None
-        return diff.matches(key[0], desired, actual) or (actual is None and self._borrowed(key))
+        if actual is None:
+            return self._borrowed(key)
+        indexed = self._indexes.get(key, {})
+        return (not any(index.differ for index in indexed.values())
+                and not diff.changed_fields(key[0], desired, actual, skip=indexed.keys()))
 
     def _deferred_shared_delete(self, key: ObjKey) -> bool:
         return key in self._deferred and key[0] in SHARED_TYPES and self._desired(key) is None
@@ -580,23 +634,62 @@ class Reconciler:
         return keys
 
     def _set_actual(self, key: ObjKey, body: Optional[Dict[str, Any]], written: bool = True) -> None:
+        """What the config API holds of `key` now (None: nothing); `written` by us, not listed."""
+        indexed = self._indexes.get(key, {})
         old = self._actual(key)
         if old is not None:
-            for target in diff.all_targets(key[0], old):
+            for target in diff.all_targets(key[0], old, skip=indexed.keys()):
                 _unlink(self._referrers, target, key)
-        if key == self.aps_key:
-            self._aps_policies = {t for t, _ in diff.refs(key[0], body or {}, "firewall_policy_refs")}
         objects = self.db.actual.setdefault(key[0], {})
         if body is None:
             objects.pop(key[1], None)
+            for index in indexed.values():
+                index.load_actual(())
         else:
+            if indexed:  # the indexes own those lists from now on (`_ref_moved` keeps them true)
+                body = {**body, **{name: index.load_actual(body.get(name)) for name, index in indexed.items()}}
             objects[key[1]] = body
-            for target in diff.all_targets(key[0], body):
+            for target in diff.all_targets(key[0], body, skip=indexed.keys()):
                 self._referrers.setdefault(target, set()).add(key)
+        self._changed(key, written)
+
+    def _ref_moved(self, key: ObjKey, change: diff.RefChange) -> None:
+        """One `ref-update` done: the actual body follows, in O(1) for an indexed list."""
+        index = self._indexes.get(key, {}).get(change.ref_field)
+        if index is None:
+            actual = self._actual(key) or {}
+            refs = [ref for ref in actual.get(change.ref_field) or []
+                    if not (isinstance(ref, dict) and tuple(ref.get("to") or ()) == change.target[1])]
+            if change.operation == "ADD":
+                refs.append({"to": list(change.target[1]), "attr": change.attr})
+            self._set_actual(key, {**actual, change.ref_field: refs})
+            return
+        if change.operation == "ADD":
+            index.hold(change.target, change.attr)
+        else:
+            index.release(change.target)
+        self._changed(key, written=True)
+
+    def _changed(self, key: ObjKey, written: bool) -> None:
         if written:
             self._seq += 1
             self._written_at[key] = self._seq
         self._notify(key)
+
+    def _load_desired_indexes(self) -> None:
+        for key, indexed in self._indexes.items():
+            desired = self._desired(key) or {}
+            for name, index in indexed.items():
+                index.load_desired(desired.get(name))
+
+    def _check_desired_index(self, key: ObjKey, indexed: Mapping[str, RefListIndex]) -> None:
+        """A cheap guard against a per-ref change report that missed something: the indexed
+        desired refs must be as many as the desired body lists; if not, reload them whole."""
+        desired = self._desired(key) or {}
+        for name, index in indexed.items():
+            if not index.desired_count_is(len(desired.get(name) or ())):
+                log.warning("desired ref index out of step, reloaded", extra=kv(key=describe(key), field=name))
+                index.load_desired(desired.get(name))
 
     def _managed_tag(self, tag: str) -> bool:
         """Tags a pod's VMI may lose: ours, or wanted by us (another cluster's are left alone)."""

@@ -10,7 +10,9 @@ is what lets one failing object wait without holding back unrelated ones:
 - an object is deleted only once nothing of ours refers to it any more (the reverse order);
 - a ref list (`firewall_rule_refs`, `firewall_policy_refs`) may be written partially: while a target
   is still being written the holder waits, but a target that *failed* is left out for now, so that one
-  broken rule cannot keep every other NetworkPolicy out of the APS;
+  broken rule cannot keep every other NetworkPolicy out of the APS; a long list changed by a few refs
+  is written one `ref-update` per ref, and the two lists that refer to every NetworkPolicy are
+  planned from an index of their differences (`reflists`), never scanned whole per event;
 - make before break beyond plain existence (SPEC section 7: deny rules only after the policy they
   protect is in force; ref removals only after the deny rules are gone) is the View's `gate_add` and
   `gate_remove`, because only the reconciler knows which objects play which part.
@@ -25,17 +27,22 @@ import enum
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import AbstractSet, Any, Dict, Iterator, List, Mapping, Optional, Protocol, Set, Tuple
+from typing import (TYPE_CHECKING, AbstractSet, Any, Callable, Dict, Iterator, List, Mapping, Optional, Protocol,
+                    Set, Tuple)
 
 from vnc_client.schema import RESOURCE_TYPES
+
+if TYPE_CHECKING:
+    from .reflists import RefListIndex
 
 FqName = Tuple[str, ...]
 ObjKey = Tuple[str, FqName]  # (resource type, fq_name)
 
 # Ref lists that may be written in part (see the module docstring); every other ref is all or nothing.
 PARTIAL_REF_FIELDS = frozenset({"firewall_rule_refs", "firewall_policy_refs"})
-# A ref list longer than this changed by one ref is updated with one `ref-update` instead of a PUT of
-# the whole list (the APS and `<cluster>-denyall` refer to every NetworkPolicy: SPEC 5, one ref change).
+# A ref list longer than this changed by at most this many refs is updated with one `ref-update` per
+# ref instead of a PUT of the whole list (the APS and `<cluster>-denyall` refer to every NetworkPolicy:
+# SPEC 5, one ref change per policy).
 LONG_REF_LIST = 16
 # Fields that name the object rather than describe it: never sent in an update.
 IDENTITY_FIELDS = frozenset({"fq_name", "parent_type", "uuid", "parent_uuid"})
@@ -75,7 +82,7 @@ class Step:
 
     `action` is `none`, `create`, `update`, `delete` or `wait`. `body` is the full body to create or
     the changed fields to update; `ref_change`, when set, says that update is one ref moved in a long
-    ref list, to send as one `ref-update`. `complete` says whether the object equals its desired state once
+    ref list, to send as one `ref-update` (`body` is then empty; more moves may follow). `complete` says whether the object equals its desired state once
     this step is done; when it is not, `pending` (being written: wait) and `blocked` (failed: retry
     later) name the objects it still depends on.
     """
@@ -134,9 +141,9 @@ def endpoint_targets(body: Mapping[str, Any]) -> List[ObjKey]:
     return targets
 
 
-def all_targets(obj_type: str, body: Mapping[str, Any]) -> List[ObjKey]:
-    """Every object `body` refers to: ref lists and rule endpoints."""
-    targets = [key for name in ref_fields(body) for key, _attr in refs(obj_type, body, name)]
+def all_targets(obj_type: str, body: Mapping[str, Any], skip: AbstractSet[str] = frozenset()) -> List[ObjKey]:
+    """Every object `body` refers to: ref lists (but those in `skip`) and rule endpoints."""
+    targets = [key for name in ref_fields(body) if name not in skip for key, _attr in refs(obj_type, body, name)]
     if obj_type == "firewall-rule":
         targets.extend(endpoint_targets(body))
     return targets
@@ -167,7 +174,7 @@ def same(desired: Any, actual: Any) -> bool:
     return desired == actual
 
 
-def _attr_key(attr: Any) -> Any:
+def attr_key(attr: Any) -> Any:
     """A hashable, order-free form of a ref's attr (`{"sequence": "1.0"}` -> `(("sequence", "1.0"),)`);
     null, {} and a dict of nulls are all None."""
     if isinstance(attr, dict):
@@ -188,7 +195,7 @@ def _attr_key(attr: Any) -> Any:
 
 def same_refs(obj_type: str, ref_field: str, desired: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
     def canon(body: Mapping[str, Any]) -> Counter:
-        return Counter((key, _attr_key(attr)) for key, attr in refs(obj_type, body, ref_field))
+        return Counter((key, attr_key(attr)) for key, attr in refs(obj_type, body, ref_field))
     return canon(desired) == canon(actual)
 
 
@@ -225,13 +232,17 @@ def matches(obj_type: str, desired: Mapping[str, Any], actual: Optional[Mapping[
 
 
 def plan(key: ObjKey, desired: Optional[Mapping[str, Any]], actual: Optional[Mapping[str, Any]],
-         view: View) -> Step:
-    """The next step that brings the object `key` closer to `desired` without breaking anything."""
+         view: View, indexed: Optional[Mapping[str, "RefListIndex"]] = None) -> Step:
+    """The next step that brings the object `key` closer to `desired` without breaking anything.
+
+    `indexed` maps the ref fields of `key` that have a `RefListIndex` (the APS and
+    `<cluster>-denyall`) to it: those lists are planned from the targets where desired and actual
+    differ, never scanned whole unless they are written whole."""
     if desired is None:
         if actual is None:
             return Step("none")
         return _plan_delete(key, actual, view)
-    return _plan_write(key, desired, actual, view)
+    return _plan_write(key, desired, actual, view, indexed or {})
 
 
 def _sort_waits(step: Step, waiter: ObjKey, keys: List[ObjKey], view: View) -> None:
@@ -252,7 +263,7 @@ def _plan_delete(key: ObjKey, actual: Mapping[str, Any], view: View) -> Step:
 
 
 def _plan_write(key: ObjKey, desired: Mapping[str, Any], actual: Optional[Mapping[str, Any]],
-                view: View) -> Step:
+                view: View, indexed: Mapping[str, "RefListIndex"]) -> Step:
     obj_type = key[0]
     body: Dict[str, Any] = dict(desired)
     waits: List[ObjKey] = []          # all-or-nothing dependencies
@@ -260,9 +271,10 @@ def _plan_write(key: ObjKey, desired: Mapping[str, Any], actual: Optional[Mappin
     lists: Dict[str, _RefListPlan] = {}
 
     for name in list(ref_fields(desired)):
-        if name in PARTIAL_REF_FIELDS:
+        if name in indexed:
+            lists[name] = _next_indexed_list(key, name, indexed[name], desired, view, partial)
+        elif name in PARTIAL_REF_FIELDS:
             lists[name] = _next_ref_list(key, name, desired, actual, view, partial)
-            body[name] = lists[name].refs
         else:
             waits.extend(t for t, _attr in refs(obj_type, desired, name) if not view.present(t))
     if obj_type == "firewall-rule":
@@ -277,35 +289,41 @@ def _plan_write(key: ObjKey, desired: Mapping[str, Any], actual: Optional[Mappin
     if actual is None:
         step.action = "create"
         step.body = body
+        body.update((name, plan_.refs) for name, plan_ in lists.items())
         return step
     step.uuid = actual.get("uuid")
     step.body = changed_fields(obj_type, body, actual, skip=lists.keys())
-    step.body.update((name, plan_.refs) for name, plan_ in lists.items() if plan_.moved)
+    moving = [plan_ for plan_ in lists.values() if plan_.moves]
+    if not step.body and len(moving) == 1 and moving[0].one_at_a_time():
+        step.action = "update"
+        step.ref_change = moving[0].moves[0]
+        return step
+    step.body.update((plan_.name, plan_.refs) for plan_ in moving)
     step.action = "update" if step.body else "none"
-    if len(step.body) == 1:
-        (name,) = step.body
-        if name in lists:
-            step.ref_change = lists[name].single_change()
     return step
 
 
 @dataclass
 class _RefListPlan:
-    """One partial ref list planned: what to write, and which targets that moves."""
+    """One partial ref list planned: the refs that move now, and the whole list to write (built
+    only when it is written whole: at a create, or with more than a few moves)."""
 
     name: str
-    refs: List[Dict[str, Any]]
-    moved: Set[ObjKey]               # added, dropped, or attr changed against the actual list
-    attrs: Dict[ObjKey, Any]         # the attr of each target in `refs`
+    moves: List[RefChange]           # additions and attr changes first, then deletions
     long: bool                       # more than LONG_REF_LIST refs before or after
+    build: Callable[[], List[Dict[str, Any]]]
+    _refs: Optional[List[Dict[str, Any]]] = None
 
-    def single_change(self) -> Optional[RefChange]:
-        if not self.long or len(self.moved) != 1:
-            return None
-        (target,) = self.moved
-        if target not in self.attrs:
-            return RefChange(self.name, "DELETE", target)
-        return RefChange(self.name, "ADD", target, self.attrs[target])
+    @property
+    def refs(self) -> List[Dict[str, Any]]:
+        if self._refs is None:
+            self._refs = self.build()
+        return self._refs
+
+    def one_at_a_time(self) -> bool:
+        """Send the moves as `ref-update`s: a long list changed by a few refs (SPEC 5: one ref
+        change per policy); a short list, or many moves, is one PUT of the whole list."""
+        return self.long and 0 < len(self.moves) <= LONG_REF_LIST
 
 
 def _next_ref_list(key: ObjKey, name: str, desired: Mapping[str, Any], actual: Optional[Mapping[str, Any]],
@@ -316,19 +334,17 @@ def _next_ref_list(key: ObjKey, name: str, desired: Mapping[str, Any], actual: O
     held = {target: attr for target, attr in refs(obj_type, actual or {}, name)}
     wanted = refs(obj_type, desired, name)
     result: List[Dict[str, Any]] = []
-    attrs: Dict[ObjKey, Any] = {}
-    moved: Set[ObjKey] = set()
+    moves: List[RefChange] = []
     for target, attr in wanted:
         if target in held:
-            if attr != held[target] and _attr_key(attr) != _attr_key(held[target]):
-                moved.add(target)
+            if attr != held[target] and attr_key(attr) != attr_key(held[target]):
+                moves.append(RefChange(name, "ADD", target, attr))
         else:
             blocker = target if not view.present(target) else view.gate_add(key, name, target)
             if blocker is not None:
                 _sort_waits(partial, key, [blocker], view)
                 continue
-            moved.add(target)
-        attrs[target] = attr
+            moves.append(RefChange(name, "ADD", target, attr))
         result.append({"to": list(target[1]), "attr": attr})
     wanted_targets = {target for target, _attr in wanted}
     dropped = [(t, a) for t, a in held.items() if t not in wanted_targets]
@@ -336,9 +352,43 @@ def _next_ref_list(key: ObjKey, name: str, desired: Mapping[str, Any], actual: O
         blocker = view.gate_remove(key, name)
         if blocker is not None:
             _sort_waits(partial, key, [blocker], view)
-            for t, a in dropped:
-                attrs[t] = a
-                result.append({"to": list(t[1]), "attr": a})
+            result.extend({"to": list(t[1]), "attr": a} for t, a in dropped)
         else:
-            moved.update(t for t, _a in dropped)
-    return _RefListPlan(name, result, moved, attrs, max(len(held), len(result)) > LONG_REF_LIST)
+            moves.extend(RefChange(name, "DELETE", t) for t, _a in dropped)
+    return _RefListPlan(name, moves, max(len(held), len(result)) > LONG_REF_LIST, lambda: result)
+
+
+def _next_indexed_list(key: ObjKey, name: str, index: "RefListIndex", desired: Mapping[str, Any],
+                       view: View, partial: Step) -> _RefListPlan:
+    """`_next_ref_list` for a list with an index: the same decisions, taken only for the targets
+    where desired and actual differ (every other ref is kept as it is)."""
+    moves: List[RefChange] = []
+    held_back: Set[ObjKey] = set()
+    dropped: List[ObjKey] = []
+    for target in sorted(index.differ):
+        if target not in index.desired:
+            dropped.append(target)
+            continue
+        attr = index.desired[target]
+        if target not in index.actual:
+            blocker = target if not view.present(target) else view.gate_add(key, name, target)
+            if blocker is not None:
+                _sort_waits(partial, key, [blocker], view)
+                held_back.add(target)
+                continue
+        moves.append(RefChange(name, "ADD", target, attr))
+    kept: List[ObjKey] = []
+    if dropped:
+        blocker = view.gate_remove(key, name)
+        if blocker is not None:
+            _sort_waits(partial, key, [blocker], view)
+            kept = dropped
+        else:
+            moves.extend(RefChange(name, "DELETE", target) for target in dropped)
+
+    def build() -> List[Dict[str, Any]]:
+        result = [{"to": list(target[1]), "attr": attr} for target, attr in refs(key[0], desired, name)
+                  if target not in held_back]
+        result.extend({"to": list(target[1]), "attr": index.actual[target]} for target in kept)
+        return result
+    return _RefListPlan(name, moves, len(index) > LONG_REF_LIST, build)
