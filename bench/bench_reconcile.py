@@ -23,6 +23,7 @@ from gevent import monkey
 monkey.patch_all()
 
 import argparse  # noqa: E402 - after monkey-patching, on purpose
+import gc  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
@@ -165,6 +166,8 @@ def run(cluster: Cluster, concurrency: int, latency: float, events: int,
         started = time.perf_counter()
         feed(cache, cluster)
         translate_s = time.perf_counter() - started
+        gc.collect()  # as the daemon does after its initial lists
+        gc.freeze()
         count = RequestCount()
         client = VncClient(url, concurrency=concurrency, observer=count)
         reconciler = Reconciler(client, db, Marks("k8s", "k8s"), Settings(concurrency=concurrency),

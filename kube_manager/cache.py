@@ -8,6 +8,12 @@ hears about real differences. `db.desired` is the translator's live desired stat
 
 It also answers the one question the reconciler cannot answer from bodies alone: which
 NetworkPolicy's firewall policy a deny rule of `<cluster>-denyall` protects (make before break).
+
+Cost: one event costs in proportion to what it changed. Records are refreshed from the change
+report after one translator flush per event (never a flush per object read), and `db.errors` is
+read again only when some error may have come or gone (a NetworkPolicy whose errors changed, a
+rejected pod, a namespace event). The initial lists are applied in bulk: every held event goes into
+the translator first, then one flush renders each NetworkPolicy once.
 """
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ ObjKey = Tuple[str, FqName]
 
 
 _ORDER = (NAMESPACES.name, PODS.name, NETWORK_POLICIES.name)
+POD_KIND = "Pod"  # the `kind` of a pod's translation errors
 
 
 class ChangeSink(Protocol):
@@ -69,6 +76,10 @@ class KubeCache:
         self._deny_rules_of: Dict[Key, Tuple[FqName, ...]] = {}  # NetworkPolicy -> its deny rules
         self._tags_of: Dict[FqName, Tuple[str, ...]] = {}        # firewall policy -> tags it uses
         self._policy_of: Dict[Key, FqName] = {}                  # NetworkPolicy -> its firewall policy
+        self._touched: Set[Key] = set()        # NetworkPolicies upserted or deleted since the last flush
+        self._pods_touched: Set[Key] = set()   # pods upserted since the last flush
+        self._rejected_pods: Set[Key] = set()  # as of the last read of the errors
+        self._errors_stale = False             # some error may have come or gone since
         db.desired = translator.desired()  # type: ignore[assignment]  # live, read-only view
 
     # --- events ------------------------------------------------------------------------------
@@ -115,15 +126,24 @@ class KubeCache:
     def flush(self) -> Changes:
         """Take the translator's change report, update the records, tell the sink."""
         changes = self.translator.pop_changes()
-        if not changes:
-            return changes
+        touched, self._touched = self._touched, set()
+        pods_touched, self._pods_touched = self._pods_touched, set()
         for key in changes.pods:
             record = self.db.pods.get(key)
             if record is not None:
-                record.tags = list(self.translator.pod_tags(*key) or ())
-        for key in changes.policies:
+                tags = self.translator.pod_tags(*key)
+                self._errors_stale |= tags is None  # known, yet without tags: rejected
+                record.tags = list(tags or ())
+        for key in pods_touched.difference(changes.pods):  # same tags as before, or still rejected
+            self._errors_stale |= key in self.db.pods and self.translator.pod_tags(*key) is None
+        for key in touched.union(changes.policies):
             self._refresh_policy(key)
-        self.db.errors = self.translator.errors()
+        if self._errors_stale:
+            self._errors_stale = False
+            self.db.errors = self.translator.errors()
+            self._rejected_pods = {(e["namespace"], e["name"]) for e in self.db.errors if e["kind"] == POD_KIND}
+        if not changes:
+            return changes
         if self.sink is not None:
             self.sink.refs_changed(changes.ref_changes)
             self.sink.objects_changed(changes.added + changes.changed + changes.removed)
@@ -160,6 +180,7 @@ class KubeCache:
     # --- per kind ----------------------------------------------------------------------------
 
     def _namespace(self, obj: Dict[str, Any], deleted: bool) -> None:
+        self._errors_stale = True  # rare: a namespace created, relabelled or deleted
         meta = _meta(obj)
         name = str(meta.get("name") or "")
         if deleted:
@@ -171,6 +192,7 @@ class KubeCache:
 
     def _pod(self, obj: Dict[str, Any], deleted: bool) -> None:
         key = _key(obj)
+        self._errors_stale |= key in self._rejected_pods  # fixed or deleted
         if deleted:
             self.db.pods.pop(key, None)
             self.translator.delete_pod(*key)
@@ -179,19 +201,24 @@ class KubeCache:
         record = self.db.pods.get(key)
         uid = str(meta.get("uid") or "")
         if record is None or record.uid != uid:
-            record = PodRecord(uid, key[0], key[1])
+            # A re-created pod keeps the tags of its name until the flush says otherwise: they
+            # follow from labels and namespace, and the change report names only tags that moved.
+            tags = record.tags if record is not None else []
+            record = PodRecord(uid, key[0], key[1], tags=tags)
             self.db.pods[key] = record
         record.ip = (obj.get("status") or {}).get("podIP")
         record.labels = dict(meta.get("labels") or {})
         record.manifest = obj
         self.translator.upsert_pod(obj)
-        record.tags = list(self.translator.pod_tags(*key) or ())
+        self._pods_touched.add(key)
 
     def _policy(self, obj: Dict[str, Any], deleted: bool) -> None:
         key = _key(obj)
+        self._touched.add(key)
         if deleted:
             record = self.db.network_policies.pop(key, None)
             self.translator.delete_policy(*key)
+            self._errors_stale |= record is not None and bool(record.errors)
             if record is not None:
                 log.info("NetworkPolicy deleted", extra=kv(namespace=key[0], name=key[1]))
             return
@@ -204,9 +231,9 @@ class KubeCache:
         record.spec = spec if isinstance(spec, dict) else {}
         record.manifest = obj
         self.translator.upsert_policy(obj)
-        self._refresh_policy(key)
 
     def _refresh_policy(self, key: Key) -> None:
+        """Bring the maps and the record of one NetworkPolicy up to date (after a flush)."""
         objects = self.translator.policy_objects(*key)
         for rule in self._deny_rules_of.pop(key, ()):
             self._deny_owner.pop(rule, None)
@@ -220,7 +247,9 @@ class KubeCache:
         record = self.db.network_policies.get(key)
         if record is None:
             return
-        record.errors = list(self.translator.policy_errors(*key))  # the translator logs them
+        errors = list(self.translator.policy_errors(*key))  # the translator logs them
+        self._errors_stale |= errors != record.errors
+        record.errors = errors
         if objects is None:
             record.firewall_policy, record.rules = [], []
             record.state = REJECTED

@@ -16,6 +16,7 @@ network libraries were imported (`cmd_run` does), so that the watchers' blocking
 """
 from __future__ import annotations
 
+import gc
 import logging
 import signal
 import time
@@ -202,6 +203,10 @@ class Daemon:
             if self._lists_done.wait(timeout=0.5):
                 log.info("initial lists done", extra=kv(namespaces=len(self.db.namespaces), pods=len(self.db.pods),
                                                         network_policies=len(self.db.network_policies)))
+                # The cluster's state lives as long as the process: out of the collector's view, a
+                # collection during an event no longer walks millions of long-lived objects.
+                gc.collect()
+                gc.freeze()
                 return True
         return False
 

@@ -115,3 +115,77 @@ def test_policy_states_come_from_the_states_of_their_objects():
     states[("firewall-policy", (PM, "k8s-a-np"))] = RETRYING
     cache.refresh_states(Source())
     assert db.network_policies[("a", "np")].state == RETRYING
+
+
+class Recorder:
+    """The translator with a log of the calls made to it (names only)."""
+
+    def __init__(self, translator: ClusterTranslator) -> None:
+        self._translator = translator
+        self.calls: List[str] = []
+
+    def __getattr__(self, name):
+        attr = getattr(self._translator, name)
+        if not callable(attr):
+            return attr
+
+        def recorded(*args, **kwargs):
+            self.calls.append(name)
+            return attr(*args, **kwargs)
+        return recorded
+
+
+def test_the_initial_lists_are_translated_in_one_flush_then_read_once_each():
+    db, sink = Database(), Sink()
+    recorder = Recorder(ClusterTranslator("k8s", "k8s"))
+    cache = KubeCache(db, recorder, sink)  # type: ignore[arg-type]
+    cache.on_event("namespaces", "ADDED", namespace("a"))
+    for i in range(5):
+        cache.on_event("pods", "ADDED", pod("a", f"web-{i}", f"10.0.0.{i + 1}", app="web"))
+        cache.on_event("networkpolicies", "ADDED", policy("a", f"np-{i}", allow_from("client", "web", 80 + i)))
+    recorder.calls.clear()
+    listed(cache)
+    first_read = recorder.calls.index("pop_changes")
+    assert set(recorder.calls[:first_read]) == {"upsert_namespace", "upsert_pod", "upsert_policy"}
+    assert recorder.calls.count("pop_changes") == 1 and recorder.calls.count("errors") == 1
+    assert recorder.calls[first_read:].count("policy_objects") == 5
+    assert all(db.network_policies[("a", f"np-{i}")].rules for i in range(5))
+    assert all("app=web" in db.pods[("a", f"web-{i}")].tags for i in range(5))
+    # from then on, the errors are read again only when some may have come or gone
+    recorder.calls.clear()
+    cache.on_event("pods", "MODIFIED", pod("a", "web-0", "10.0.0.1", app="client"))
+    cache.on_event("networkpolicies", "ADDED", policy("a", "np-9", allow_from("client", "web", 99)))
+    cache.on_event("networkpolicies", "DELETED", policy("a", "np-1", {}))
+    assert "errors" not in recorder.calls
+    cache.on_event("networkpolicies", "ADDED", policy("a", "bad", {"podSelector": {"matchLabels": {"x": "y"}},
+                                                                   "ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0/33"}}]}]}))
+    assert recorder.calls.count("errors") == 1
+    assert db.errors == cache.translator.errors() and any(e["name"] == "bad" for e in db.errors)
+
+
+def test_rejected_pods_are_listed_until_fixed_or_deleted():
+    db, sink, cache = make()
+    listed(cache)
+    cache.on_event("pods", "ADDED", pod("a", "web", "10.0.0.300", app="web"))
+    assert [(e["kind"], e["name"]) for e in db.errors] == [("Pod", "web")]
+    cache.on_event("pods", "MODIFIED", pod("a", "web", "10.0.0.3", app="web"))
+    assert db.errors == [] and "app=web" not in db.pods[("a", "web")].tags
+    cache.on_event("pods", "ADDED", pod("a", "other", "not-an-ip"))
+    cache.on_event("networkpolicies", "ADDED", policy("a", "bad", {
+        "podSelector": {"matchExpressions": [{"key": "k", "operator": "Sometimes"}]}}))
+    assert db.errors == cache.translator.errors() and len(db.errors) == 2
+    cache.on_event("pods", "DELETED", pod("a", "other", "not-an-ip"))
+    cache.on_event("networkpolicies", "DELETED", policy("a", "bad", {}))
+    assert db.errors == []
+
+
+def test_a_recreated_pod_keeps_its_tags_when_they_do_not_change():
+    db, sink, cache = make()
+    listed(cache)
+    cache.on_event("networkpolicies", "ADDED", policy("a", "np", allow_from("client", "web")))
+    cache.on_event("pods", "ADDED", pod("a", "web", "10.0.0.1", app="web"))
+    tags = list(db.pods[("a", "web")].tags)
+    recreated = pod("a", "web", "10.0.0.2", app="web")
+    recreated["metadata"]["uid"] = "another-uid"
+    cache.on_event("pods", "MODIFIED", recreated)
+    assert db.pods[("a", "web")].uid == "another-uid" and db.pods[("a", "web")].tags == tags
