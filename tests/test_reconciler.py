@@ -407,3 +407,23 @@ def test_renames_in_long_ref_lists_converge_one_ref_at_a_time(setup):
     assert aps and all(w.op == "ref-update" for w in aps)
     s.cluster.remove(policy("b-web", "db", {}))
     s.converge()
+
+
+def test_a_name_taken_in_the_listing_costs_no_request_at_each_resync(setup):
+    api = InProcessApi()
+    taken = ("default-policy-management", "k8s-a-egress")
+    api.api.create("firewall-policy", {"fq_name": list(taken), "parent_type": "policy-management"})
+    calls: List[Tuple[str, Tuple[str, ...]]] = []
+    api.fault = lambda op, obj_type, fq: calls.append((op, fq))
+    s = setup(api=api).start()
+    wait_for(lambda: ("firewall-policy", taken) in s.rec.conflicts, what="the conflict")
+    wait_for(lambda: s.rec.queue.is_idle(), what="the rest written")
+    s.rec.resync()
+    wait_for(lambda: s.rec.queue.is_idle(), what="the resync's work")
+    assert ("create", taken) not in calls and [op for op, _fq in calls if op == "read"] == []
+    assert s.rec.state_of(("firewall-policy", taken)) == "retrying"
+    # deleted by its owner: the next resync creates ours
+    api.api.delete("firewall-policy", api.api.lookup("firewall-policy", list(taken)).uuid)
+    s.rec.resync()
+    s.converge()
+    assert ("firewall-policy", taken) not in s.rec.conflicts

@@ -13,7 +13,8 @@ How a key is handled (one worker per key at a time, see `workqueue` and `executo
   A waiting object treats an ACTIVE dependency as "wait" and a BLOCKED one as "do without for now".
 - Create conflict (409): read the object; ours -> adopt and update it; a shared object (tag, address
   group) of another owner -> use it as it is; any other object of another owner under our name -> a
-  conflict, reported and left alone until the next resync.
+  conflict, reported and left alone until the next resync. An object of another owner that the
+  listing already saw under our name is that conflict at once, without a create that would fail.
 - Delete: 404 is success; 409 (someone else still refers to it) is left for the next resync.
 - 5xx, connection errors and anything unexpected: the key backs off, the others keep going.
 
@@ -422,6 +423,9 @@ class Reconciler:
         obj_type, fq_name = key
         name = ":".join(fq_name)
         if step.action == "create":
+            taken = self._others.get(obj_type, {}).get(fq_name)
+            if taken is not None:  # the listing saw it: a create would only meet a 409
+                return self._conflict(key, taken)
             try:
                 created = self.client.create(obj_type, step.body)
             except Conflict:
@@ -506,8 +510,15 @@ class Reconciler:
             self._others.setdefault(obj_type, {})[fq_name] = existing
             self._notify(key)
             return True
-        self.conflicts[key] = Conflicting(key, self.marks.describe(existing))
-        self._defer(key, f"name taken by an object that is not ours ({self.marks.describe(existing)})")
+        self._others.setdefault(obj_type, {})[fq_name] = existing
+        return self._conflict(key, existing)
+
+    def _conflict(self, key: ObjKey, existing: Mapping[str, Any]) -> bool:
+        """An object of another owner holds one of our names: reported, left alone until a resync
+        lists it gone. Always False (the key is deferred)."""
+        owner = self.marks.describe(existing)
+        self.conflicts[key] = Conflicting(key, owner)
+        self._defer(key, f"name taken by an object that is not ours ({owner})")
         return False
 
     def _defer(self, key: ObjKey, reason: str) -> None:
