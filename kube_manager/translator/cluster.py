@@ -557,8 +557,8 @@ class ClusterTranslator:
             changed |= self._put_all(FIREWALL_RULE, [(fq_name, body) for fq_name, body, _ in new.deny_rules])
             for fq_name, body, sequence in new.deny_rules:
                 self._deny_refs.set(fq_name, sequence, body["fq_name"])
+            changed |= self._put_all(FIREWALL_POLICY, (new.policy,))
             fq_name, body = new.policy
-            changed |= self._put(FIREWALL_POLICY, fq_name, body)
             self._aps_refs.set(fq_name, new.aps_sequence, body["fq_name"])
         if old is not None:
             kept = set() if new is None else {fq_name for fq_name, _ in new.rules}.union(

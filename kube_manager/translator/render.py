@@ -32,7 +32,8 @@ POD_LABEL, NAMESPACE_LABEL = "pod", "namespace"
 ENDPOINT_CACHE_LIMIT = 65536
 PLAN_CACHE_LIMIT = 16384
 _NO_GROUPS: Mapping[FqName, IpBlock] = MappingProxyType({})  # shared by renderings without ipBlocks
-# (endpoint body, the tags it references with their origins, the pod set it was made for)
+# (endpoint body, the tags it references with their origins, the scope whose selectors' identities
+# key it: held, so that those identities cannot be reused while the entry exists)
 _Endpoint = Tuple[Body, Tuple[Tuple[str, TagOrigin], ...], PodScope]
 
 
@@ -136,22 +137,23 @@ class PolicyRenderer:
         key = (scope_namespace, id(scope.namespace_selector), id(scope.pod_selector))
         found = self._endpoints.get(key)
         if found is None:
-            found = self._endpoint(scope.bound(namespace))
+            found = self._endpoint(scope, scope_namespace)
             if len(self._endpoints) >= ENDPOINT_CACHE_LIMIT:
                 self._endpoints.clear()
             self._endpoints[key] = found
         work.tags.update(found[1])
         return found[0]
 
-    def _endpoint(self, scope: PodScope) -> "_Endpoint":
+    def _endpoint(self, scope: PodScope, namespace: Optional[str]) -> "_Endpoint":
+        """The endpoint of `scope` with its UNBOUND namespace read as `namespace`."""
         if not scope.is_simple:
-            definition = SelectorDef(scope)
+            definition = SelectorDef(scope if namespace is None else scope.bound(namespace))
             tag = self.selector_tag(definition)
             return {"tags": [tag]}, ((tag, definition),), scope
         tags = {self.application_tag}
         origins: List[Tuple[str, TagOrigin]] = []
-        if scope.namespace is not None:
-            tags.add(namespace_tag(scope.namespace))
+        if namespace is not None:
+            tags.add(namespace_tag(namespace))
         elif scope.namespace_selector is not None:
             for key, value in scope.namespace_selector.simple_labels:
                 origins.append((self.namespace_label_tag(key, value), (NAMESPACE_LABEL, key, value)))

@@ -55,7 +55,7 @@ class LabelSelector:
     def is_empty(self) -> bool:
         return not self.match_labels and not self.expressions
 
-    @property
+    @cached_property
     def is_simple(self) -> bool:
         return all(r.operator == IN and len(r.values) == 1 for r in self.expressions)
 
