@@ -325,7 +325,8 @@ PODS = ListPage(
     "Kubernetes",
     (("synced", "its VMIs carry exactly these tags"), ("pending", "not tagged yet"),
      ("retrying", "tagging failed; retried with backoff"),
-     ("no-vm", "its virtual machine or VMIs do not exist yet (CNI not done)")),
+     ("no-vm", "its virtual machine or VMIs do not exist yet (CNI not done)"),
+     ("host-network", "on its node's network (spec.hostNetwork): no VMI of its own, never tagged")),
     count=lambda s: len(s.db.pods))
 
 NAMESPACES = ListPage(

@@ -25,6 +25,7 @@ from kube_manager.db import (PENDING, REJECTED, RETRYING, SYNCED, Database, FqNa
 from kube_manager.kube.resources import NAMESPACES, NETWORK_POLICIES, PODS
 from kube_manager.kube.watcher import ADDED, DELETED, LISTED, MODIFIED, RELISTED
 from kube_manager.logging_setup import kv
+from kube_manager.reconciler.pods import HOST_NETWORK
 from kube_manager.translator import Changes, ClusterTranslator, RefChange
 
 log = logging.getLogger(__name__)
@@ -133,7 +134,7 @@ class KubeCache:
             if record is not None:
                 tags = self.translator.pod_tags(*key)
                 self._errors_stale |= tags is None  # known, yet without tags: rejected
-                record.tags = list(tags or ())
+                record.tags = list(tags or ()) if record.vmi_state != HOST_NETWORK else []
         for key in pods_touched.difference(changes.pods):  # same tags as before, or still rejected
             self._errors_stale |= key in self.db.pods and self.translator.pod_tags(*key) is None
         for key in touched.union(changes.policies):
@@ -206,6 +207,8 @@ class KubeCache:
             tags = record.tags if record is not None else []
             record = PodRecord(uid, key[0], key[1], tags=tags)
             self.db.pods[key] = record
+        if (obj.get("spec") or {}).get("hostNetwork") is True:
+            record.vmi_state, record.tags = HOST_NETWORK, []  # no interface of its own: never tagged
         record.ip = (obj.get("status") or {}).get("podIP")
         record.labels = dict(meta.get("labels") or {})
         record.manifest = obj

@@ -427,3 +427,36 @@ def test_a_name_taken_in_the_listing_costs_no_request_at_each_resync(setup):
     s.rec.resync()
     s.converge()
     assert ("firewall-policy", taken) not in s.rec.conflicts
+
+
+def test_a_host_network_pod_is_left_alone_and_does_not_hold_convergence(setup):
+    from kube_manager.reconciler.pods import HOST_NETWORK
+    agent = pod("a", "node-agent", "192.168.0.10", app="web")
+    agent["spec"]["hostNetwork"] = True
+    s = setup(vmis=False)
+    for manifest in PODS:
+        s.api.add_pod_vmi(manifest["metadata"]["uid"], manifest["metadata"]["name"])
+    reads: List[str] = []
+    s.api.fault = lambda op, obj_type, fq: reads.append(obj_type) if op == "read" else None
+    s.cluster.apply(agent)
+    s.start()
+    wait_for(s.rec.converged, what="convergence without the host-network pod's VM")
+    record = s.cluster.db.pods[("a", "node-agent")]
+    assert record.vmi_state == HOST_NETWORK and record.tags == [] and reads == []
+    s.cluster.apply(pod("a", "node-agent", "192.168.0.10", app="client") | {"spec": agent["spec"]})
+    s.rec.resync()
+    wait_for(s.rec.converged, what="convergence after a relabel and a resync")
+    assert record.vmi_state == HOST_NETWORK and reads == []
+
+
+def test_host_network_is_kept_by_the_watcher_and_marks_the_pod():
+    from kube_manager.kube.watcher import trim_pod
+    from kube_manager.reconciler.pods import HOST_NETWORK
+    manifest = pod("a", "agent", "192.168.0.10", app="web")
+    manifest["spec"]["hostNetwork"] = True
+    assert trim_pod(manifest)["spec"]["hostNetwork"] is True
+    assert "hostNetwork" not in trim_pod(WEB)["spec"]
+    cluster = Cluster()
+    cluster.apply(trim_pod(manifest), trim_pod(WEB))
+    assert cluster.db.pods[("a", "agent")].vmi_state == HOST_NETWORK
+    assert cluster.db.pods[("a", "web")].vmi_state != HOST_NETWORK

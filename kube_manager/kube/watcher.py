@@ -120,14 +120,18 @@ def trim_namespace(obj: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def trim_pod(obj: Dict[str, Any]) -> Dict[str, Any]:
-    """metadata, `spec.containers[].name/ports` (named ports) and `status.podIP`."""
+    """metadata, `spec.containers[].name/ports` (named ports), `spec.hostNetwork` when true (such a
+    pod has no interface of its own to tag) and `status.podIP`."""
+    spec = obj.get("spec") or {}
     containers = []
-    for container in (obj.get("spec") or {}).get("containers") or []:
+    for container in spec.get("containers") or []:
         if isinstance(container, dict):
             containers.append({key: container[key] for key in ("name", "ports")
                                if container.get(key) is not None})
     trimmed: Dict[str, Any] = {"apiVersion": PODS.api_version, "kind": PODS.kind,
                                "metadata": _meta(obj), "spec": {"containers": containers}}
+    if spec.get("hostNetwork") is True:
+        trimmed["spec"]["hostNetwork"] = True
     pod_ip = (obj.get("status") or {}).get("podIP")
     trimmed["status"] = {"podIP": pod_ip} if pod_ip else {}
     return trimmed

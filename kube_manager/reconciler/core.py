@@ -45,7 +45,7 @@ from . import diff
 from .diff import ObjKey, Progress, Step
 from .executor import Executor
 from .ownership import OWNED_TYPES, SHARED_TYPES, Lister, Marks, list_objects
-from .pods import POD, PodTagger, VmiApi, pod_key
+from .pods import HOST_NETWORK, POD, PodTagger, VmiApi, pod_key
 from .reflists import RefListIndex
 from .workqueue import Backoff, WorkQueue
 
@@ -55,6 +55,7 @@ ACTIVE = "active"
 BLOCKED = "blocked"
 # Order in which a resync queues keys: what others refer to first, so fewer keys park.
 _RANK = {t: n for n, t in enumerate(OWNED_TYPES)}
+_SETTLED_PODS = frozenset({SYNCED, HOST_NETWORK})  # pod states that do not hold convergence
 _MAX_WRITES_PER_TURN = 4  # create -> 409 -> adopt -> update is 2; more means the server disagrees
 
 
@@ -232,7 +233,8 @@ class Reconciler:
         if not self._synced_once.is_set():
             return
         for key in keys:
-            self._enqueue(pod_key(*key))
+            if not self.pods.untaggable(key):
+                self._enqueue(pod_key(*key))
 
     def resync(self) -> int:
         """List what the config API holds, repair and garbage-collect; returns the keys queued."""
@@ -260,6 +262,8 @@ class Reconciler:
                 self._enqueue(key)
                 queued += 1
         for key in sorted(self.db.pods):
+            if self.pods.untaggable(key):
+                continue
             if self.pods.needs_work(key):
                 self._enqueue(pod_key(*key))
                 queued += 1
@@ -286,7 +290,7 @@ class Reconciler:
             return False
         if any(not self._deferred_shared_delete(k) for k in self._status):
             return False
-        return all(record.vmi_state == SYNCED for record in self.db.pods.values())
+        return all(record.vmi_state in _SETTLED_PODS for record in self.db.pods.values())
 
     def wait_converged(self, timeout: float, stop: Optional[gevent.event.Event] = None) -> bool:
         """Wait until `converged()`; False on timeout, on `stop`, or when the work queue is idle

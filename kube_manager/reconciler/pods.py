@@ -9,7 +9,8 @@ To keep the request count at the minimum, the VMIs and their current tags come f
 start and at each resync (`VmiIndex.load`); only a pod the listing did not know costs a read of its VM
 (and of a VMI the listing did not have). A pod whose VM or VMI does not exist yet (the CNI has not run)
 is shown as `no-vm` and retried with backoff. Tags that are not ours are never removed from a VMI:
-only tags we own or want are managed.
+only tags we own or want are managed. A pod on the node's network (`spec.hostNetwork`) never gets a
+VM from the CNI: the cache marks it `host-network`, and it is left alone.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ log = logging.getLogger(__name__)
 
 VMI = "virtual-machine-interface"
 NO_VM = "no-vm"          # the pod's VM or VMI is not in the config API yet: retried with backoff
+HOST_NETWORK = "host-network"  # spec.hostNetwork: no VM nor VMI of its own, never tagged
 LABEL_TYPE = "label"     # the multi-valued predefined tag type
 POD = "pod"              # the resource type of pod keys in the work queue: ("pod", (namespace, name))
 
@@ -187,6 +189,11 @@ class PodTagger:
         log.info("listed VMIs", extra=kv(count=len(vmis)))
         return 1
 
+    def untaggable(self, key: Key) -> bool:
+        """A host-network pod: nothing to tag, nothing to wait for."""
+        record = self._db.pods.get(key)
+        return record is not None and record.vmi_state == HOST_NETWORK
+
     def needs_work(self, key: Key) -> bool:
         """Whether the pod's known VMIs differ from its desired tags (or none are known)."""
         record = self._db.pods.get(key)
@@ -209,8 +216,8 @@ class PodTagger:
     def sync(self, key: Key) -> PodOutcome:
         """One attempt at tagging the pod `key`; raises the client's errors for the caller to retry."""
         record = self._db.pods.get(key)
-        if record is None:
-            return PodOutcome(done=True)  # deleted: the CNI removes its VMIs, nothing of ours to undo
+        if record is None or record.vmi_state == HOST_NETWORK:
+            return PodOutcome(done=True)  # deleted (the CNI removes its VMIs), or no VMI to tag
         vmis = self.index.vmis_of(record.uid) or self._discover(record.uid)
         if not vmis:
             record.vmi_state = NO_VM
