@@ -32,7 +32,8 @@ class Metrics:
 
     Label values, so that dashboards can rely on them:
     - `kube_events`: resource `namespaces` | `pods` | `networkpolicies`; type as the watch event says
-      (`ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK`, `ERROR`).
+      (`ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK`, `ERROR`), or `LISTED` for each object of a list
+      (the initial list and every re-list after a 410).
     - `reconcile_duration`: kind `namespace` | `pod` | `network_policy` | `resync`.
     - `config_api_requests` / `config_api_request_duration`: method the HTTP verb (`GET`, `POST`,
       `PUT`, `DELETE`); status the HTTP status code as a string, or `error` when no response came.
@@ -44,7 +45,7 @@ class Metrics:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         reg = self.registry
         self.kube_events = Counter(
-            f"{PREFIX}_kube_events", "Watch events received from the Kubernetes API server",
+            f"{PREFIX}_kube_events", "Watch events and listed objects received from the Kubernetes API server",
             ["resource", "type"], registry=reg)
         self.work_queue_depth = Gauge(
             f"{PREFIX}_work_queue_depth", "Keys waiting in the reconcile work queue", registry=reg)

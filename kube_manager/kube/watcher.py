@@ -27,7 +27,8 @@ The callback runs in the watcher's greenlet/thread; an exception it raises is lo
 counts as delivered. It gets its own copy of the object.
 
 The watcher keeps `Database.kube_connections[resource]` (a `ConnectionStatus`) up to date for the
-introspect page, and the `kube_events` / `watch_restarts` metrics when given a `Metrics`.
+introspect page, and the `kube_events` / `watch_restarts` metrics when given a `Metrics` (watch
+events by their type, and every object of a list or re-list as type `LISTED`).
 Blocking calls are plain socket I/O: in the daemon, after `gevent.monkey.patch_all()`, `run` is a
 greenlet; in tests it runs in a thread. `stop` may be called from anywhere.
 """
@@ -265,6 +266,8 @@ class KubeWatcher:
                 break
         if not rv:
             raise WatchError("the list carried no resourceVersion")
+        if self._metrics is not None:  # objects a list delivered: type LISTED, one per object
+            self._metrics.kube_events.labels(resource=self.resource.name, type=LISTED).inc(len(items))
         self._mark_connected(rv)
         self._backoff.reset()
         self._apply_list(items)
