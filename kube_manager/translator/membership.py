@@ -72,6 +72,8 @@ class SelectorMembership:
 
     def pod_changed(self, key: PodKey, pod: "PodInfo | None") -> None:
         """Re-evaluate every tag that could hold pod `key`, now in state `pod` (None: deleted)."""
+        if not self._definitions:  # no selector tag at all (the common case)
+            return
         for tag in self._pod_tags.pop(key, ()):
             self._members[tag].discard(key)
         if pod is None:

@@ -7,6 +7,7 @@ changes are staged and applied by binary search, or by one sort when a bulk load
 from __future__ import annotations
 
 import bisect
+from operator import itemgetter
 from typing import Dict, List, Optional, Tuple
 
 from .bodies import Body, FqName
@@ -30,24 +31,25 @@ class SequencedRefs:
     def __init__(self, refs: List[Body]) -> None:
         self.refs = refs
         self._entries: Dict[FqName, Body] = {}  # the ref to each target
-        self._staged: Dict[FqName, Tuple[Optional[str], List[str]]] = {}
+        # fq_name -> (sequence or None to discard, `to` list, sort key)
+        self._staged: Dict[FqName, Tuple[Optional[str], List[str], str]] = {}
 
     def set(self, fq_name: FqName, sequence: str, to: List[str]) -> None:
         """Stage a ref to `fq_name`; `to` is its fq_name as a list, shared with the ref (and
         usually with the target's own body), so it must not be modified."""
-        self._staged[fq_name] = (sequence, to)
+        self._staged[fq_name] = (sequence, to, sequence_sort_key(sequence, fq_name[-1]))
 
     def discard(self, fq_name: FqName) -> None:
-        self._staged[fq_name] = (None, [])
+        self._staged[fq_name] = (None, [], "")
 
     def commit(self, report: bool = True) -> List[RefOperation]:
         """Apply the staged changes; returns the ref operations that took effect (none unless
         `report`: a bulk load has no one to tell)."""
         operations: List[RefOperation] = []
         removals: List[Body] = []
-        additions: List[Body] = []
+        additions: List[Tuple[str, Body]] = []  # (sort key, ref)
         entries = self._entries
-        for fq_name, (sequence, to) in self._staged.items():
+        for fq_name, (sequence, to, key) in self._staged.items():
             current = entries.get(fq_name)
             if current is not None:
                 current_sequence = current["attr"]["sequence"]
@@ -59,16 +61,19 @@ class SequencedRefs:
                     operations.append(("DELETE", fq_name, current_sequence))
             if sequence is not None:
                 ref = entries[fq_name] = {"to": to, "attr": {"sequence": sequence}}
-                additions.append(ref)
+                additions.append((key, ref))
                 if report:
                     operations.append(("ADD", fq_name, sequence))
         self._staged.clear()
         refs = self.refs
         if len(removals) + len(additions) > 32 + len(refs) // 64:
-            refs[:] = sorted(entries.values(), key=_ref_key)
+            removed = {id(ref) for ref in removals}
+            additions.extend((_ref_key(ref), ref) for ref in refs if id(ref) not in removed)
+            additions.sort(key=itemgetter(0))
+            refs[:] = [ref for _, ref in additions]
         else:
             for ref in removals:
                 del refs[bisect.bisect_left(refs, _ref_key(ref), key=_ref_key)]
-            for ref in additions:
-                refs.insert(bisect.bisect_left(refs, _ref_key(ref), key=_ref_key), ref)
+            for key, ref in additions:
+                refs.insert(bisect.bisect_left(refs, key, key=_ref_key), ref)
         return operations

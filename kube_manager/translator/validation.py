@@ -130,12 +130,6 @@ class KnownLabels:
         self.keys: Set[str] = set()
         self.values: Set[str] = set()
 
-    def learn(self, key: str, value: str) -> None:
-        if len(self.values) >= self.LIMIT:
-            self.values.clear()
-        self.keys.add(key)
-        self.values.add(value)
-
     def clear(self) -> None:
         self.keys.clear()
         self.values.clear()
@@ -161,6 +155,9 @@ def check_labels(raw: Any, path: str, known: Optional[KnownLabels] = None) -> Di
             problem = label_key_problem(key)
         if problem:
             raise InvalidInput(f"{path}: {problem}")
-        if known is not None:
-            known.learn(key, value)
+        if known is not None:  # (inline: a call per label of every pod would cost more than the check)
+            if len(known.values) >= KnownLabels.LIMIT:
+                known.values.clear()
+            known.keys.add(key)
+            known.values.add(value)
     return dict(labels)
