@@ -31,11 +31,13 @@ import time  # noqa: E402
 from dataclasses import asdict, dataclass, field  # noqa: E402
 from typing import Any, Dict, List, Optional  # noqa: E402
 
+import gevent  # noqa: E402
 from gevent.pool import Pool  # noqa: E402
 
 from bench_vnc_client import embedded_server  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 from kube_manager.cache import KubeCache  # noqa: E402
+from kube_manager.daemon import STATE_REFRESH_INTERVAL  # noqa: E402
 from kube_manager.db import Database  # noqa: E402
 from kube_manager.reconciler.core import Reconciler, Settings  # noqa: E402
 from kube_manager.reconciler.ownership import OWNED_TYPES, Marks  # noqa: E402
@@ -176,6 +178,7 @@ def run(cluster: Cluster, concurrency: int, latency: float, events: int,
         server_cpu = srv.cpu_seconds()
         started, cpu = time.perf_counter(), time.process_time()
         reconciler.start()
+        states = gevent.spawn(refresh_states, cache, reconciler)
         reconciler.resync()
         if not reconciler.wait_converged(3600):
             raise SystemExit(f"cold start did not converge: {reconciler.summary()}")
@@ -189,9 +192,18 @@ def run(cluster: Cluster, concurrency: int, latency: float, events: int,
                          round(cpu * 1000 / count.requests, 2),
                          None if server_cpu is None else round(server_cpu * 1000 / count.requests, 2))
         figures = measure_events(cache, reconciler, count, cluster, events) if events else None
+        states.kill()
         reconciler.stop()
         client.close()
         return cold, figures
+
+
+def refresh_states(cache: KubeCache, reconciler: Reconciler) -> None:
+    """What the daemon runs beside the reconciler: NetworkPolicy states for the introspect pages,
+    once a second; its cost delays events, so it belongs in the measure."""
+    while True:
+        gevent.sleep(STATE_REFRESH_INTERVAL)
+        cache.refresh_states(reconciler, reconciler.pop_state_changes())
 
 
 def measure_events(cache: KubeCache, reconciler: Reconciler, count: RequestCount, cluster: Cluster,

@@ -74,9 +74,11 @@ class KubeCache:
         # events held until every first list is in (None once they are)
         self._held: Optional[Dict[str, List[Tuple[str, Dict[str, Any]]]]] = {}
         self._deny_owner: Dict[FqName, FqName] = {}              # deny rule -> its NP's firewall policy
-        self._deny_rules_of: Dict[Key, Tuple[FqName, ...]] = {}  # NetworkPolicy -> its deny rules
         self._tags_of: Dict[FqName, Tuple[str, ...]] = {}        # firewall policy -> tags it uses
-        self._policy_of: Dict[Key, FqName] = {}                  # NetworkPolicy -> its firewall policy
+        # NetworkPolicy -> its firewall policy, pass and deny rules (in that order), and back
+        self._objects_of: Dict[Key, Tuple[ObjKey, ...]] = {}
+        self._owner_of: Dict[ObjKey, Key] = {}
+        self._states_dirty: Set[Key] = set()  # NetworkPolicies refreshed since the last refresh_states
         self._touched: Set[Key] = set()        # NetworkPolicies upserted or deleted since the last flush
         self._pods_touched: Set[Key] = set()   # pods upserted since the last flush
         self._rejected_pods: Set[Key] = set()  # as of the last read of the errors
@@ -161,16 +163,25 @@ class KubeCache:
         """The label, namespace-label and selector tags the endpoints of that policy use."""
         return self._tags_of.get(policy, ())
 
-    def refresh_states(self, source: StateSource) -> None:
-        """Recompute every NetworkPolicy's sync state from the states of its objects."""
-        for (namespace, name), record in self.db.network_policies.items():
-            objects = self.translator.policy_objects(namespace, name)
+    def refresh_states(self, source: StateSource, changed: Optional[Iterable[ObjKey]] = None) -> None:
+        """Recompute NetworkPolicy sync states from the states of their objects: of every policy,
+        or, given the objects whose state `changed` since the last call, of the policies they belong
+        to and of those refreshed since (so that a large cluster costs nothing while quiet)."""
+        if changed is None:
+            keys: Iterable[Key] = list(self.db.network_policies)
+        else:
+            owners = (self._owner_of.get(key) for key in changed)
+            keys = self._states_dirty.union(owner for owner in owners if owner is not None)
+        self._states_dirty = set()
+        for key in keys:
+            record = self.db.network_policies.get(key)
+            if record is None:
+                continue
+            objects = self._objects_of.get(key)
             if objects is None:
                 record.state = REJECTED if record.errors else PENDING
                 continue
-            keys = [("firewall-policy", objects.firewall_policy)]
-            keys += [("firewall-rule", fq) for fq in objects.rules + objects.deny_rules]
-            states = {source.state_of(k) for k in keys}
+            states = {source.state_of(k) for k in objects}
             if RETRYING in states:
                 record.state = RETRYING
             elif states == {SYNCED}:
@@ -230,6 +241,7 @@ class KubeCache:
         record = self.db.network_policies.get(key)
         if record is None:
             record = self.db.network_policies[key] = PolicyRecord(str(meta.get("uid") or ""), key[0], key[1])
+            self._states_dirty.add(key)
         record.uid = str(meta.get("uid") or "")
         record.spec = spec if isinstance(spec, dict) else {}
         record.manifest = obj
@@ -238,14 +250,20 @@ class KubeCache:
     def _refresh_policy(self, key: Key) -> None:
         """Bring the maps and the record of one NetworkPolicy up to date (after a flush)."""
         objects = self.translator.policy_objects(*key)
-        for rule in self._deny_rules_of.pop(key, ()):
-            self._deny_owner.pop(rule, None)
-        self._tags_of.pop(self._policy_of.pop(key, ()), None)
+        self._states_dirty.add(key)
+        for obj_key in self._objects_of.pop(key, ()):
+            if self._owner_of.get(obj_key) != key:
+                continue  # a name another NetworkPolicy took over in the same flush (SPEC 4 suffixes)
+            del self._owner_of[obj_key]
+            self._deny_owner.pop(obj_key[1], None)
+            self._tags_of.pop(obj_key[1], None)
         if objects is not None:
-            self._deny_rules_of[key] = objects.deny_rules
+            new = (("firewall-policy", objects.firewall_policy),) + tuple(
+                ("firewall-rule", fq) for fq in objects.rules + objects.deny_rules)
+            self._objects_of[key] = new
+            self._owner_of.update((obj_key, key) for obj_key in new)
             for rule in objects.deny_rules:
                 self._deny_owner[rule] = objects.firewall_policy
-            self._policy_of[key] = objects.firewall_policy
             self._tags_of[objects.firewall_policy] = objects.tags
         record = self.db.network_policies.get(key)
         if record is None:

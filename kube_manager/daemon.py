@@ -268,12 +268,11 @@ class Daemon:
             self._stop.wait(HEARTBEAT_INTERVAL)
 
     def _refresh_states(self) -> None:
-        """NetworkPolicy sync states for the introspect pages, recomputed only after writes."""
-        seen = -1
+        """NetworkPolicy sync states for the introspect pages: those of the policies whose objects
+        changed state (all of them after a resync), so that a large quiet cluster costs nothing."""
         while not self._stop.wait(STATE_REFRESH_INTERVAL):
-            if self.reconciler is not None and self.reconciler.writes_seen != seen:
-                seen = self.reconciler.writes_seen
-                self.cache.refresh_states(self.reconciler)
+            if self.reconciler is not None:
+                self.cache.refresh_states(self.reconciler, self.reconciler.pop_state_changes())
 
     def _observe_vnc(self, method: str, template: str, status: Optional[int], seconds: float) -> None:
         self.metrics.observe_config_api_request(method, "error" if status is None else str(status), seconds)

@@ -296,11 +296,18 @@ def test_a_tag_still_used_by_someone_else_is_left_for_the_next_resync(setup):
     assert s.rec.summary()["deferred"] == 1
 
 
-def test_long_ref_lists_change_one_ref_at_a_time(setup):
-    many = [policy("a", f"np-{i}", allow_from("client", "web", 1000 + i)) for i in range(20)]
+def converged_with_many(setup, count: int) -> Tuple[Setup, List[dict]]:
+    """A converged cluster with `count` more NetworkPolicies (long APS and denyall ref lists),
+    its write log cleared."""
+    many = [policy("a", f"np-{i}", allow_from("client", "web", 1000 + i)) for i in range(count)]
     s = setup(manifests=BASE + tuple(many)).start()
     s.converge()
     s.api.writes.clear()
+    return s, many
+
+
+def test_long_ref_lists_change_one_ref_at_a_time(setup):
+    s, many = converged_with_many(setup, 20)
     s.cluster.apply(policy("b", "one-more", allow_from("web", "db", 5432)))
     s.converge()
     by_target = {(w.op, w.fq_name[-1]) for w in s.api.writes if w.fq_name[-1] in ("k8s", "k8s-denyall")}
@@ -348,9 +355,7 @@ def test_deny_rules_wait_for_the_pods_being_given_the_tags_their_policy_uses(set
 
 def test_an_event_never_reads_the_long_ref_lists_whole(setup, monkeypatch):
     import kube_manager.reconciler.diff as diff_module
-    many = [policy("a", f"np-{i}", allow_from("client", "web", 1000 + i)) for i in range(30)]
-    s = setup(manifests=BASE + tuple(many)).start()
-    s.converge()
+    s, many = converged_with_many(setup, 30)
     whole_reads: List[str] = []
     real_refs = diff_module.refs
 
@@ -360,7 +365,6 @@ def test_an_event_never_reads_the_long_ref_lists_whole(setup, monkeypatch):
             whole_reads.append(name)
         return real_refs(obj_type, body, ref_field)
     monkeypatch.setattr(diff_module, "refs", spy)
-    s.api.writes.clear()
     s.cluster.apply(policy("b", "one-more", {**allow_from("web", "db", 5432), "policyTypes": ["Ingress", "Egress"],
                                              "egress": [{"ports": [{"port": 53, "protocol": "UDP"}]}]}))
     s.cluster.remove(many[7])
@@ -394,10 +398,7 @@ def test_the_aps_is_planned_once_its_policies_are_written_not_once_per_policy(se
 
 
 def test_renames_in_long_ref_lists_converge_one_ref_at_a_time(setup):
-    many = [policy("a", f"np-{i}", allow_from("client", "web", 1000 + i)) for i in range(20)]
-    s = setup(manifests=BASE + tuple(many)).start()
-    s.converge()
-    s.api.writes.clear()
+    s, _many = converged_with_many(setup, 20)
     # "b/web-db" and "b-web/db" both want the name k8s-b-web-db: both get a suffixed name (SPEC 4)
     s.cluster.apply(policy("b", "web-db", allow_from("web", "db", 5432)))
     s.converge()
@@ -460,3 +461,24 @@ def test_host_network_is_kept_by_the_watcher_and_marks_the_pod():
     cluster.apply(trim_pod(manifest), trim_pod(WEB))
     assert cluster.db.pods[("a", "agent")].vmi_state == HOST_NETWORK
     assert cluster.db.pods[("a", "web")].vmi_state != HOST_NETWORK
+
+
+def test_policy_states_are_recomputed_only_for_objects_whose_state_changed(setup):
+    s = setup().start()
+    s.converge()
+    db, cache = s.cluster.db, s.cluster.cache
+    assert s.rec.pop_state_changes() is None  # a resync happened: every state may have changed
+    cache.refresh_states(s.rec, None)
+    assert {r.state for r in db.network_policies.values()} == {SYNCED}
+    assert s.rec.pop_state_changes() == set()
+    db.network_policies[("b", "from-team")].state = "untouched"
+    s.cluster.apply(policy("a", "allow-client", allow_from("client", "web", port=8443)))
+    wait_for(s.rec.converged, what="convergence")
+    changed = s.rec.pop_state_changes()
+    assert ("firewall-policy", ("default-policy-management", "k8s-a-allow-client")) in changed
+    db.network_policies[("a", "allow-client")].state = "stale"
+    cache.refresh_states(s.rec, changed)
+    assert db.network_policies[("a", "allow-client")].state == SYNCED
+    assert db.network_policies[("b", "from-team")].state == "untouched"
+    s.rec.resync()
+    assert s.rec.pop_state_changes() is None

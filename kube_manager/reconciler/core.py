@@ -7,7 +7,11 @@ decided by comparing the desired body (`db.desired`) with the object actually in
 
 How a key is handled (one worker per key at a time, see `workqueue` and `executor`):
 - `diff.plan` says what to write next, or what to wait for. Waiting keys are parked on the keys they
-  wait for and woken when those change, so nothing polls and nothing holds a worker.
+  wait for and woken when the last of those is done (or a failed one recovers), so nothing polls,
+  nothing holds a worker, and the APS waiting for a thousand policies is planned again once.
+- The APS and `<cluster>-denyall` refer to every NetworkPolicy: their two long ref lists are
+  planned from a `RefListIndex` of where desired and actual differ, fed by the translator's per-ref
+  changes (`refs_changed`) and by our own writes, so one event costs O(refs it moved).
 - Every key has a progress state: absent (settled), ACTIVE (queued, running, or waiting for keys
   that are themselves progressing) or BLOCKED (failed and backing off, or waiting for a failed key).
   A waiting object treats an ACTIVE dependency as "wait" and a BLOCKED one as "do without for now".
@@ -193,6 +197,7 @@ class Reconciler:
         self._written_at: Dict[ObjKey, int] = {}
         self._vmi_written_at: Dict[str, int] = {}
         self._synced_once = gevent.event.Event()
+        self._state_changes: Optional[Set[ObjKey]] = None  # see pop_state_changes
         # Pods being tagged (ACTIVE), by the tags they are to carry: deny rules wait for them.
         self._tagging: Dict[ObjKey, Tuple[str, ...]] = {}
         self._tagging_by_tag: Dict[str, Set[ObjKey]] = {}
@@ -270,6 +275,7 @@ class Reconciler:
             else:
                 self.db.pods[key].vmi_state = SYNCED
         self._synced_once.set()
+        self._state_changes = None
         if self._observer is not None:
             self._observer.reconciled("resync", time.monotonic() - started)
         log.info("resync done", extra=kv(queued=queued, owned=sum(map(len, self.db.actual.values())),
@@ -308,10 +314,11 @@ class Reconciler:
                 return False
         return False
 
-    @property
-    def writes_seen(self) -> int:
-        """Grows with every write (and every resync): tells whether states may have changed."""
-        return self._seq
+    def pop_state_changes(self) -> Optional[Set[ObjKey]]:
+        """The objects whose `state_of` may have changed since the previous call; None when it
+        may have changed for every object (a resync happened since)."""
+        changes, self._state_changes = self._state_changes, set()
+        return changes
 
     def state_of(self, key: ObjKey) -> str:
         """`synced`, `pending` or `retrying`: what the introspect pages show for one object
@@ -380,7 +387,7 @@ class Reconciler:
     # --- handling one key ----------------------------------------------------------------------
 
     def _handle(self, key: ObjKey) -> bool:
-        self._status[key] = ACTIVE
+        self._activate(key)
         self._unpark(key)
         if key[0] == POD:
             return self._handle_pod(key)
@@ -528,6 +535,7 @@ class Reconciler:
     def _defer(self, key: ObjKey, reason: str) -> None:
         log.warning("left for the next resync", extra=kv(type=key[0], fq_name=":".join(key[1]), reason=reason))
         self._deferred.add(key)
+        self._state_changed(key)
         self._set_status(key, BLOCKED)
 
     def _settle(self, key: ObjKey, step: Step) -> None:
@@ -556,7 +564,7 @@ class Reconciler:
     def _enqueue(self, key: ObjKey) -> None:
         if key in self._deferred:
             return  # left alone until the next resync
-        self._status[key] = ACTIVE
+        self._activate(key)
         if key[0] == POD:
             self._track_tagging(key, True)
         self.queue.add(key)
@@ -570,8 +578,19 @@ class Reconciler:
             for tag in record.tags:
                 self._tagging_by_tag.setdefault(tag, set()).add(key)
 
+    def _activate(self, key: ObjKey) -> None:
+        if self._status.get(key) != ACTIVE:
+            self._status[key] = ACTIVE
+            self._state_changed(key)
+
+    def _state_changed(self, key: ObjKey) -> None:
+        if self._state_changes is not None and key[0] != POD:
+            self._state_changes.add(key)
+
     def _set_status(self, key: ObjKey, status: Optional[str]) -> None:
         before = self._status.get(key)
+        if before != status:
+            self._state_changed(key)
         if status is None:
             self._status.pop(key, None)
         else:
