@@ -4,8 +4,13 @@
 make one event cost in proportion to what it changes, not to the cluster: an upsert only records
 the object and marks what depends on it; the next read (`desired`, `pop_changes`, `pod_tags`, ...)
 re-renders the marked policies and re-tags the marked pods. Shared objects (tags, address groups)
-are reference-counted across policies, name collisions are tracked per name, and the two objects
-that refer to every policy (the APS and `<cluster>-denyall`) are updated one ref at a time.
+are reference-counted across policies, name collisions are tracked per name (collisions.py), and
+the two objects that refer to every policy (the APS and `<cluster>-denyall`) are updated one ref at
+a time.
+
+A bulk load (`translate()`: no change log) goes through the same code; what only serves to report
+changes or to find the pods of a label later is skipped or built on first use: the change log,
+per-object change detection, ref operations, label indexes.
 
 The result is, by construction and by property test, the same as translating the final state from
 scratch with `translate()`.
