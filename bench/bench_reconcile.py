@@ -28,7 +28,7 @@ import json  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from dataclasses import asdict, dataclass, field  # noqa: E402
+from dataclasses import asdict, dataclass  # noqa: E402
 from typing import Any, Dict, List, Optional  # noqa: E402
 
 import gevent  # noqa: E402
@@ -39,6 +39,7 @@ from bench_vnc_client import embedded_server  # noqa: E402  (bench/ is on sys.pa
 from kube_manager.cache import KubeCache  # noqa: E402
 from kube_manager.daemon import STATE_REFRESH_INTERVAL  # noqa: E402
 from kube_manager.db import Database  # noqa: E402
+from kube_manager.manifests import Manifests  # noqa: E402
 from kube_manager.reconciler.core import Reconciler, Settings  # noqa: E402
 from kube_manager.reconciler.ownership import OWNED_TYPES, Marks  # noqa: E402
 from kube_manager.translator import ClusterTranslator  # noqa: E402
@@ -48,11 +49,7 @@ VN = ["default-domain", "default-project", "k8s-default-pod-network"]
 APPS = 20  # distinct app labels per namespace
 
 
-@dataclass
-class Cluster:
-    namespaces: List[Dict[str, Any]] = field(default_factory=list)
-    pods: List[Dict[str, Any]] = field(default_factory=list)
-    policies: List[Dict[str, Any]] = field(default_factory=list)
+Cluster = Manifests  # namespaces, pods, network_policies, as the manifest loader holds them
 
 
 def synthetic(policies: int, pods: int) -> Cluster:
@@ -71,7 +68,7 @@ def synthetic(policies: int, pods: int) -> Cluster:
             "spec": {"containers": [{"name": "c", "ports": [{"name": "http", "containerPort": 8080}]}]},
             "status": {"podIP": f"10.{i // 65536}.{i // 256 % 256}.{i % 256}"}})
     for p in range(policies):
-        cluster.policies.append(policy(f"ns-{p % n_namespaces}", f"np-{p}", p))
+        cluster.network_policies.append(policy(f"ns-{p % n_namespaces}", f"np-{p}", p))
     return cluster
 
 
@@ -126,7 +123,7 @@ class RequestCount:
 
 def feed(cache: KubeCache, cluster: Cluster) -> None:
     for resource, objects in (("namespaces", cluster.namespaces), ("pods", cluster.pods),
-                              ("networkpolicies", cluster.policies)):
+                              ("networkpolicies", cluster.network_policies)):
         for obj in objects:
             cache.on_event(resource, "ADDED", obj)
         cache.on_event(resource, "LISTED", {"resourceVersion": "1"})
