@@ -103,7 +103,8 @@ def db_explainer(db: Database, cluster_name: str) -> ExplainFn:
     Kubernetes objects. It indexes the DB at each call, so it always answers for the current state
     (explain is asked by people, a few times a minute at most)."""
     def explain(source: str, destination: str, port: str, protocol: str) -> Mapping[str, Any]:
-        explainer = Explainer(db_translation(db, cluster_name), db_manifests(db), cluster_name)
+        explainer = Explainer(db_translation(db, cluster_name), db_manifests(db), cluster_name,
+                              db.selectors)
         return explainer.explain(source, destination, port, protocol)
 
     return explain

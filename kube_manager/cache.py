@@ -84,6 +84,7 @@ class KubeCache:
         self._rejected_pods: Set[Key] = set()  # as of the last read of the errors
         self._errors_stale = False             # some error may have come or gone since
         db.desired = translator.desired()  # type: ignore[assignment]  # live, read-only view
+        db.selectors = translator.selectors()  # live, read-only view
 
     # --- events ------------------------------------------------------------------------------
 

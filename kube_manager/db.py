@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 Key = Tuple[str, str]  # (namespace, name)
 FqName = Tuple[str, ...]
@@ -77,6 +77,8 @@ class Database:
     # API holds (bodies as read back, with "uuid").
     desired: Dict[str, Dict[FqName, Dict[str, Any]]] = field(default_factory=dict)
     actual: Dict[str, Dict[FqName, Dict[str, Any]]] = field(default_factory=dict)
+    # Selector tag -> the object it was hashed from (the translator's live view), to decode tags.
+    selectors: Mapping[str, Any] = field(default_factory=dict)
     # Translation errors: {"kind", "namespace", "name", "reason"}
     errors: List[Dict[str, str]] = field(default_factory=list)
     kube_connections: Dict[str, ConnectionStatus] = field(default_factory=dict)

@@ -32,6 +32,7 @@ from .encoding import namespace_tag
 from .index import ClusterIndex, PodKey
 from .inputs import implicit_namespace, object_key, parse_namespace, parse_pod
 from .membership import SelectorMembership
+from .decode import SelectorView
 from .model import NamespaceInfo, ParsedPolicy, PodInfo, PodScope, SelectorDef
 from .naming import (ALLOWALL_SEQUENCE, DENYALL_SEQUENCE, allowall_policy_name, collision_label,
                      denyall_policy_name, rule_sequence)
@@ -260,7 +261,12 @@ class ClusterTranslator:
             workloads.append({"namespace": pod.namespace, "name": pod.name, "ip": pod.ip, "tags": listed})
         (aps,) = self._objects[APPLICATION_POLICY_SET].values()
         return Translation(self.cluster_name, ordered(TAG), ordered(ADDRESS_GROUP), ordered(FIREWALL_RULE),
-                           ordered(FIREWALL_POLICY), aps, tuple(workloads), tuple(self.errors()))
+                           ordered(FIREWALL_POLICY), aps, tuple(workloads), tuple(self.errors()),
+                           dict(self.selectors()))
+
+    def selectors(self) -> SelectorView:
+        """A live read-only view: selector tag -> the object it was hashed from."""
+        return SelectorView(self._tag_origins)
 
     # --- cluster objects ----------------------------------------------------------------------
 

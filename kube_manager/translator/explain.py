@@ -8,6 +8,10 @@ it. That is reported as `"deviation": "cluster-wide"` with the policies involved
 difference is a translator bug and is reported as `"deviation": "mismatch"`, so tests and operators
 see it at once.
 
+Every answer also carries the `trace` (trace.py): per side, every policy selecting the pod, in the
+APS evaluation order, block by block, with what did not match; and `selectors`, what each selector
+tag of the two ends stands for (decode.py).
+
 `Explainer` indexes both sides once; the introspect page and the conformance test keep one and ask
 it many flows. `explain()` is the one-shot form used by the CLI.
 """
@@ -17,8 +21,10 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
+from kube_manager.translator.decode import decode_tags
 from kube_manager.translator.flow import FLOW_PROTOCOLS, ContrailEvaluator, Decision, Workload
-from kube_manager.translator.k8s_semantics import Endpoint, KubernetesModel, Verdict
+from kube_manager.translator.k8s_semantics import Endpoint, KubernetesModel, SideVerdict, Verdict
+from kube_manager.translator.trace import trace
 
 CLUSTER_WIDE = "cluster-wide"
 MISMATCH = "mismatch"
@@ -71,26 +77,40 @@ def parse_port(port: Any) -> int:
     return number
 
 
-def cluster_wide_policies(verdict: Verdict) -> Optional[List[str]]:
+def _cluster_wide_sides(verdict: Verdict) -> Optional[Tuple[str, SideVerdict, str, SideVerdict]]:
     """The SPEC section 6 condition: the flow is allowed by a policy of one end while the other end
-    is isolated and does not allow it. Returns the policies involved (the allowing ones, then the
-    isolating ones of the other end), or None when the condition does not hold."""
+    is isolated and does not allow it. Returns (allowing side, its verdict, isolated side, its
+    verdict), or None when the condition does not hold."""
     egress, ingress = verdict.egress, verdict.ingress
     if egress.allowing and ingress.isolated and not ingress.allowing:
-        return list(egress.allowing) + list(ingress.isolating)
+        return "the source's egress", egress, "the destination's ingress", ingress
     if ingress.allowing and egress.isolated and not egress.allowing:
-        return list(ingress.allowing) + list(egress.isolating)
+        return "the destination's ingress", ingress, "the source's egress", egress
     return None
+
+
+def cluster_wide_policies(verdict: Verdict) -> Optional[List[str]]:
+    """The policies involved in a cluster-wide flow: the allowing ones, then the isolating ones of
+    the other end; None when the flow is not one."""
+    sides = _cluster_wide_sides(verdict)
+    if sides is None:
+        return None
+    return list(sides[1].allowing) + list(sides[3].isolating)
 
 
 class Explainer:
     """Both evaluators over one translation and the manifests it was made from."""
 
     def __init__(self, translation: Mapping[str, Any], manifests: ManifestSet,
-                 cluster_name: Optional[str] = None) -> None:
+                 cluster_name: Optional[str] = None,
+                 selectors: Optional[Mapping[str, Any]] = None) -> None:
+        """`selectors`: selector tag -> the object it was hashed from (`Translation.selectors`,
+        or the daemon's live view), to decode the tags an answer shows."""
         self.contrail = ContrailEvaluator(translation, cluster_name)
         self.kubernetes = KubernetesModel.build(
             manifests.namespaces, manifests.pods, manifests.network_policies)
+        self.selectors: Mapping[str, Any] = selectors or {}
+        self._order = _policy_order(translation, self.contrail.policy_rank)
 
     def resolve(self, text: Any, role: str) -> FlowEnd:
         """`NS/POD` or an IP address; an IP that is a pod's IP is that pod."""
@@ -132,6 +152,8 @@ class Explainer:
         verdict = self.kubernetes.verdict(source.endpoint, destination.endpoint, number,
                                           protocol_name.upper())
         deviation, policies = _deviation(decision, verdict)
+        steps = trace(self.kubernetes, source.endpoint, destination.endpoint, number,
+                      protocol_name.upper(), self.order_key)
         return {
             "from": source.to_dict(),
             "to": destination.to_dict(),
@@ -148,8 +170,28 @@ class Explainer:
             "policies": policies,
             "kubernetes": {"egress": verdict.egress.to_dict(),
                            "ingress": verdict.ingress.to_dict()},
-            "reason": _reason(decision, verdict, deviation, policies, self.contrail.application_tag),
+            "reason": _reason(decision, verdict, deviation, self.contrail.application_tag),
+            "trace": [step.to_dict() for step in steps],
+            "selectors": decode_tags(sorted(source.workload.tags | destination.workload.tags),
+                                     self.selectors),
         }
+
+    def order_key(self, policy: str) -> Tuple[int, str]:
+        """Sort key of a NetworkPolicy ("ns/name") in the APS evaluation order."""
+        return (self._order.get(policy, len(self._order)), policy)
+
+
+def _policy_order(translation: Mapping[str, Any], rank: Mapping[str, int]) -> Dict[str, int]:
+    """NetworkPolicy "ns/name" -> the APS rank of its firewall policy, read from the policies'
+    `namespace`/`name` annotations (SPEC 1), so suffixed names (SPEC 4) need no guessing."""
+    order = {}
+    for policy in translation.get("firewall_policies") or ():
+        pairs = (policy.get("annotations") or {}).get("key_value_pair") or ()
+        marks = {p.get("key"): p.get("value") for p in pairs if isinstance(p, dict)}
+        name = (policy.get("fq_name") or [""])[-1]
+        if marks.get("name") and name in rank:
+            order[f"{marks.get('namespace')}/{marks['name']}"] = rank[name]
+    return order
 
 
 def _is_network(text: str) -> bool:
@@ -170,7 +212,7 @@ def _deviation(decision: Decision, verdict: Verdict) -> Tuple[Optional[str], Lis
 
 
 def _reason(decision: Decision, verdict: Verdict, deviation: Optional[str],
-            policies: List[str], application_tag: str) -> str:
+            application_tag: str) -> str:
     if not decision.under_aps:
         contrail = f"neither end carries {application_tag}, so the flow is not under the APS"
     elif decision.rule is None:
@@ -178,20 +220,31 @@ def _reason(decision: Decision, verdict: Verdict, deviation: Optional[str],
     else:
         contrail = (f"the first matching rule is {decision.rule} in policy {decision.policy} "
                     f"({decision.action})")
-    if deviation == CLUSTER_WIDE:
-        return (f"{contrail}; Kubernetes would drop it: it is allowed by {', '.join(policies)} at "
-                f"one end while the other end is isolated and does not allow it, and Contrail "
-                f"honours an allowing policy cluster-wide")
+    sides = _cluster_wide_sides(verdict)
+    if deviation == CLUSTER_WIDE and sides is not None:
+        allowing_side, allowing, isolated_side, isolated = sides
+        return (f"{contrail}; Kubernetes would drop it: {', '.join(allowing.allowing)} "
+                f"{'allows' if len(allowing.allowing) == 1 else 'allow'} it at {allowing_side}, "
+                f"but {isolated_side} is isolated by {', '.join(isolated.isolating)} and none of "
+                f"them allows it; Contrail honours an allowing policy cluster-wide")
     if deviation == MISMATCH:
         return (f"{contrail}; Kubernetes would {'allow' if verdict.allowed else 'drop'} it: "
                 f"the translation disagrees with the NetworkPolicies (a bug)")
+    blocked = [f"{name} is isolated by {', '.join(side.isolating)} and none of them allows it"
+               for name, side in (("the source's egress", verdict.egress),
+                                  ("the destination's ingress", verdict.ingress))
+               if not side.allowed]
+    if blocked and not decision.allowed:
+        return f"{contrail}; {'; '.join(blocked)} (the trace says why, block by block)"
     return contrail
 
 
 def explain(translation: Mapping[str, Any], manifests: ManifestSet, src: Any, dst: Any,
-            port: Any, protocol: Any, cluster_name: Optional[str] = None) -> Dict[str, Any]:
+            port: Any, protocol: Any, cluster_name: Optional[str] = None,
+            selectors: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """One-shot explain; builds the indexes each call (keep an `Explainer` for repeated flows)."""
-    return Explainer(translation, manifests, cluster_name).explain(src, dst, port, protocol)
+    return Explainer(translation, manifests, cluster_name, selectors).explain(src, dst, port,
+                                                                              protocol)
 
 
 __all__ = ["CLUSTER_WIDE", "MISMATCH", "ExplainError", "Explainer", "cluster_wide_policies",

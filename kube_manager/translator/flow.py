@@ -204,8 +204,10 @@ class ContrailEvaluator:
         policies = _by_fq_name(translation.get("firewall_policies"))
         rules = _by_fq_name(translation.get("firewall_rules"))
         entries: List[_Entry] = []
+        self.policy_rank: Dict[str, int] = {}  # firewall policy name -> its place in the APS
         for policy_ref in sorted(aps.get("firewall_policy_refs") or (), key=_sequence_key):
             policy_fq = tuple(policy_ref.get("to") or ())
+            self.policy_rank.setdefault(policy_fq[-1] if policy_fq else "", len(self.policy_rank))
             policy = policies.get(policy_fq)
             if policy is None:
                 log.warning("APS refers to unknown firewall policy %s", ":".join(policy_fq))

@@ -287,6 +287,7 @@ class RuleBlock:
 
     peers: Optional[Tuple[Peer, ...]]
     ports: Optional[Tuple[PortRule, ...]]
+    index: int = 0  # position in the manifest's ingress/egress list (rejected blocks counted)
 
     def matches(self, peer: Endpoint, destination: Endpoint, port: int, protocol: str,
                 namespace_labels: Mapping[str, Mapping[str, str]]) -> bool:
@@ -436,7 +437,7 @@ def compile_policy(manifest: Mapping[str, Any]) -> Tuple[Optional[Policy], List[
             except Invalid as exc:
                 reasons.append(f"{where}: {exc}")
                 continue
-            blocks.append(RuleBlock(peers, ports))
+            blocks.append(RuleBlock(peers, ports, b))
         directions[direction] = tuple(blocks)
     name = metadata.get("name") or ""
     return Policy(namespace, str(name), selector, directions), reasons

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Mapping, Tuple
 
 Body = Dict[str, Any]
@@ -21,6 +21,9 @@ class Translation:
     application_policy_set: Body
     workloads: Tuple[Body, ...]  # {"namespace", "name", "ip", "tags"}
     errors: Tuple[Dict[str, str], ...]  # {"kind", "namespace", "name", "reason"}
+    # Selector tag -> the object it was hashed from (SPEC 2.1, 4), so explain can decode it; not
+    # part of SPEC 8's JSON.
+    selectors: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> Dict[str, Any]:
         """SPEC 8's JSON object. Bodies are shared with the translator: do not modify them."""

@@ -1,0 +1,81 @@
+"""`explain -o text`: one flow's answer in a few lines a person reads at a terminal (SPEC 8).
+
+The JSON answer is complete but long; the text says the verdict, the deciding rule, and, per side,
+each policy selecting the pod with what each of its blocks lacks, then what the selector tags of
+the two ends stand for. Nothing here decides anything: it only lays out the explain answer.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Sequence
+
+SIDES = (("egress", "from", "egress at the source"), ("ingress", "to", "ingress at the destination"))
+
+
+def _end(end: Mapping[str, Any]) -> str:
+    return str(end.get("pod") or end.get("ip") or "?")
+
+
+def _policy_lines(step: Mapping[str, Any]) -> List[str]:
+    allows = step.get("allows")
+    blocks: Sequence[Mapping[str, Any]] = step.get("blocks") or ()
+    if not blocks:
+        return [f"  {step['policy']}: isolates it and allows nothing (no {step['side']} rules)"]
+    lines = [f"  {step['policy']}: {'ALLOWS' if allows else 'does not allow'}"]
+    lines.extend(f"    block {b['index']}: {b['reason']}" for b in blocks)
+    return lines
+
+
+def render(result: Mapping[str, Any]) -> str:
+    """The answer of `Explainer.explain` as text lines (ending with a newline)."""
+    source, destination = _end(result["from"]), _end(result["to"])
+    contrail = "allowed" if result["allowed"] else "DROPPED"
+    kubernetes = "allow" if result["kubernetes_allowed"] else "drop"
+    lines = [f"{source} -> {destination} {str(result['protocol']).upper()} {result['port']}: "
+             f"{contrail} by Contrail; Kubernetes would {kubernetes} it"]
+    if result.get("rule"):
+        lines.append(f"deciding rule: {result['rule']} in {result['policy']} ({result['action']})")
+    elif not result.get("under_aps", True):
+        lines.append("deciding rule: none (neither end is under the cluster's APS)")
+    else:
+        lines.append("deciding rule: none matched (dropped)")
+    if result.get("deviation"):
+        lines.append(f"deviation: {result['deviation']}: {result['reason']}")
+    steps: Sequence[Mapping[str, Any]] = result.get("trace") or ()
+    for side, end, label in SIDES:
+        pod = result[end].get("pod")
+        mine = [s for s in steps if s.get("side") == side]
+        if pod is None:
+            lines.append(f"{label} ({_end(result[end])}): not a pod, no policies")
+            continue
+        if not mine:
+            lines.append(f"{label} ({pod}): no NetworkPolicy selects it, not isolated")
+            continue
+        lines.append(f"{label} ({pod}):")
+        for step in mine:
+            if step.get("allows") is not None:
+                lines.extend(_policy_lines(step))
+        bystanders = [str(s["policy"]) for s in mine if s.get("allows") is None]
+        if bystanders:
+            lines.append(f"  not isolating {side} (policyTypes), so not deciding: "
+                         f"{', '.join(bystanders)}")
+    selectors: Mapping[str, Mapping[str, Any]] = result.get("selectors") or {}
+    for tag, decoded in sorted(selectors.items()):
+        lines.append(f"{tag}: {decoded.get('text')}")
+    return "\n".join(lines) + "\n"
+
+
+def flow_errors(errors: Sequence[Mapping[str, str]], result: Mapping[str, Any]) -> List[str]:
+    """The translation errors that concern this flow: those of a policy in its trace or of one of
+    its two pods. Others (a bad policy in another namespace) are noise here."""
+    policies = {s.get("policy") for s in result.get("trace") or ()}
+    pods = {result[end].get("pod") for end in ("from", "to")} - {None}
+    concerned: Dict[str, None] = {}
+    for error in errors:
+        key = f"{error.get('namespace')}/{error.get('name')}"
+        if (error.get("kind") == "NetworkPolicy" and key in policies) or \
+                (error.get("kind") == "Pod" and key in pods):
+            concerned[f"{error.get('kind')} {key}: {error.get('reason')}"] = None
+    return list(concerned)
+
+
+__all__ = ["flow_errors", "render"]
