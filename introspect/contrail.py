@@ -25,6 +25,7 @@ PRESENT = "present"   # desired and in the config API (or ours in the config API
 PENDING = "pending"   # desired, not (yet) in the config API
 STALE = "stale"       # in the config API, no longer desired: garbage collection will remove it
 MISSING = "missing"   # named by a policy, in neither map
+PARKED = "parked"     # the config API refused its last write for good (see the reason)
 
 FIREWALL_RULE = "firewall-rule"
 FIREWALL_POLICY = "firewall-policy"
@@ -59,6 +60,7 @@ class ContrailObject:
     fq_name: FqName
     desired: Optional[Mapping[str, Any]]
     actual: Optional[Mapping[str, Any]]
+    parked: str = ""  # the server's refusal, when the reconciler parked it
 
     @property
     def body(self) -> Mapping[str, Any]:
@@ -75,6 +77,8 @@ class ContrailObject:
 
     @property
     def state(self) -> str:
+        if self.parked:
+            return PARKED
         if self.desired is None:
             return STALE if self.actual is not None else MISSING
         return PRESENT if self.actual is not None else PENDING
@@ -119,7 +123,8 @@ class ContrailView:
             desired = self._db.desired.get(kind, {})
             actual = self._db.actual.get(kind, {})
             self._objects[kind] = [
-                ContrailObject(kind, tuple(fq_name), desired.get(fq_name), actual.get(fq_name))
+                ContrailObject(kind, tuple(fq_name), desired.get(fq_name), actual.get(fq_name),
+                               self._db.parked.get((kind, tuple(fq_name)), ""))
                 for fq_name in paced(sorted(set(desired) | set(actual)))
             ]
         return self._objects[kind]
@@ -131,7 +136,7 @@ class ContrailView:
         actual = self._db.actual.get(kind, {}).get(key)
         if desired is None and actual is None:
             return None
-        return ContrailObject(kind, key, desired, actual)
+        return ContrailObject(kind, key, desired, actual, self._db.parked.get((kind, key), ""))
 
     def count(self, kind: str) -> int:
         """How many objects of `kind` either map holds, without building them."""

@@ -144,7 +144,8 @@ def network_policy_rows(snapshot: Snapshot) -> List[Row]:
     rows = []
     for key, record in paced(sorted(snapshot.db.network_policies.items())):
         # The record's own errors (sync failures) and the translator's, each reason once.
-        errors = list(dict.fromkeys(list(record.errors) + translation_errors.get(key, [])))
+        errors = list(dict.fromkeys(list(record.errors) + translation_errors.get(key, [])
+                                    + [snapshot.redactor.text(e) for e in record.write_errors]))
         fp_name = record.firewall_policy[-1] if record.firewall_policy else ""
         rows.append({
             "uid": record.uid, "namespace": record.namespace, "name": record.name,
@@ -288,7 +289,9 @@ def vnc_connection_rows(snapshot: Snapshot) -> List[Row]:
 
 OBJECT_LEGEND = ((c.PRESENT, "in the config API"), (c.PENDING, "desired, not yet written"),
                  (c.STALE, "in the config API, no longer desired: garbage collection removes it"),
-                 (c.MISSING, "named by a policy, known to neither side"))
+                 (c.MISSING, "named by a policy, known to neither side"),
+                 (c.PARKED, "the config API refused its last write (see the NetworkPolicy's errors); "
+                            "tried again when it changes or at the next resync"))
 UUID = Column("uuid", "uuid", "code")
 OBJECT_STATE = Column("state", "state", "state")
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Protocol, Set, Tuple
 
-from kube_manager.db import (PENDING, REJECTED, RETRYING, SYNCED, Database, FqName, Key, NamespaceRecord,
+from kube_manager.db import (PARKED, PENDING, REJECTED, RETRYING, SYNCED, Database, FqName, Key, NamespaceRecord,
                              PodRecord, PolicyRecord)
 from kube_manager.kube.resources import NAMESPACES, NETWORK_POLICIES, PODS
 from kube_manager.kube.watcher import ADDED, DELETED, LISTED, MODIFIED, RELISTED
@@ -183,7 +183,11 @@ class KubeCache:
                 record.state = REJECTED if record.errors else PENDING
                 continue
             states = {source.state_of(k) for k in objects}
-            if RETRYING in states:
+            record.write_errors = [f"{k[0]} {':'.join(k[1])}: {self.db.parked[k]}"
+                                   for k in objects if k in self.db.parked]
+            if PARKED in states:
+                record.state = PARKED
+            elif RETRYING in states:
                 record.state = RETRYING
             elif states == {SYNCED}:
                 record.state = REJECTED if record.errors else SYNCED

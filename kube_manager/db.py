@@ -18,6 +18,7 @@ PENDING = "pending"      # known, not yet written to Contrail
 SYNCED = "synced"        # Contrail holds exactly the desired objects
 RETRYING = "retrying"    # a write failed; retried with backoff
 REJECTED = "rejected"    # invalid input, nothing (or only part) written; see errors
+PARKED = "parked"        # the config API refused a write for good (4xx); retried on change or resync
 
 
 @dataclass
@@ -51,6 +52,7 @@ class PolicyRecord:
     rules: List[str] = field(default_factory=list)            # rule names, sequence order
     state: str = PENDING
     errors: List[str] = field(default_factory=list)
+    write_errors: List[str] = field(default_factory=list)   # why its parked objects were refused
 
 
 @dataclass
@@ -81,6 +83,8 @@ class Database:
     selectors: Mapping[str, Any] = field(default_factory=dict)
     # Translation errors: {"kind", "namespace", "name", "reason"}
     errors: List[Dict[str, str]] = field(default_factory=list)
+    # Objects whose last write the config API refused for good, (type, fq_name) -> the server's message
+    parked: Dict[Tuple[str, FqName], str] = field(default_factory=dict)
     kube_connections: Dict[str, ConnectionStatus] = field(default_factory=dict)
     vnc_connection: ConnectionStatus = field(default_factory=lambda: ConnectionStatus("config-api"))
     started_at: float = field(default_factory=time.time)

@@ -1,8 +1,8 @@
 """Typed errors of the config API client.
 
 Callers decide on the class, never on parsing text: the reconciler treats `Conflict` on create as
-"read, compare, update", `NotFound` on delete as success, and retries `ServerError` and
-`VncConnectionError` later. Every HTTP error keeps the method, path, status and the server's
+"read, compare, update", `NotFound` on delete as success, retries what `is_temporary` calls
+temporary with backoff, and parks an object whose write failed otherwise (SPEC section 7). Every HTTP error keeps the method, path, status and the server's
 plain-text body, because the real contrail-api explains its refusals only in that body.
 """
 from __future__ import annotations
@@ -80,3 +80,13 @@ def error_for_status(method: str, path: str, status: int, body: str) -> VncHttpE
     if cls is None:
         cls = ServerError if status >= 500 else VncHttpError
     return cls(method, path, status, body)
+
+
+# SPEC section 7: connection errors, timeouts, 5xx and 409 may pass by themselves; any other refusal
+# (400, 401, 403, 404 ...) is the server's answer to this body and repeats until something changes.
+_TEMPORARY = (VncConnectionError, ServerError, Conflict, InvalidResponse)
+
+
+def is_temporary(exc: BaseException) -> bool:
+    """Whether a failed call is worth retrying as it is (with backoff); else it is permanent."""
+    return isinstance(exc, _TEMPORARY)

@@ -20,7 +20,12 @@ How a key is handled (one worker per key at a time, see `workqueue` and `executo
   conflict, reported and left alone until the next resync. An object of another owner that the
   listing already saw under our name is that conflict at once, without a create that would fail.
 - Delete: 404 is success; 409 (someone else still refers to it) is left for the next resync.
-- 5xx, connection errors and anything unexpected: the key backs off, the others keep going.
+- Error classes (`vnc_client.errors.is_temporary`): 5xx, connection errors, timeouts and 409: the
+  key backs off (capped), the others keep going. Any other refusal (400, 403, a 404 about a
+  reference ...) and any unexpected exception while handling one key parks that key: its state is
+  `parked` with the server's message (`db.parked`), nothing retries it until its desired state
+  changes or the next resync. A 404 on a create is a missing parent only if the parent really is
+  missing (read back); then only that parent is created.
 
 Make before break (SPEC section 7), on top of plain existence: the deny rules of a NetworkPolicy are
 added to `<cluster>-denyall` only once that NetworkPolicy's firewall policy holds all its pass rules
@@ -40,9 +45,9 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Protocol, Seque
 
 import gevent.event
 
-from kube_manager.db import PENDING, RETRYING, SYNCED, Database, FqName
+from kube_manager.db import PARKED, PENDING, RETRYING, SYNCED, Database, FqName
 from kube_manager.logging_setup import kv
-from vnc_client.errors import Conflict, NotFound, VncError
+from vnc_client.errors import Conflict, NotFound, VncError, is_temporary
 from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
 
 from . import diff
@@ -215,6 +220,7 @@ class Reconciler:
         if not self._synced_once.is_set():
             return  # the first resync looks at everything anyway
         for key in sorted(keys, key=_order):
+            self._unpark_failed(key)
             self._enqueue(key)
 
     def refs_changed(self, changes: Iterable[TranslatorRefChange]) -> None:
@@ -239,6 +245,7 @@ class Reconciler:
             return
         for key in keys:
             if not self.pods.untaggable(key):
+                self._unpark_failed(pod_key(*key))
                 self._enqueue(pod_key(*key))
 
     def resync(self) -> int:
@@ -258,6 +265,7 @@ class Reconciler:
         self._others = listing.others
         self._load_desired_indexes()
         self._deferred.clear()
+        self.db.parked.clear()  # a resync tries parked keys again
         self._seq += 1
         self._written_at = {k: s for k, s in self._written_at.items() if s > since}
         self._vmi_written_at = {k: s for k, s in self._vmi_written_at.items() if s > since}
@@ -321,8 +329,10 @@ class Reconciler:
         return changes
 
     def state_of(self, key: ObjKey) -> str:
-        """`synced`, `pending` or `retrying`: what the introspect pages show for one object
+        """`synced`, `pending`, `retrying` or `parked`: what the introspect pages show for one object
         (by the invariant of `converged`, a key without a progress state is settled)."""
+        if key in self.db.parked:
+            return PARKED
         status = self._status.get(key)
         if status == BLOCKED or key in self._deferred:
             return RETRYING
@@ -334,7 +344,8 @@ class Reconciler:
         statuses = list(self._status.values())
         return {"active": statuses.count(ACTIVE), "blocked": statuses.count(BLOCKED),
                 "queued": len(self.queue), "scheduled": self.queue.scheduled,
-                "deferred": len(self._deferred), "conflicts": len(self.conflicts)}
+                "deferred": len(self._deferred), "parked": len(self.db.parked),
+                "conflicts": len(self.conflicts)}
 
     # --- diff.View -----------------------------------------------------------------------------
 
@@ -387,6 +398,17 @@ class Reconciler:
     # --- handling one key ----------------------------------------------------------------------
 
     def _handle(self, key: ObjKey) -> bool:
+        """Handle one key, its failure confined to it: a temporary one goes back to the executor
+        (backoff, then retried), any other parks the key (SPEC section 7)."""
+        try:
+            return self._handle_key(key)
+        except Exception as exc:
+            if is_temporary(exc):
+                raise
+            self._park_failed(key, exc)
+            return True
+
+    def _handle_key(self, key: ObjKey) -> bool:
         self._activate(key)
         self._unpark(key)
         if key[0] == POD:
@@ -443,8 +465,9 @@ class Reconciler:
                 self.counters.conflicts += 1
                 return self._adopt(key)
             except NotFound:
-                if step.body.get("parent_type") != "policy-management" or not self._create_policy_management():
-                    raise
+                if not self._parent_missing(step.body):
+                    raise  # a 404 about a reference: parked with the server's message
+                self._create_policy_management()
                 return True
             self.counters.wrote("create")
             log.info("created", extra=kv(type=obj_type, fq_name=name, uuid=created.get("uuid"),
@@ -460,7 +483,7 @@ class Reconciler:
                                            operation=change.operation, attr=change.attr)
             except NotFound:
                 if not self._gone(obj_type, step.uuid):
-                    raise  # a 404 about a referred object (deleted by hand): retried, the resync sees it
+                    raise  # a 404 about a referred object (deleted by hand): parked, the resync repairs it
                 log.info("gone from the config API, will create it again", extra=kv(type=obj_type, fq_name=name))
                 self._set_actual(key, None)
                 return True
@@ -496,15 +519,27 @@ class Reconciler:
             return True
         return False
 
-    def _create_policy_management(self) -> bool:
-        """SPEC section 1: create `default-policy-management` if missing; True if it was missing."""
+    def _parent_missing(self, body: Mapping[str, Any]) -> bool:
+        """After a 404 on a create: whether it was about the parent `default-policy-management`
+        (read back to be sure) rather than about a referenced object, which must not be guessed
+        into existence by creating a parent."""
+        if body.get("parent_type") != "policy-management":
+            return False
+        self.counters.reads += 1
+        try:
+            self.client.read("policy-management", list(DEFAULT_POLICY_MANAGEMENT), fields=["fq_name"])
+        except NotFound:
+            return True
+        return False
+
+    def _create_policy_management(self) -> None:
+        """SPEC section 1: create `default-policy-management`, which was found missing."""
         try:
             self.client.create("policy-management", {"fq_name": list(DEFAULT_POLICY_MANAGEMENT)})
         except Conflict:
-            return False
+            return  # created meanwhile by someone else: the create of the child is retried
         self.counters.wrote("create")
         log.info("created", extra=kv(type="policy-management", fq_name=":".join(DEFAULT_POLICY_MANAGEMENT)))
-        return True
 
     def _adopt(self, key: ObjKey) -> bool:
         """A create found the name taken: read the object and decide whose it is."""
@@ -555,6 +590,25 @@ class Reconciler:
             record.vmi_state, record.vmi_error = RETRYING, f"{type(exc).__name__}: {exc}"
         self._set_status(key, BLOCKED)
 
+    def _park_failed(self, key: ObjKey, exc: Exception) -> None:
+        """A permanent failure: `key` waits, with the reason shown, for a change or the next resync."""
+        self.counters.failures += 1
+        reason = f"{type(exc).__name__}: {exc}"
+        self.db.parked[key] = reason
+        log.error("config API write refused, parked until its desired state changes or the next resync",
+                  extra=kv(key=describe(key), error=reason), exc_info=not isinstance(exc, VncError))
+        self.executor.backoff.forget(key)
+        if key[0] == POD and key[1] in self.db.pods:
+            record = self.db.pods[key[1]]
+            record.vmi_state, record.vmi_error = PARKED, reason
+        self._state_changed(key)
+        self._set_status(key, BLOCKED)
+
+    def _unpark_failed(self, key: ObjKey) -> None:
+        """The desired state of `key` changed: a parked key gets another try."""
+        if self.db.parked.pop(key, None) is not None:
+            self._state_changed(key)
+
     def _timed(self, key: ObjKey, seconds: float) -> None:
         if self._observer is not None:
             self._observer.reconciled("pod" if key[0] == POD else "network_policy", seconds)
@@ -562,8 +616,8 @@ class Reconciler:
     # --- progress bookkeeping ------------------------------------------------------------------
 
     def _enqueue(self, key: ObjKey) -> None:
-        if key in self._deferred:
-            return  # left alone until the next resync
+        if key in self._deferred or key in self.db.parked:
+            return  # left alone until the next resync (or, if parked, a change of its own)
         self._activate(key)
         if key[0] == POD:
             self._track_tagging(key, True)
