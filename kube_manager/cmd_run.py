@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--once", action="store_true", default=argparse.SUPPRESS,
                        help="converge once and exit: status 0 when everything converged")
     group.add_argument("--once-timeout", type=float, metavar="SECONDS", default=argparse.SUPPRESS,
-                       help=f"with --once, give up after this long (default {DEFAULT_ONCE_TIMEOUT:g})")
+                       help="with --once, give up after this long, initial lists and first resync included: "
+                            f"exit 1 naming what did not converge (default {DEFAULT_ONCE_TIMEOUT:g})")
     group.add_argument("--demo", metavar="PATH", action="append", default=argparse.SUPPRESS,
                        help="embedded defaults: in-process config API, emulated Kubernetes API server "
                             "loaded from PATH (file or directory, repeatable), emulated CNI, introspect "
@@ -64,6 +65,8 @@ def main(args: argparse.Namespace) -> int:
                 setattr(args, key, value)
     try:
         config = config_module.load_config(args)
+        if getattr(args, "once_timeout", DEFAULT_ONCE_TIMEOUT) <= 0:
+            raise ConfigError(f"--once-timeout: must be positive, got {args.once_timeout:g}")
     except ConfigError as exc:
         print(f"contrail-kube-manager: configuration error: {exc}", file=sys.stderr)
         return 2

@@ -9,7 +9,10 @@ starts the reconciler's workers. From then on events flow continuously, and a fu
 drift every `kube_timer_interval` seconds, or at once on SIGHUP.
 
 SIGTERM and SIGINT stop everything within a few seconds with status 0. `once=True` converges and
-returns 0 only when everything converged (1 otherwise, after `once_timeout`).
+returns 0 only when everything converged; `once_timeout` bounds the whole of it (initial lists and
+first resync included): when it expires, one ERROR line names what did not converge (an initial
+list and the Kubernetes API's last error, the config API, or the keys still pending), in-flight
+work is abandoned and the result is 1.
 
 Everything is greenlets in one hub: the caller must have run `gevent.monkey.patch_all()` before the
 network libraries were imported (`cmd_run` does), so that the watchers' blocking socket reads yield.
@@ -44,6 +47,7 @@ log = logging.getLogger(__name__)
 HEARTBEAT_INTERVAL = 2.0       # db.loop_heartbeat_at, read by /livez
 STATE_REFRESH_INTERVAL = 1.0   # NetworkPolicy sync states on the introspect pages
 STOP_GRACE = 3.0               # per component; the whole stop stays well under 10 s
+ABANDON_GRACE = 0.5            # the same after `--once` timed out: in-flight work is abandoned
 START_RETRY = (1.0, 30.0)      # first resync when the config API is down: backoff from/to
 
 
@@ -73,6 +77,8 @@ class Daemon:
         self._stop = gevent.event.Event()
         self._resync_now = gevent.event.Event()
         self._lists_done = gevent.event.Event()
+        self._resynced_once = False
+        self._stop_grace = STOP_GRACE
         self._running = _Running()
 
     # --- control -----------------------------------------------------------------------------
@@ -89,16 +95,13 @@ class Daemon:
                     gevent.signal_handler(signal.SIGINT, self._on_signal, "SIGINT"),
                     gevent.signal_handler(signal.SIGHUP, self._on_signal, "SIGHUP")]
         try:
-            self._start()
-            if not self._wait_for_lists():
-                return 0
-            if not self._first_resync():
-                return 0
-            assert self.reconciler is not None
-            self.reconciler.start()
             if once:
-                return self._converge_once(once_timeout)
-            self._serve()
+                return self._run_once(once_timeout)
+            self._start()
+            if self._wait_for_lists() and self._first_resync():
+                assert self.reconciler is not None
+                self.reconciler.start()
+                self._serve()
             return 0
         finally:
             for handler in handlers:
@@ -227,7 +230,9 @@ class Daemon:
             self.reconciler.resync()
         except VncError as exc:
             log.warning("resync failed", extra=kv(error=f"{type(exc).__name__}: {exc}"))
+            self.db.vnc_connection.last_error = f"{type(exc).__name__}: {exc}"
             return False
+        self._resynced_once = True
         return True
 
     def _serve(self) -> None:
@@ -244,16 +249,48 @@ class Daemon:
             self._resync()
             next_at = time.monotonic() + interval
 
-    def _converge_once(self, timeout: float) -> int:
-        assert self.reconciler is not None
-        if self.reconciler.wait_converged(timeout, self._stop):
-            self.cache.refresh_states(self.reconciler)
-            log.info("converged", extra=kv(**self._figures()))
-            return 0
-        if self._stop.is_set():
-            return 0
-        log.error("not converged", extra=kv(**self._figures(), **self.reconciler.summary()))
+    def _run_once(self, timeout: float) -> int:
+        """`--once`: start, list, resync and converge, all within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        bound = gevent.Timeout(timeout)
+        bound.start()
+        try:
+            self._start()
+            if not (self._wait_for_lists() and self._first_resync()):
+                return 0
+            assert self.reconciler is not None
+            self.reconciler.start()
+            if self.reconciler.wait_converged(max(0.0, deadline - time.monotonic()), self._stop):
+                self.cache.refresh_states(self.reconciler)
+                log.info("converged", extra=kv(**self._figures()))
+                return 0
+            if self._stop.is_set():
+                return 0
+        except gevent.Timeout as exc:
+            if exc is not bound:
+                raise
+            self._stop_grace = ABANDON_GRACE
+        finally:
+            bound.close()
+        log.error("not converged", extra=kv(timeout=timeout, reason=self._not_converged()))
         return 1
+
+    def _not_converged(self) -> str:
+        """What holds `--once` back, in one line: the first stage that is not done."""
+        waiting = [status for _name, status in sorted(self.db.kube_connections.items()) if not status.initial_list_done]
+        if waiting or not self.db.kube_connections:
+            error = next((status.last_error for status in waiting if status.last_error), "")
+            return (f"initial list of {', '.join(status.name for status in waiting) or 'every resource'} not done: "
+                    f"Kubernetes API at {self.kube_url or 'its address'} "
+                    + (f"unreachable ({error})" if error else "did not answer"))
+        if not self._resynced_once:
+            last = self.db.vnc_connection.last_error
+            return (f"first resync not done: config API at {self.vnc_url} "
+                    + (f"unreachable ({last})" if last else "did not answer"))
+        assert self.reconciler is not None
+        figures = {**self._figures(), **self.reconciler.summary()}
+        return (", ".join(f"{k}={v}" for k, v in figures.items())
+                + "; pending: " + "; ".join(self.reconciler.unsettled(5)))
 
     def _figures(self) -> dict:
         assert self.reconciler is not None
@@ -304,14 +341,14 @@ class Daemon:
     def _shutdown(self) -> None:
         self._stop.set()
         if self.reconciler is not None:
-            self.reconciler.stop(STOP_GRACE)
+            self.reconciler.stop(self._stop_grace)
         for stop in reversed(self._running.stoppers):
             try:
                 stop()
             except Exception as exc:  # keep stopping the rest
                 log.warning("error while stopping", extra=kv(error=f"{type(exc).__name__}: {exc}"))
         self._running.stoppers.clear()
-        gevent.joinall(self._running.greenlets, timeout=STOP_GRACE)
+        gevent.joinall(self._running.greenlets, timeout=self._stop_grace)
         gevent.killall([g for g in self._running.greenlets if not g.dead], timeout=1)
         self._running.greenlets.clear()
         log.info("kube-manager stopped")

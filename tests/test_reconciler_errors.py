@@ -53,6 +53,8 @@ def test_a_400_parks_the_object_with_the_server_message_until_its_desired_state_
     assert entry.state == PARKED
     assert any("400" in e and "the rule says no" in e and RULE[-1] in e for e in entry.write_errors), entry
     assert s.cluster.db.parked[RULE_KEY].startswith("BadRequest: POST /firewall-rules -> 400")
+    # What `run --once` names when it gives up: the parked rule with the server's message.
+    assert any(RULE[-1] in line and "parked (BadRequest" in line for line in s.rec.unsettled(5)), s.rec.unsettled(5)
     other = s.cluster.db.network_policies[("b", "from-team")]
     assert other.state == "synced" and not other.write_errors
 

@@ -347,6 +347,14 @@ class Reconciler:
                 "deferred": len(self._deferred), "parked": len(self.db.parked),
                 "conflicts": len(self.conflicts)}
 
+    def unsettled(self, limit: int) -> List[str]:
+        """Up to `limit` keys that hold convergence, each with its state (and why, if parked)."""
+        found = []
+        for key in sorted(self._status, key=_order)[:limit]:
+            reason = self.db.parked.get(key)
+            found.append(f"{describe(key)} {self.state_of(key)}" + (f" ({reason})" if reason else ""))
+        return found
+
     # --- diff.View -----------------------------------------------------------------------------
 
     def present(self, key: ObjKey) -> bool:
