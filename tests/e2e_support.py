@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import urllib.request
 from typing import Any, Callable, Dict, List, Optional
@@ -31,6 +33,31 @@ from vnc_client.server.runner import BackgroundServer, run_in_background
 DEADLINE = 20.0
 STOP_LIMIT = 10.0  # SPEC section 8: a clean stop within 10 s
 RESOURCE_OF = {"Namespace": "namespaces", "Pod": "pods", "NetworkPolicy": "networkpolicies"}
+
+
+def closed_port() -> int:
+    """A local port nothing listens on (connections are refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def write_config(path: str, kube_server: str, kube_port: int, vnc: str, vnc_port: int) -> str:
+    """A minimal configuration file for `run -c` (introspect on a free local port); returns `path`."""
+    with open(path, "w") as stream:
+        stream.write(textwrap.dedent(f"""\
+            [DEFAULTS]
+            http_server_ip = 127.0.0.1
+            http_server_port = 0
+            [KUBERNETES]
+            kubernetes_api_server = {kube_server}
+            kubernetes_api_port = {kube_port}
+            leader_elect = false
+            [VNC]
+            vnc_endpoint_ip = {vnc}
+            vnc_endpoint_port = {vnc_port}
+            """))
+    return path
 
 
 class Environment:

@@ -3,14 +3,13 @@ gevent monkey-patching happening before any network library is imported."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import textwrap
 
 from kube_manager.manifests import load_manifests
 from kube_manager.translator import translate
-from tests.e2e_support import DaemonProcess
+from tests.e2e_support import DaemonProcess, closed_port, write_config
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "demo")
 RUN = [sys.executable, "-m", "kube_manager", "run"]
@@ -36,26 +35,9 @@ def test_a_bad_value_stops_start_up_with_status_2_naming_the_key():
     assert "vnc_endpoint_port" in result.stderr and "99999" in result.stderr
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_sigterm_stops_cleanly_with_status_0_even_while_waiting_for_the_api_server(tmp_path):
-    config = tmp_path / "kube-manager.conf"
-    config.write_text(textwrap.dedent(f"""\
-        [DEFAULTS]
-        http_server_ip = 127.0.0.1
-        http_server_port = 0
-        [KUBERNETES]
-        kubernetes_api_server = 127.0.0.1
-        kubernetes_api_port = {_closed_port()}
-        [VNC]
-        vnc_endpoint_ip = embedded
-        vnc_endpoint_port = 0
-        """))
-    daemon = DaemonProcess(str(config))
+    config = write_config(str(tmp_path / "kube-manager.conf"), "127.0.0.1", closed_port(), "embedded", 0)
+    daemon = DaemonProcess(config)
     try:
         daemon.wait_log("watch failed, retrying", timeout=60)
         assert daemon.stop() == 0  # within STOP_LIMIT seconds

@@ -5,23 +5,17 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import textwrap
 from typing import Iterator
 
 import pytest
 
 from kube_manager.kube.emulator_runner import EmulatorRunner
+from tests.e2e_support import closed_port, write_config
 
 RUN = [sys.executable, "-m", "kube_manager", "run"]
 ONCE = ["--once", "--once-timeout", "3"]
 # Far above the bound: the daemon on main never exited at all in these cases.
 EXIT_LIMIT = 60
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
@@ -41,20 +35,8 @@ def kube() -> Iterator[EmulatorRunner]:
 
 
 def run_once(tmp_path, kube_server: str, kube_port: int, vnc: str, vnc_port: int) -> subprocess.CompletedProcess:
-    config = tmp_path / "kube-manager.conf"
-    config.write_text(textwrap.dedent(f"""\
-        [DEFAULTS]
-        http_server_ip = 127.0.0.1
-        http_server_port = 0
-        [KUBERNETES]
-        kubernetes_api_server = {kube_server}
-        kubernetes_api_port = {kube_port}
-        leader_elect = false
-        [VNC]
-        vnc_endpoint_ip = {vnc}
-        vnc_endpoint_port = {vnc_port}
-        """))
-    return subprocess.run(RUN + ["-c", str(config)] + ONCE, capture_output=True, text=True, timeout=EXIT_LIMIT)
+    config = write_config(str(tmp_path / "kube-manager.conf"), kube_server, kube_port, vnc, vnc_port)
+    return subprocess.run(RUN + ["-c", config] + ONCE, capture_output=True, text=True, timeout=EXIT_LIMIT)
 
 
 def not_converged_line(result: subprocess.CompletedProcess) -> str:
@@ -65,7 +47,7 @@ def not_converged_line(result: subprocess.CompletedProcess) -> str:
 
 
 def test_kubernetes_api_unreachable(tmp_path):
-    port = _closed_port()
+    port = closed_port()
     result = run_once(tmp_path, "127.0.0.1", port, "embedded", 0)
     assert result.returncode == 1, result.stderr[-3000:]
     line = not_converged_line(result)
@@ -74,7 +56,7 @@ def test_kubernetes_api_unreachable(tmp_path):
 
 
 def test_config_api_unreachable(tmp_path, kube):
-    port = _closed_port()
+    port = closed_port()
     result = run_once(tmp_path, "127.0.0.1", int(kube.url.rsplit(":", 1)[1]), "127.0.0.1", port)
     assert result.returncode == 1, result.stderr[-3000:]
     line = not_converged_line(result)
