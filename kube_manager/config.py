@@ -104,6 +104,16 @@ def _int_range(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a whole number of seconds") from None
+    if value < 1:
+        raise ValueError(f"{value} must be at least 1")
+    return value
+
+
 def _positive_seconds(text: str) -> float:
     try:
         value = float(text)
@@ -266,6 +276,16 @@ KEYS: Dict[str, KeySpec] = {
         "KUBERNETES", _existing_paths, "manifests the emulated API server starts with"),
     "emulated_cni": KeySpec(
         "KUBERNETES", _bool, "with the emulator, create each pod's VM and VMI in the config API"),
+    "leader_elect": KeySpec("KUBERNETES", _bool, "elect one writer among instances through a Lease"),
+    "leader_elect_namespace": KeySpec("KUBERNETES", _nonempty, "namespace of the election Lease"),
+    "leader_elect_name": KeySpec(
+        "KUBERNETES", _nonempty, "name of the election Lease (default contrail-kube-manager-<cluster_name>)"),
+    "leader_elect_lease_duration": KeySpec(
+        "KUBERNETES", _positive_int, "seconds a standby waits before taking an unrenewed Lease"),
+    "leader_elect_renew_deadline": KeySpec(
+        "KUBERNETES", _positive_seconds, "seconds the leader may go without renewing before it stops writing"),
+    "leader_elect_retry_period": KeySpec(
+        "KUBERNETES", _positive_seconds, "seconds between attempts to acquire or renew the Lease"),
     # [VNC]
     "vnc_endpoint_ip": KeySpec(
         "VNC", _vnc_endpoints, "config API hosts (comma list), or 'embedded'"),
@@ -303,6 +323,12 @@ class Config:
     kubeconfig: str = ""
     emulated_manifests: List[str] = field(default_factory=list)
     emulated_cni: bool = True
+    leader_elect: bool = True
+    leader_elect_namespace: str = "kube-system"
+    leader_elect_name: str = ""   # "": contrail-kube-manager-<cluster_name>
+    leader_elect_lease_duration: int = 15
+    leader_elect_renew_deadline: float = 10.0
+    leader_elect_retry_period: float = 2.0
     # [VNC]
     vnc_endpoint_ip: List[str] = field(default_factory=lambda: ["127.0.0.1"])
     vnc_endpoint_port: int = 8082
@@ -326,6 +352,10 @@ class Config:
     @property
     def emulated_kubernetes(self) -> bool:
         return self.kubernetes_api_server == EMULATED
+
+    @property
+    def lease_name(self) -> str:
+        return self.leader_elect_name or f"contrail-kube-manager-{self.cluster_name}"
 
     @property
     def keystone_auth(self) -> bool:
@@ -440,9 +470,23 @@ def _check_consistency(config: Config) -> None:
     if config.kubernetes_api_port == 0 and not config.emulated_kubernetes:
         raise ConfigError("[KUBERNETES] kubernetes_api_port: 0 (any free port) only works with "
                           f"kubernetes_api_server = {EMULATED}")
+    _check_election_timings(config)
     if config.emulated_manifests and not config.emulated_kubernetes:
         config.warnings.append("[KUBERNETES] emulated_manifests: ignored unless "
                                f"kubernetes_api_server = {EMULATED}")
+
+
+def _check_election_timings(config: Config) -> None:
+    """client-go's rule: lease_duration > renew_deadline > 1.2 x retry_period (the jitter factor), so
+    that a leader stops writing before a standby may take over, and a renewal gets several tries."""
+    if not config.leader_elect:
+        return
+    if not config.leader_elect_lease_duration > config.leader_elect_renew_deadline:
+        raise ConfigError(f"[KUBERNETES] leader_elect_lease_duration: {config.leader_elect_lease_duration:g} must be "
+                          f"greater than leader_elect_renew_deadline ({config.leader_elect_renew_deadline:g})")
+    if not config.leader_elect_renew_deadline > 1.2 * config.leader_elect_retry_period:
+        raise ConfigError(f"[KUBERNETES] leader_elect_renew_deadline: {config.leader_elect_renew_deadline:g} must be "
+                          f"greater than 1.2 x leader_elect_retry_period ({config.leader_elect_retry_period:g})")
 
 
 def load_config(args: Optional[argparse.Namespace] = None) -> Config:

@@ -71,6 +71,21 @@ class ConnectionStatus:
 
 
 @dataclass
+class LeaderStatus:
+    """Leader election as shown on `/Snh_LeaderElectionStatus`; kept current by the elector."""
+
+    enabled: bool = False
+    identity: str = ""
+    is_leader: bool = False
+    leader: str = ""          # the holder of the Lease as last read ("" when none)
+    namespace: str = ""
+    name: str = ""
+    transitions: int = 0      # times this instance became leader or stopped being leader
+    last_renew_at: Optional[float] = None
+    last_error: str = ""
+
+
+@dataclass
 class Database:
     namespaces: Dict[str, NamespaceRecord] = field(default_factory=dict)
     pods: Dict[Key, PodRecord] = field(default_factory=dict)
@@ -87,5 +102,6 @@ class Database:
     parked: Dict[Tuple[str, FqName], str] = field(default_factory=dict)
     kube_connections: Dict[str, ConnectionStatus] = field(default_factory=dict)
     vnc_connection: ConnectionStatus = field(default_factory=lambda: ConnectionStatus("config-api"))
+    leader: LeaderStatus = field(default_factory=LeaderStatus)
     started_at: float = field(default_factory=time.time)
     loop_heartbeat_at: float = field(default_factory=time.time)

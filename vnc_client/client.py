@@ -42,12 +42,17 @@ Body = Union[Mapping[str, Any], VncObject]
 Ident = Union[str, Sequence[str]]
 # observer(method, path_template, status or None on connection error, seconds), once per HTTP attempt.
 Observer = Callable[[str, str, Optional[int], float], None]
+# write_gate(): called right before every attempt of a write; raises WriteRefused to stop it.
+WriteGate = Callable[[], None]
 
 DEFAULT_PORT = 8082
 # Above this many ids in one list selector, list through POST /list-bulk-collection (as vnc_api does).
 LIST_BULK_THRESHOLD = 25
 LIST_BULK_PATH = "/list-bulk-collection"
 _REF_OPERATIONS = ("ADD", "DELETE")
+# POSTs that only read; every other POST, and every PUT and DELETE, is a write.
+_READ_POSTS = frozenset({"/fqname-to-id", "/id-to-fqname", LIST_BULK_PATH})
+USER_AGENT = "kube-manager-vnc-client"
 # Transport failures worth another attempt (possibly on another endpoint): refused, reset, timed
 # out, or a connection dropped in the middle of the answer.
 _TRANSIENT_TRANSPORT_ERRORS = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)
@@ -112,7 +117,10 @@ class VncClient:
 
     `endpoints` is a comma list or a sequence of hosts, `host:port` or URLs (`vnc_endpoint_ip`);
     `port` applies where none is given. `credentials` switches Keystone auth on. `sleep` and
-    `jitter` are injectable so tests observe backoff without waiting.
+    `jitter` are injectable so tests observe backoff without waiting. `write_gate` fences writes
+    (leader election): it is called right before every attempt of every write, retries included, and
+    its `WriteRefused` stops the call before anything is sent. `agent` is added to the User-Agent,
+    so that a server can tell several kube-managers apart.
     """
 
     def __init__(
@@ -131,6 +139,8 @@ class VncClient:
         sleep: Callable[[float], None] = time.sleep,
         jitter: Jitter = full_jitter,
         observer: Optional[Observer] = None,
+        write_gate: Optional[WriteGate] = None,
+        agent: str = "",
     ) -> None:
         hosts = endpoints.split(",") if isinstance(endpoints, str) else list(endpoints)
         scheme = "https" if use_ssl else "http"
@@ -149,6 +159,7 @@ class VncClient:
         self._sleep = sleep
         self._jitter = jitter
         self._observer = observer
+        self._write_gate = write_gate
         self._current = 0  # index of the endpoint that answered last; fail-over is sticky
 
         self._session = VncSession()
@@ -156,7 +167,7 @@ class VncClient:
         adapter = HTTPAdapter(pool_connections=len(self._endpoints) + 1, pool_maxsize=concurrency, max_retries=0)
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
-        self._session.headers.update({"Accept": "application/json", "User-Agent": "kube-manager-vnc-client"})
+        self._session.headers.update({"Accept": "application/json", "User-Agent": f"{USER_AGENT} {agent}".strip()})
         self._auth = KeystoneAuth(credentials, self._session, self._timeout, self._verify) if credentials else None
 
     # --- lifecycle and status ----------------------------------------------------------------
@@ -409,7 +420,10 @@ class VncClient:
         index = self._current
         failures = 0
         reauthenticated = False
+        gated = self._write_gate is not None and method != "GET" and path not in _READ_POSTS
         while True:
+            if gated:
+                self._write_gate()  # type: ignore[misc]  (checked above)
             url = self._endpoints[index] + path
             token, headers = self._auth_headers()
             started = time.monotonic()

@@ -21,6 +21,11 @@ class VncConnectionError(VncError):
     """No endpoint could be reached (refused, reset, timed out) after every allowed attempt."""
 
 
+class WriteRefused(VncError):
+    """The client's write gate refused a write before it was sent: this kube-manager is not the
+    leader (any more). Never retried: the work that wanted to write is abandoned."""
+
+
 class InvalidResponse(VncError):
     """The server answered with a success status but a body that is not the expected JSON."""
 

@@ -11,7 +11,8 @@ real `kubernetes` client, the way the real API server does where kube-manager ca
   a compacted version is answered in-stream with an ERROR event carrying a 410 `Status`, as the real
   server does;
 - get, create (POST), replace (PUT, with the resourceVersion precondition) and delete of one object,
-  so that the client's write calls work too; errors are `Status` objects.
+  so that the client's write calls work too; errors are `Status` objects;
+- `coordination.k8s.io/v1` Leases (`emulator_leases`), so that several daemons can elect a leader.
 
 Runs on gevent.pywsgi in the calling hub (`EmulatedApiServer`); `emulator_runner.EmulatorRunner`
 starts it in the background for blocking code. `python -m kube_manager.kube.emulator -f DIR` serves
@@ -34,6 +35,7 @@ from urllib.parse import parse_qs
 from gevent.pywsgi import WSGIServer
 from gevent.queue import Empty
 
+from kube_manager.kube.emulator_leases import lease_route
 from kube_manager.kube.emulator_store import (CLOSE, DROP, ApiError, Bookmark, KubeStore,
                                               Subscription, event_line, expired)
 from kube_manager.kube.resources import RESOURCES, Resource
@@ -132,6 +134,9 @@ class EmulatorApp:
             if path == "/version":
                 return _json(start_response, 200, {"major": "1", "minor": "30",
                                                    "gitVersion": "v1.30.0-kube-manager-emulator"})
+            lease = lease_route(path)
+            if lease is not None:
+                return self._lease(method, *lease, environ, start_response)
             route = match_route(path)
             if route is None:
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
@@ -159,6 +164,19 @@ class EmulatorApp:
         if name is not None and method == "DELETE":
             return _json(start_response, 200, store.delete(res.name, namespace or "", name))
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on {res.name}")
+
+    def _lease(self, method: str, namespace: str, name: str, environ: Dict[str, Any],
+               start_response: StartResponse) -> Any:
+        leases = self.store.leases
+        if not name and method == "POST":
+            return _json(start_response, 201, leases.create(namespace, _json_body(environ)))
+        if name and method == "GET":
+            return _json(start_response, 200, leases.get(namespace, name))
+        if name and method == "PUT":
+            return _json(start_response, 200, leases.replace(namespace, name, _json_body(environ)))
+        if name and method == "DELETE":
+            return _json(start_response, 200, leases.delete(namespace, name))
+        raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on leases")
 
     def _list(self, res: Resource, namespace: Optional[str], query: _Query) -> Dict[str, Any]:
         store = self.store
@@ -238,12 +256,16 @@ def _item_key(item: Dict[str, Any]) -> Tuple[str, str]:
     return meta.get("namespace", ""), meta["name"]
 
 
-def _body(environ: Dict[str, Any], res: Resource, namespace: Optional[str]) -> Dict[str, Any]:
+def _json_body(environ: Dict[str, Any]) -> Any:
     try:
         length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = json.loads(environ["wsgi.input"].read(length) or b"null")
+        return json.loads(environ["wsgi.input"].read(length) or b"null")
     except (ValueError, UnicodeDecodeError):
         raise ApiError(400, "BadRequest", "the body is not valid JSON") from None
+
+
+def _body(environ: Dict[str, Any], res: Resource, namespace: Optional[str]) -> Dict[str, Any]:
+    body = _json_body(environ)
     if not isinstance(body, dict):
         raise ApiError(400, "BadRequest", "the body must be a JSON object")
     body.setdefault("kind", res.kind)

@@ -116,6 +116,8 @@ class KubeStore:
         self._subs: Dict[int, Subscription] = {}
         self._listeners: List[Listener] = []
         self._creations: Counter = Counter()
+        from kube_manager.kube.emulator_leases import LeaseStore  # it imports ApiError from here
+        self.leases = LeaseStore()  # served apart: not watched, no shared resourceVersion
 
     # --- reading ---------------------------------------------------------------------------------
 

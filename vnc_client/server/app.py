@@ -100,11 +100,12 @@ class ConfigApiApp:
         route = route_of(path)
         handler = _HANDLERS.get((route.template if route.kind == "action" else route.kind, method))
         write = bool(handler and handler[1])
+        agent = environ.get("HTTP_USER_AGENT", "")
         fault, fault_status = self.faults.decide()
         if self.faults.latency:
             gevent.sleep(self.faults.latency)
         if fault == DROP:
-            self.counters.record(method, route.template, DROPPED, write=write)
+            self.counters.record(method, route.template, DROPPED, write=write, agent=agent)
             log.info("config-api injected fault: dropping %s %s", method, path)
             raise DropConnection(f"{method} {path}")
         if fault == FAIL:
@@ -114,7 +115,7 @@ class ConfigApiApp:
             status, payload = self._no_handler(route, path)
         else:
             status, payload = self._handle(handler[0], route, environ)
-        self.counters.record(method, route.template, status, write=write)
+        self.counters.record(method, route.template, status, write=write, agent=agent)
         log.debug("config-api %s %s -> %d (%.1f ms)", method, path, status, (time.monotonic() - started) * 1e3)
         return _respond(start_response, status, payload)
 

@@ -119,14 +119,17 @@ class RequestCounters:
         self._by_route: Counter = Counter()
         self._by_status: Counter = Counter()
         self._writes = 0
+        self._writes_by_agent: Counter = Counter()
 
-    def record(self, method: str, route: str, status: int, *, write: bool = False) -> None:
+    def record(self, method: str, route: str, status: int, *, write: bool = False, agent: str = "") -> None:
         """Count one request; `write` marks requests that may change the store (create, update,
-        delete, ref-update, set-tag), whatever their outcome."""
+        delete, ref-update, set-tag), whatever their outcome; `agent` is the client's User-Agent."""
         with self._lock:
             self._by_route[(method, route)] += 1
             self._by_status[status] += 1
             self._writes += write
+            if write:
+                self._writes_by_agent[agent] += 1
 
     def snapshot(self) -> Dict[Tuple[str, str], int]:
         """{(method, route): count} of every request so far."""
@@ -148,8 +151,14 @@ class RequestCounters:
         with self._lock:
             return self._writes
 
+    def writes_by_agent(self) -> Dict[str, int]:
+        """Write requests by User-Agent: which of several kube-managers wrote."""
+        with self._lock:
+            return dict(self._writes_by_agent)
+
     def reset(self) -> None:
         with self._lock:
             self._by_route.clear()
             self._by_status.clear()
             self._writes = 0
+            self._writes_by_agent.clear()

@@ -1,0 +1,136 @@
+"""The Lease as a lock: one leader election record, read, created and replaced with the official
+`kubernetes` client (`CoordinationV1Api`), as client-go's `resourcelock.LeaseLock` does.
+
+Optimistic concurrency is the API server's: a replace carries the resourceVersion of the Lease as
+last read, so that of two candidates who read the same expired Lease only one can take it (the other
+gets 409 Conflict and reads again on its next try). The record is compared as the server stores it
+(`raw`), because a candidate judges expiry by when *it* last saw the record change, never by the
+times written in it (another host's clock).
+
+Bodies are sent as plain dicts with times formatted as the API's MicroTime, and answers are read as
+JSON (`_preload_content=False`): the record is compared exactly as the server stores it.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Tuple
+
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+
+class LockError(Exception):
+    """The Lease could not be read or written (connection error, timeout, error status)."""
+
+    def __init__(self, message: str, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class LeaseRecord:
+    """What the Lease's spec says: client-go's `LeaderElectionRecord`."""
+
+    holder: str = ""
+    lease_duration: int = 0      # seconds, as the holder asked others to wait
+    acquire_time: str = ""
+    renew_time: str = ""
+    transitions: int = 0
+
+    @classmethod
+    def from_spec(cls, spec: Optional[Dict[str, Any]]) -> "LeaseRecord":
+        spec = spec if isinstance(spec, dict) else {}
+        return cls(holder=_text(spec.get("holderIdentity")), lease_duration=_count(spec.get("leaseDurationSeconds")),
+                   acquire_time=_text(spec.get("acquireTime")), renew_time=_text(spec.get("renewTime")),
+                   transitions=_count(spec.get("leaseTransitions")))
+
+    def to_spec(self) -> Dict[str, Any]:
+        return {"holderIdentity": self.holder, "leaseDurationSeconds": self.lease_duration,
+                "acquireTime": self.acquire_time or None, "renewTime": self.renew_time or None,
+                "leaseTransitions": self.transitions}
+
+
+def micro_time(moment: Optional[datetime.datetime] = None) -> str:
+    """A MicroTime string (UTC, microseconds), as the API server stores Lease times.
+
+    The client re-reads it into a datetime and sends `isoformat()`, which drops the fraction when the
+    microseconds are 0; the server's MicroTime wants six digits, so that one instant moves by 1 us."""
+    moment = moment or datetime.datetime.now(datetime.timezone.utc)
+    if moment.microsecond == 0:
+        moment = moment.replace(microsecond=1)
+    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaseLock:
+    """The Lease `namespace/name`; `get` remembers the object so that `update` replaces exactly the
+    version read (client-go keeps the same state in its LeaseLock)."""
+
+    def __init__(self, api_client: client.ApiClient, namespace: str, name: str) -> None:
+        self._api = client.CoordinationV1Api(api_client)
+        self.namespace = namespace
+        self.name = name
+        self._lease: Optional[Dict[str, Any]] = None
+
+    def describe(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def get(self, timeout: float) -> Optional[Tuple[LeaseRecord, str]]:
+        """The record and its raw form, or None when the Lease does not exist."""
+        try:
+            lease = self._call(self._api.read_namespaced_lease, timeout, self.name, self.namespace)
+        except LockError as exc:
+            if exc.status == 404:
+                self._lease = None
+                return None
+            raise
+        self._lease = lease
+        spec = lease.get("spec")
+        return LeaseRecord.from_spec(spec), json.dumps(spec, sort_keys=True)
+
+    def create(self, record: LeaseRecord, timeout: float) -> str:
+        """Create the Lease (409 when someone else just did); returns the raw record stored."""
+        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": self.name, "namespace": self.namespace}, "spec": record.to_spec()}
+        self._lease = self._call(self._api.create_namespaced_lease, timeout, self.namespace, body)
+        return json.dumps(self._lease.get("spec"), sort_keys=True)
+
+    def update(self, record: LeaseRecord, timeout: float) -> str:
+        """Replace the Lease last read or written (409 when it changed since); returns the raw
+        record stored."""
+        if self._lease is None:
+            raise LockError("the Lease must be read before it is updated")
+        body = {**self._lease, "spec": record.to_spec()}
+        self._lease = self._call(self._api.replace_namespaced_lease, timeout, self.name, self.namespace, body)
+        return json.dumps(self._lease.get("spec"), sort_keys=True)
+
+    @staticmethod
+    def _call(method: Any, timeout: float, *args: Any) -> Dict[str, Any]:
+        try:
+            response = method(*args, _preload_content=False, _request_timeout=timeout)
+            data = json.loads(response.data or b"null")
+        except ApiException as exc:
+            raise LockError(f"{exc.status} {exc.reason}: {_message(exc.body)}", exc.status) from None
+        except ValueError as exc:
+            raise LockError(f"the answer is not JSON: {exc}") from None
+        except Exception as exc:  # connection refused, reset, timed out: all mean "not this time"
+            raise LockError(f"{type(exc).__name__}: {exc}") from None
+        if not isinstance(data, dict):
+            raise LockError("the answer is not a Lease object")
+        return data
+
+
+def _message(body: Any) -> str:
+    try:
+        return str(json.loads(body).get("message", ""))[:300]
+    except (ValueError, TypeError, AttributeError):
+        return str(body or "")[:300]
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
