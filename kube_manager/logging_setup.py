@@ -18,17 +18,12 @@ import time
 from typing import Any, Dict, Iterable, Optional
 
 from kube_manager.config import Config, ConfigError
+from kube_manager.logfields import FIELDS_ATTR, kv  # noqa: F401 (kv re-exported: the house import)
 
-FIELDS_ATTR = "kv_fields"
 HANDLER_NAME = "kube-manager"
 REDACTED = "***"
 # Third-party loggers that are too chatty at DEBUG (the kubernetes client logs whole response bodies).
 NOISY_LOGGERS = ("urllib3", "kubernetes")
-
-
-def kv(**fields: Any) -> Dict[str, Dict[str, Any]]:
-    """The `extra` argument carrying structured fields for one record."""
-    return {FIELDS_ATTR: fields}
 
 
 def _quote(value: Any) -> str:

@@ -16,8 +16,8 @@ from test_translator_oracle import namespace, pod, policy
 FORBIDDEN = ("gevent", "requests", "kubernetes", "vnc_client", "urllib3", "socket", "kube_manager.db")
 # The modules of the translation itself (flow/explain modules are tested by their own suites).
 OWN_MODULES = ("bodies", "canonical", "changes", "cidr", "cluster", "encoding", "index", "inputs", "parsecache",
-               "membership", "model", "naming", "policy", "ports", "render", "selectors", "sequenced",
-               "translation", "validation")
+               "membership", "model", "naming", "policy", "ports", "render", "rejections", "selectors", "sequenced",
+               "shapes", "translation", "validation")
 
 
 def test_importing_the_translator_pulls_in_no_client_or_io_module():

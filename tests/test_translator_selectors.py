@@ -71,7 +71,7 @@ def test_hash_input_of_scopes():
 
 @pytest.mark.parametrize("raw, fragment", [
     ({"matchLabel": {"a": "1"}}, "unknown field"),
-    ({"matchLabels": {"a": 1}}, "not a string"),
+    ({"matchLabels": {"a": 1}}, "expected a string, got int"),
     ({"matchLabels": {"Bad Key": "1"}}, "label key"),
     ({"matchLabels": {"a": "-bad"}}, "label value"),
     ({"matchLabels": {"a": "x" * 64}}, "label value"),

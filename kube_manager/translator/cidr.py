@@ -10,11 +10,11 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from .validation import InvalidInput, mapping, sequence, string
+from .shapes import IP_BLOCK, conform
+from .validation import InvalidInput
 
 Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
 Address = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
-_IP_BLOCK_FIELDS = frozenset({"cidr", "except"})
 
 
 def parse_cidr(text: str, path: str) -> Network:
@@ -85,15 +85,15 @@ class IpBlock:
 
 def parse_ip_block(raw: Any, path: str) -> IpBlock:
     """Validate an ipBlock as the API server does: each except a strict subset of the CIDR."""
-    body = mapping(raw, path, _IP_BLOCK_FIELDS)
-    text = string(body.get("cidr"), f"{path}.cidr")
+    body = conform(raw, IP_BLOCK, path)
+    text = body.get("cidr", "")
     if not text:
         raise InvalidInput(f"{path}.cidr: required")
     cidr = parse_cidr(text, f"{path}.cidr")
     excepts = set()
-    for i, entry in enumerate(sequence(body.get("except"), f"{path}.except")):
+    for i, entry in enumerate(body.get("except", ())):
         epath = f"{path}.except[{i}]"
-        excluded = parse_cidr(string(entry, epath), epath)
+        excluded = parse_cidr(entry, epath)
         if (excluded.version != cidr.version or not excluded.subnet_of(cidr)  # type: ignore[arg-type]
                 or excluded.prefixlen <= cidr.prefixlen):
             raise InvalidInput(f"{epath}: {excluded} must be a strict subset of cidr {cidr}")

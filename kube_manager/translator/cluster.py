@@ -23,6 +23,8 @@ from operator import itemgetter
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple, TypeVar
 
+from kube_manager.logfields import kv
+
 from .bodies import (ADDRESS_GROUP, APPLICATION_POLICY_SET, FIREWALL_POLICY, FIREWALL_RULE,
                      PASS, RESOURCE_TYPES, TAG, Body, BodyFactory, FqName, global_fq_name, sequenced_ref)
 from .changes import ChangeLog, Changes
@@ -30,7 +32,7 @@ from .collisions import NameRegistry
 from .cidr import IpBlock
 from .encoding import namespace_tag
 from .index import ClusterIndex, PodKey
-from .inputs import implicit_namespace, object_key, parse_namespace, parse_pod
+from .inputs import implicit_namespace, namespace_key, object_key, parse_namespace, parse_pod
 from .membership import SelectorMembership
 from .decode import SelectorView
 from .model import NamespaceInfo, ParsedPolicy, PodInfo, PodScope, SelectorDef
@@ -40,8 +42,8 @@ from .parsecache import ParseCache
 from .policy import parse_policy
 from .render import POD_LABEL, LabelOrigin, PolicyRenderer, PolicyRendering, TagOrigin
 from .sequenced import SequencedRefs
+from .rejections import Rejections, describe, object_logger
 from .translation import Translation
-from .validation import InvalidInput
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +110,7 @@ class ClusterTranslator:
         self._dirty_origins: List[LabelOrigin] = []  # label tags referenced or released
         self._address_group_refs: Dict[FqName, int] = {}
         self._pod_tags: Dict[PodKey, Tuple[str, ...]] = {}
-        self._input_errors: Dict[Tuple[str, str, str], str] = {}
+        self._rejections = Rejections()  # objects refused, by (kind, namespace, name)
         self._policy_errors: Dict[PolicyKey, Tuple[str, ...]] = {}  # of each policy's last flush
         # Marked for the next flush, in marking order (dicts as ordered sets): a bulk load then
         # visits objects in the order they were created, which keeps memory accesses local.
@@ -119,25 +121,25 @@ class ClusterTranslator:
     # --- Kubernetes events --------------------------------------------------------------------
 
     def upsert_namespace(self, manifest: Mapping[str, Any]) -> None:
-        metadata = manifest.get("metadata") if isinstance(manifest, dict) else None
-        name = str((metadata if isinstance(metadata, dict) else {}).get("name") or "")
         try:
             namespace = parse_namespace(manifest, self._parse_cache)
-        except InvalidInput as exc:
-            self.delete_namespace(name)
-            self._reject(NAMESPACE_KIND, "", name, str(exc))
+        except Exception as exc:  # InvalidInput, or a bug confined to this object
+            self.reject(NAMESPACE_KIND, "", namespace_key(manifest), exc)
             return
-        self._input_errors.pop((NAMESPACE_KIND, "", namespace.name), None)
+        self._rejections.discard((NAMESPACE_KIND, "", namespace.name))
         self._explicit_namespaces[namespace.name] = namespace
         self._sync_namespace(namespace.name)
 
     def delete_namespace(self, name: str) -> None:
-        self._input_errors.pop((NAMESPACE_KIND, "", name), None)
+        self._rejections.discard((NAMESPACE_KIND, "", name))
+        self._remove_namespace(name)
+
+    def _remove_namespace(self, name: str) -> None:
         if self._explicit_namespaces.pop(name, None) is not None:
             self._sync_namespace(name)
 
     def upsert_pod(self, manifest: Mapping[str, Any]) -> None:
-        pod = self._parse_namespaced(POD_KIND, parse_pod, manifest, self.delete_pod)
+        pod = self._parse_namespaced(POD_KIND, parse_pod, manifest)
         if pod is None:
             return
         old = self._index.put_pod(pod)
@@ -148,15 +150,18 @@ class ClusterTranslator:
         self._pod_changed(pod.key, old, pod)
 
     def delete_pod(self, namespace: str, name: str) -> None:
+        self._rejections.discard((POD_KIND, namespace, name))
+        self._remove_pod(namespace, name)
+
+    def _remove_pod(self, namespace: str, name: str) -> None:
         key = (namespace, name)
-        self._input_errors.pop((POD_KIND,) + key, None)
         old = self._index.remove_pod(key)
         if old is not None:
             self._pod_changed(key, old, None)
             self._use_namespace(namespace, -1)
 
     def upsert_policy(self, manifest: Mapping[str, Any]) -> None:
-        policy = self._parse_namespaced(POLICY_KIND, parse_policy, manifest, self.delete_policy)
+        policy = self._parse_namespaced(POLICY_KIND, parse_policy, manifest)
         if policy is None:
             return
         old = self._policies.get(policy.key)
@@ -168,26 +173,36 @@ class ClusterTranslator:
         self._dirty_policies[policy.key] = None
 
     def delete_policy(self, namespace: str, name: str) -> None:
+        self._rejections.discard((POLICY_KIND, namespace, name))
+        self._remove_policy(namespace, name)
+
+    def _remove_policy(self, namespace: str, name: str) -> None:
         key = (namespace, name)
-        self._input_errors.pop((POLICY_KIND,) + key, None)
         if self._policies.pop(key, None) is not None:
             self._dirty_policies[key] = None
             self._use_namespace(namespace, -1)
 
     def _parse_namespaced(self, kind: str, parser: Callable[[Any, ParseCache], Parsed],
-                          manifest: Mapping[str, Any], delete: Callable[[str, str], None]) -> Optional[Parsed]:
-        """Parse a pod or policy; an object that cannot exist replaces any earlier state of its key
-        by an error."""
+                          manifest: Mapping[str, Any]) -> Optional[Parsed]:
+        """Parse a pod or policy; one that cannot be read replaces any earlier state of its key by
+        a rejection."""
         try:
             parsed = parser(manifest, self._parse_cache)
-        except InvalidInput as exc:
-            namespace, name = object_key(manifest)
-            delete(namespace, name)
-            self._reject(kind, namespace, name, str(exc))
+        except Exception as exc:  # InvalidInput, or a bug confined to this object
+            self.reject(kind, *object_key(manifest), exc)
             return None
-        if self._input_errors:
-            self._input_errors.pop((kind,) + parsed.key, None)
+        if self._rejections:
+            self._rejections.discard((kind,) + parsed.key)
         return parsed
+
+    def reject(self, kind: str, namespace: str, name: str, exc: Exception) -> None:
+        """Forget the object and record it as rejected because of `exc` (logged once). The daemon
+        calls this too, when handling the object failed outside the translator."""
+        remove = {NAMESPACE_KIND: lambda: self._remove_namespace(name),
+                  POD_KIND: lambda: self._remove_pod(namespace, name),
+                  POLICY_KIND: lambda: self._remove_policy(namespace, name)}[kind]
+        remove()
+        self._rejections.add((kind, namespace, name), exc)
 
     # --- reads --------------------------------------------------------------------------------
 
@@ -209,7 +224,7 @@ class ClusterTranslator:
     def policy_errors(self, namespace: str, name: str) -> Tuple[str, ...]:
         self._flush()
         key = (namespace, name)
-        reason = self._input_errors.get((POLICY_KIND,) + key)
+        reason = self._rejections.get((POLICY_KIND,) + key)
         if reason is not None:
             return (reason,)
         rendering = self._renderings.get(key)
@@ -233,7 +248,7 @@ class ClusterTranslator:
         """Every rejection and unresolved named port, sorted by kind, namespace and name."""
         self._flush()
         errors = [{"kind": kind, "namespace": namespace, "name": name, "reason": reason}
-                  for (kind, namespace, name), reason in self._input_errors.items()]
+                  for (kind, namespace, name), reason in self._rejections.items()]
         for (namespace, name), reasons in self._policy_errors.items():
             for reason in reasons:
                 errors.append({"kind": POLICY_KIND, "namespace": namespace, "name": name,
@@ -331,10 +346,6 @@ class ClusterTranslator:
             if operations:
                 self._log.object_touched((resource_type, fq_name), self._objects[resource_type][fq_name])
                 self._log.refs_moved(resource_type, fq_name, ref_type, operations)
-
-    def _reject(self, kind: str, namespace: str, name: str, reason: str) -> None:
-        log.warning("%s %s: rejected: %s", kind, f"{namespace}/{name}" if namespace else name, reason)
-        self._input_errors[(kind, namespace, name)] = reason
 
     # --- shared objects -----------------------------------------------------------------------
 
@@ -462,7 +473,14 @@ class ClusterTranslator:
         if policy is None or policy.spec.selection is None:
             return None
         label = collision_label(policy.namespace, policy.name) if suffixed else policy.name
-        return self._renderer.render(policy, self._index, label)
+        try:
+            rendering = self._renderer.render(policy, self._index, label)
+        except Exception as exc:  # a bug confined to this policy: rendered as rejected whole
+            self._rejections.add((POLICY_KIND,) + key, exc)
+            return None
+        if self._rejections:
+            self._rejections.discard((POLICY_KIND,) + key)
+        return rendering
 
     def _flush_policies(self) -> None:
         dirty, self._dirty_policies = self._dirty_policies, {}
@@ -530,15 +548,17 @@ class ClusterTranslator:
         new_errors = rendering.errors if rendering is not None else ()
         policy = self._policies.get(key)
         errors = new_errors if rendering is not None else policy.errors if policy is not None else ()
+        logged = self._policy_errors.get(key, ())
         if errors:
             self._policy_errors[key] = errors
         else:
             self._policy_errors.pop(key, None)
         if changed or old_errors != new_errors:
             self._log.policy_touched(key)
-            for reason in new_errors:
-                if reason not in old_errors:
-                    log.warning("NetworkPolicy %s/%s: %s", key[0], key[1], reason)
+        for reason in errors:  # each reason once, whole rejections included
+            if reason not in logged:
+                object_logger(POLICY_KIND, *key).warning("%s: %s", describe((POLICY_KIND,) + key), reason,
+                                                         extra=kv(reason=reason))
         self._apply_dependencies(key, old, rendering)
 
     def _apply_shared(self, old: Optional[PolicyRendering], new: Optional[PolicyRendering]) -> bool:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import ipaddress
 import re
 from types import MappingProxyType
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .model import METADATA_NAME_LABEL, NamespaceInfo, PodInfo
 from .parsecache import ParseCache
 from .ports import container_port_name
+from .shapes import NAMESPACE, POD, Fields, conform
 from .validation import InvalidInput, check_labels, metadata_problem, namespace_name_problem
 
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
@@ -21,16 +22,12 @@ _IPV4_RE = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
 _NO_PORTS: Mapping[Tuple[str, str], int] = MappingProxyType({})  # shared by pods without named ports
 
 
-def _metadata(manifest: Any) -> Mapping[str, Any]:
-    if not isinstance(manifest, dict):
-        raise InvalidInput(f"expected an object, got {type(manifest).__name__}")
-    metadata = manifest.get("metadata")
-    return metadata if isinstance(metadata, dict) else {}
-
-
-def _uid(metadata: Mapping[str, Any]) -> str:
-    uid = metadata.get("uid") or ""
-    return uid if isinstance(uid, str) else str(uid)
+def identity(manifest: Any, shape: Fields) -> Tuple[Dict[str, Any], Dict[str, Any], str, str]:
+    """The manifest conformed to `shape`, its metadata, namespace (default `default`) and uid;
+    raises InvalidInput when it does not fit."""
+    body = conform(manifest, shape, "")
+    metadata = body.get("metadata", {})
+    return body, metadata, metadata.get("namespace") or "default", metadata.get("uid", "")
 
 
 def object_key(manifest: Any) -> Tuple[str, str]:
@@ -38,6 +35,11 @@ def object_key(manifest: Any) -> Tuple[str, str]:
     metadata = manifest.get("metadata") if isinstance(manifest, dict) else None
     metadata = metadata if isinstance(metadata, dict) else {}
     return (str(metadata.get("namespace") or "default"), str(metadata.get("name") or ""))
+
+
+def namespace_key(manifest: Any) -> str:
+    """The name of a Namespace manifest as far as it can be read, for error reports."""
+    return object_key(manifest)[1]
 
 
 def namespace_labels(name: str, labels: Mapping[str, str]) -> Dict[str, str]:
@@ -48,13 +50,13 @@ def namespace_labels(name: str, labels: Mapping[str, str]) -> Dict[str, str]:
 
 
 def parse_namespace(manifest: Any, cache: Optional[ParseCache] = None) -> NamespaceInfo:
-    metadata = _metadata(manifest)
+    _, metadata, _, uid = identity(manifest, NAMESPACE)
     name = metadata.get("name")
     problem = namespace_name_problem(name)
     if problem:
         raise InvalidInput(f"metadata.name: {problem}")
-    labels = check_labels(metadata.get("labels"), "metadata.labels", cache.labels if cache else None)
-    return NamespaceInfo(name, _uid(metadata), namespace_labels(name, labels))
+    labels = check_labels(metadata.get("labels", {}), "metadata.labels", cache.labels if cache else None)
+    return NamespaceInfo(name, uid, namespace_labels(name, labels))
 
 
 def implicit_namespace(name: str) -> NamespaceInfo:
@@ -62,10 +64,9 @@ def implicit_namespace(name: str) -> NamespaceInfo:
     return NamespaceInfo(name, "", namespace_labels(name, {}), explicit=False)
 
 
-def _named_ports(spec: Any) -> Mapping[Tuple[str, str], int]:
+def _named_ports(containers: List[Any]) -> Mapping[Tuple[str, str], int]:
     ports: Dict[Tuple[str, str], int] = {}
-    containers = spec.get("containers") if isinstance(spec, dict) else None
-    for container in containers if isinstance(containers, list) else ():
+    for container in containers:
         entries = container.get("ports") if isinstance(container, dict) else None
         for entry in entries if isinstance(entries, list) else ():
             named = container_port_name(entry)
@@ -86,14 +87,14 @@ def canonical_ip(ip: Any) -> str:
 
 
 def parse_pod(manifest: Any, cache: Optional[ParseCache] = None) -> PodInfo:
-    metadata = _metadata(manifest)
-    namespace = metadata.get("namespace") or "default"
+    """A pod whose identity, labels and IP are sound; anything else the translator reads is shaped
+    too (a malformed named-port entry names no port, see ports.container_port_name)."""
+    body, metadata, namespace, uid = identity(manifest, POD)
     name = metadata.get("name")
     problem = metadata_problem(namespace, name, cache.namespaces if cache else None)
     if problem:
         raise InvalidInput(problem)
-    labels = check_labels(metadata.get("labels"), "metadata.labels", cache.labels if cache else None)
-    status = manifest.get("status")
-    ip = status.get("podIP") if isinstance(status, dict) else None
-    return PodInfo(namespace, name, _uid(metadata), labels, canonical_ip(ip) if ip else None,
-                   _named_ports(manifest.get("spec")))
+    labels = check_labels(metadata.get("labels", {}), "metadata.labels", cache.labels if cache else None)
+    ip = body.get("status", {}).get("podIP")
+    return PodInfo(namespace, name, uid, labels, canonical_ip(ip) if ip else None,
+                   _named_ports(body.get("spec", {}).get("containers", ())))

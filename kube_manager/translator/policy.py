@@ -8,7 +8,7 @@ so fixing one entry renames nothing.
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Mapping, Optional, Tuple
 
 from .canonical import canonical_json, sha256_hex
 from .cidr import parse_ip_block
@@ -17,15 +17,18 @@ from .naming import EGRESS, INGRESS
 from .parsecache import ParseCache, content_key
 from .ports import ANY_SERVICE, PortSpec, parse_port
 from .selectors import parse_selector
-from .validation import InvalidInput, mapping, metadata_problem, sequence
+from .inputs import identity
+from .shapes import EGRESS_RULE, INGRESS_RULE, PEER, POLICY, POLICY_SPEC, as_object, conform, conform_field
+from .validation import InvalidInput, metadata_problem
 
-_SPEC_FIELDS = frozenset({"podSelector", "ingress", "egress", "policyTypes"})
-_PEER_FIELDS = frozenset({"podSelector", "namespaceSelector", "ipBlock"})
 _POLICY_TYPES = MappingProxyType({"Ingress": INGRESS, "Egress": EGRESS})
 _PEER_FIELD = MappingProxyType({INGRESS: "from", EGRESS: "to"})
+_RULE_SHAPE = MappingProxyType({INGRESS: INGRESS_RULE, EGRESS: EGRESS_RULE})
+
+
 def parse_peer(raw: Any, namespace: str, path: str, cache: ParseCache) -> Peer:
     """A NetworkPolicyPeer: exactly an ipBlock, or a pod and/or namespace selector."""
-    body = mapping(raw, path, _PEER_FIELDS)
+    body = conform(raw, PEER, path) if raw is not None else {}
     raw_pods, raw_namespaces = body.get("podSelector"), body.get("namespaceSelector")
     pods = None if raw_pods is None else cache.get(parse_selector, raw_pods, f"{path}.podSelector")
     namespaces = None if raw_namespaces is None else cache.get(parse_selector, raw_namespaces,
@@ -46,12 +49,11 @@ def _parse_block(raw: Any, direction: str, index: int, namespace: str, errors: L
     path = f"spec.{direction}[{index}]"
     peer_field = _PEER_FIELD[direction]
     try:
-        body = mapping(raw, path, frozenset({peer_field, "ports"}))
-        raw_peers = sequence(body.get(peer_field), f"{path}.{peer_field}")
-        raw_ports = sequence(body.get("ports"), f"{path}.ports")
+        body = conform(raw, _RULE_SHAPE[direction], path) if raw is not None else {}
     except InvalidInput as exc:
         errors.append(f"{exc}; the block is ignored")
         return None
+    raw_peers, raw_ports = body.get(peer_field), body.get("ports")
     peers: Optional[Tuple[Tuple[int, Peer], ...]] = None
     if raw_peers:
         kept_peers = []
@@ -78,8 +80,8 @@ def _parse_block(raw: Any, direction: str, index: int, namespace: str, errors: L
     return Block(direction, index, peers, ports, fixed)
 
 
-def _policy_types(raw: Any) -> Tuple[str, ...]:
-    entries = sequence(raw, "spec.policyTypes")
+def _policy_types(spec: Mapping[str, Any]) -> Tuple[str, ...]:
+    entries = conform_field(spec, POLICY_SPEC, "policyTypes", "spec") or ()
     if len(entries) > 2:
         raise InvalidInput("spec.policyTypes: may not list more than two policy types")
     for i, entry in enumerate(entries):
@@ -92,18 +94,18 @@ def parse_spec(raw_spec: Any, digest: str, cache: ParseCache) -> PolicySpec:
     """Validate a NetworkPolicy spec on its own: peers of "the policy's namespace" are left unbound."""
     errors: List[str] = []
     try:
-        spec = mapping(raw_spec, "spec")
+        spec = as_object(raw_spec, "spec")  # each field on its own: a bad ingress list is no reason
         selection = PodScope(UNBOUND, None, cache.get(parse_selector, spec.get("podSelector"), "spec.podSelector"))
-        types = _policy_types(spec.get("policyTypes"))
+        types = _policy_types(spec)
     except InvalidInput as exc:
         return PolicySpec(digest, None, errors=(f"{exc}; the policy is rejected whole",))
-    unknown = sorted(str(k) for k in spec if k not in _SPEC_FIELDS)
+    unknown = sorted(str(k) for k in spec if k not in POLICY_SPEC.fields)
     if unknown:
         errors.append(f"spec: unknown field {', '.join(repr(u) for u in unknown)}; ignored")
     raw_blocks = {}
     for direction in (INGRESS, EGRESS):
         try:
-            raw_blocks[direction] = sequence(spec.get(direction), f"spec.{direction}")
+            raw_blocks[direction] = conform_field(spec, POLICY_SPEC, direction, "spec") or []
         except InvalidInput as exc:
             errors.append(f"{exc}; no {direction} rule is written")
             raw_blocks[direction] = None
@@ -136,13 +138,8 @@ def parse_policy(manifest: Any, cache: Optional[ParseCache] = None) -> ParsedPol
     once per distinct content (parsecache.content_key, which tells "1" from 1 and dates from strings), however
     many namespaces repeat it, and shared by all of them.
     """
-    manifest = manifest if isinstance(manifest, dict) else {}
-    metadata = manifest.get("metadata")
-    metadata = metadata if isinstance(metadata, dict) else {}
-    namespace = metadata.get("namespace") or "default"
+    _, metadata, namespace, uid = identity(manifest, POLICY)
     name = metadata.get("name")
-    uid = metadata.get("uid") or ""
-    uid = uid if isinstance(uid, str) else str(uid)
     cache = cache if cache is not None else ParseCache()
     problem = metadata_problem(namespace, name, cache.namespaces)
     if problem:

@@ -8,13 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional, Tuple
 
-from .validation import InvalidInput, mapping, port_name_problem
+from .shapes import CONTAINER_PORT, POLICY_PORT, conform
+from .validation import InvalidInput, port_name_problem
 
 TCP, UDP, SCTP = "TCP", "UDP", "SCTP"
 PROTOCOLS = (TCP, UDP, SCTP)
 ANY_PROTOCOL = "any"
 MIN_PORT, MAX_PORT = 0, 65535
-_PORT_FIELDS = frozenset({"protocol", "port", "endPort"})
 
 # (protocol as Contrail spells it, first destination port, last destination port)
 Service = Tuple[str, int, int]
@@ -37,9 +37,7 @@ class PortSpec:
         return (self.protocol.lower(), self.start, self.end if self.end is not None else self.start)
 
 
-def _port_number(raw: Any, path: str) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, int):
-        raise InvalidInput(f"{path}: {raw!r} is not a port number")
+def _port_number(raw: int, path: str) -> int:
     if not 1 <= raw <= MAX_PORT:
         raise InvalidInput(f"{path}: {raw} must be between 1 and 65535")
     return raw
@@ -47,10 +45,8 @@ def _port_number(raw: Any, path: str) -> int:
 
 def parse_port(raw: Any, path: str) -> PortSpec:
     """Validate a NetworkPolicyPort as the API server does (protocol names are case-sensitive)."""
-    body = mapping(raw, path, _PORT_FIELDS)
-    protocol = body.get("protocol")
-    if protocol is None:
-        protocol = TCP
+    body = conform(raw, POLICY_PORT, path) if raw is not None else {}
+    protocol = body.get("protocol", TCP)
     if protocol not in PROTOCOLS:
         raise InvalidInput(f"{path}.protocol: unsupported protocol {protocol!r}"
                            f" (one of {', '.join(PROTOCOLS)})")
@@ -76,12 +72,15 @@ def parse_port(raw: Any, path: str) -> PortSpec:
 
 
 def container_port_name(raw: Any) -> Optional[Tuple[str, str, int]]:
-    """(name, protocol, number) of a pod's containerPort entry, when it is a usable named port."""
-    if not isinstance(raw, dict):
+    """(name, protocol, number) of a pod's containerPort entry, when it is a usable named port.
+
+    An entry of the wrong shape names no port (the rules naming it then do not admit this pod:
+    fail closed), rather than rejecting a pod whose identity and tags are sound."""
+    try:
+        body = conform(raw, CONTAINER_PORT, "containerPort")
+    except InvalidInput:
         return None
-    name, number = raw.get("name"), raw.get("containerPort")
-    protocol = raw.get("protocol") or TCP
-    if (not isinstance(name, str) or not name or not isinstance(protocol, str)
-            or isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= MAX_PORT):
+    name, number, protocol = body.get("name"), body.get("containerPort"), body.get("protocol") or TCP
+    if not name or number is None or not 1 <= number <= MAX_PORT:
         return None
     return (name, protocol, number)

@@ -10,13 +10,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Dict, List, Mapping, Tuple
 
-from .validation import (InvalidInput, check_labels, label_key_problem, label_value_problem, mapping,
-                         sequence, string)
+from .shapes import LABEL_SELECTOR, conform
+from .validation import InvalidInput, check_labels, label_key_problem, label_value_problem
 
 IN, NOT_IN, EXISTS, DOES_NOT_EXIST = "In", "NotIn", "Exists", "DoesNotExist"
 OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST)
-_SELECTOR_FIELDS = frozenset({"matchLabels", "matchExpressions"})
-_REQUIREMENT_FIELDS = frozenset({"key", "operator", "values"})
 
 
 @dataclass(frozen=True)
@@ -88,12 +86,9 @@ class LabelSelector:
 EVERYTHING = LabelSelector()
 
 
-def _requirement(raw: Any, path: str) -> Requirement:
-    entry = mapping(raw, path, _REQUIREMENT_FIELDS)
-    key = string(entry.get("key"), f"{path}.key")
-    operator = string(entry.get("operator"), f"{path}.operator")
-    values = [string(v, f"{path}.values[{i}]") for i, v in enumerate(sequence(entry.get("values"),
-                                                                              f"{path}.values"))]
+def _requirement(entry: Mapping[str, Any], path: str) -> Requirement:
+    """One conformed `matchExpressions` entry."""
+    key, operator, values = entry.get("key", ""), entry.get("operator", ""), entry.get("values", ())
     problem = label_key_problem(key)
     if problem:
         raise InvalidInput(f"{path}.key: {problem}")
@@ -114,11 +109,11 @@ def _requirement(raw: Any, path: str) -> Requirement:
 
 def parse_selector(raw: Any, path: str) -> LabelSelector:
     """Validate a LabelSelector as the API server does; raises InvalidInput naming `path`."""
-    body = mapping(raw, path, _SELECTOR_FIELDS)
-    labels = check_labels(body.get("matchLabels"), f"{path}.matchLabels")
+    body = conform(raw, LABEL_SELECTOR, path) if raw is not None else {}
+    labels = check_labels(body.get("matchLabels", {}), f"{path}.matchLabels")
     requirements: List[Requirement] = [
         _requirement(entry, f"{path}.matchExpressions[{i}]")
-        for i, entry in enumerate(sequence(body.get("matchExpressions"), f"{path}.matchExpressions"))
+        for i, entry in enumerate(body.get("matchExpressions", ()))
     ]
     requirements.sort(key=lambda r: (r.key, r.operator, r.values))
     return LabelSelector(tuple(sorted(labels.items())), tuple(requirements))

@@ -2,13 +2,13 @@
 
 kube-manager reads objects that the API server has already accepted, but the offline `translate`
 command reads manifests straight from disk. Re-checking here keeps both paths equal: a part the API
-server would refuse is rejected with a reason instead of being half-translated. Nulls are read as the
-API server decodes them: a null field is absent, a null list entry is `{}`, a null string is "".
+server would refuse is rejected with a reason instead of being half-translated. JSON types and nulls
+are settled before these rules run, by conforming each fragment to its shape (shapes.py).
 """
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, FrozenSet, List, Optional, Set
+from typing import Any, Dict, FrozenSet, Mapping, Optional, Set
 
 _DNS1123_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
 _DNS1123_LABEL_RE = re.compile(_DNS1123_LABEL)
@@ -89,37 +89,6 @@ def metadata_problem(namespace: Any, name: Any, known_namespaces: Optional[Set[s
     return f"metadata.name: {problem}" if problem else None
 
 
-def mapping(raw: Any, path: str, allowed: Optional[FrozenSet[str]] = None) -> Dict[str, Any]:
-    """`raw` as an object (null is `{}`), refusing fields outside `allowed` as the API server does."""
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise InvalidInput(f"{path}: expected an object, got {type(raw).__name__}")
-    if allowed is not None:
-        unknown = sorted(str(k) for k in raw if k not in allowed)
-        if unknown:
-            raise InvalidInput(f"{path}: unknown field {', '.join(repr(u) for u in unknown)}")
-    return raw
-
-
-def sequence(raw: Any, path: str) -> List[Any]:
-    """`raw` as a list (null is `[]`)."""
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise InvalidInput(f"{path}: expected a list, got {type(raw).__name__}")
-    return raw
-
-
-def string(raw: Any, path: str) -> str:
-    """`raw` as a string (null is "")."""
-    if raw is None:
-        return ""
-    if not isinstance(raw, str):
-        raise InvalidInput(f"{path}: expected a string, got {type(raw).__name__}")
-    return raw
-
-
 class KnownLabels:
     """Label keys and values already found valid, so that the labels every pod repeats (`app`,
     `version`, ...) are checked once; values are bounded, as some are unique to a pod."""
@@ -138,18 +107,16 @@ class KnownLabels:
 _NOTHING_KNOWN: FrozenSet[str] = frozenset()
 
 
-def check_labels(raw: Any, path: str, known: Optional[KnownLabels] = None) -> Dict[str, str]:
-    """A label map as the API server validates `metadata.labels` and `matchLabels`, as a copy.
+def check_labels(labels: Mapping[str, str], path: str, known: Optional[KnownLabels] = None) -> Dict[str, str]:
+    """A label map (already conformed to shapes.LABELS: string keys and values) as the API server
+    validates `metadata.labels` and `matchLabels`, as a copy.
 
     `known` holds labels already found valid (and learns the new ones).
     """
-    labels = mapping(raw, path)
     keys, values = (known.keys, known.values) if known is not None else (_NOTHING_KNOWN, _NOTHING_KNOWN)
     for key, value in labels.items():
-        if value.__class__ is str and value in values and key in keys:
+        if value in values and key in keys:
             continue
-        if value is None:  # read as "", as the API server decodes it
-            return check_labels({k: "" if v is None else v for k, v in labels.items()}, path, known)
         problem = label_value_problem(value)
         if problem is None and key not in keys:
             problem = label_key_problem(key)

@@ -1,0 +1,70 @@
+"""The objects the translator refused, with their reasons (SPEC 7, 11).
+
+This is where a failure on one object becomes the rejection of that object and of nothing else: an
+object the API server would refuse (InvalidInput), and, as the last line of defence, any unexpected
+exception while reading or rendering it, which is then a translator bug confined to the object that
+triggered it. Each rejection is logged once (again only when its reason changes), on a logger bound
+to the object's kind, namespace and name.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Dict, ItemsView, Optional, Tuple
+
+from kube_manager.logfields import BoundLogger, bind, kv
+
+from .validation import InvalidInput
+
+log = logging.getLogger(__name__)
+
+ObjectKey = Tuple[str, str, str]  # (kind, namespace, name); namespace "" for a Namespace
+
+
+def failure_reason(exc: Exception) -> str:
+    """What a rejection says: the validation message, or the unexpected exception."""
+    if isinstance(exc, InvalidInput):
+        return str(exc)
+    return f"internal error: {type(exc).__name__}: {exc}"
+
+
+class Rejections:
+    """Reasons by object; cleared when the object is deleted or accepted again."""
+
+    def __init__(self) -> None:
+        self._reasons: Dict[ObjectKey, str] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._reasons)
+
+    def get(self, key: ObjectKey) -> Optional[str]:
+        return self._reasons.get(key)
+
+    def items(self) -> ItemsView[ObjectKey, str]:
+        return self._reasons.items()
+
+    def discard(self, key: ObjectKey) -> None:
+        self._reasons.pop(key, None)
+
+    def add(self, key: ObjectKey, exc: Exception) -> None:
+        """Reject the object `key` because of `exc` (logged unless it was already rejected so)."""
+        reason = failure_reason(exc)
+        if self._reasons.get(key) == reason:
+            return
+        self._reasons[key] = reason
+        logger = object_logger(*key)
+        if isinstance(exc, InvalidInput):
+            logger.warning("%s: rejected: %s", describe(key), reason, extra=kv(reason=reason))
+        else:
+            logger.error("%s: rejected after an unexpected error: %s", describe(key), reason,
+                         exc_info=exc, extra=kv(reason=reason))
+
+
+def describe(key: ObjectKey) -> str:
+    """`Kind namespace/name` (`Kind name` for a namespace), for messages people read."""
+    kind, namespace, name = key
+    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+
+
+def object_logger(kind: str, namespace: str, name: str) -> BoundLogger:
+    """The translator's logger bound to one object: its lines carry kind, namespace and name."""
+    return bind(log, kind=kind, namespace=namespace, name=name)
