@@ -1,16 +1,24 @@
 """`/livez` and `/readyz`: what systemd watchdogs and Kubernetes probes ask of kube-manager.
 
-Liveness fails only when a restart would help: the gevent loop stopped beating, or a watch holds a
-connection on which nothing (not even a bookmark) arrived for far longer than any server timeout,
-meaning the client-side timeout did not fire. An API server that is down is not a liveness failure
-(a restart would not bring it back); it shows in readiness, which needs every initial list done and
-the config API reachable.
+Liveness (SPEC section 7, "silence is a fault") fails when the gevent loop stopped beating, or a
+watch made no progress (an event, a bookmark or a completed list) for 2 minutes. A silent watch is
+restarted after `watch_silence_timeout` (60 s), so a healthy daemon makes progress well within the
+limit even on a quiet cluster; a watch that still makes none is stuck, or cannot reach the API server
+for that long, and a restart is then the operator's best bet.
+
+Readiness needs every initial list done and the config API answering now: `CachedProbe` wraps a
+bounded request (the daemon's: `GET /` with a 2 s timeout) so that a config API that accepts
+connections and never answers makes /readyz 503 within the probe's timeout, with a line saying
+why, and a scrape storm costs the config API one request per `ttl`.
 """
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Tuple
+
+import gevent.lock
 
 from kube_manager.db import Database
 from introspect.redact import Redactor
@@ -26,10 +34,16 @@ class HealthPolicy:
     """Thresholds of the health checks, in seconds."""
 
     # The loop records a heartbeat every few seconds; this many seconds without one is a hang.
-    heartbeat_timeout: float = 30.0
-    # Watches time out server-side after 5 to 10 minutes and get bookmarks in between; a connected
-    # watch silent for this long is stuck.
-    watch_stall_timeout: float = 900.0
+    heartbeat_timeout: float = 120.0
+    # A watch gets a bookmark about every minute and is restarted after watch_silence_timeout
+    # without one; this many seconds without an event, a bookmark or a list is no progress.
+    watch_stall_timeout: float = 120.0
+
+    @classmethod
+    def for_silence_timeout(cls, silence_timeout: float) -> "HealthPolicy":
+        """The limits for a configured `watch_silence_timeout`: a restarted watch gets the time
+        of one more silence before it counts as stalled."""
+        return cls(watch_stall_timeout=max(cls.watch_stall_timeout, 2 * silence_timeout))
 
 
 @dataclass(frozen=True)
@@ -47,12 +61,38 @@ def liveness(db: Database, policy: HealthPolicy, now: float) -> List[Check]:
     checks = [Check("loop", age <= policy.heartbeat_timeout,
                     f"last heartbeat {age:.1f} s ago (limit {policy.heartbeat_timeout:g} s)")]
     for name, status in sorted(db.kube_connections.items()):
-        if not status.connected:
-            continue  # reconnecting with backoff is progress, not a hang
-        silent = now - (status.last_event_at or db.started_at)
-        checks.append(Check(f"watch:{name}", silent <= policy.watch_stall_timeout,
-                            f"last event {silent:.1f} s ago (limit {policy.watch_stall_timeout:g} s)"))
+        idle = now - (status.last_progress_at or db.started_at)
+        checks.append(Check(f"watch:{name}", idle <= policy.watch_stall_timeout,
+                            f"last event, bookmark or list {idle:.1f} s ago "
+                            f"(limit {policy.watch_stall_timeout:g} s)"))
     return checks
+
+
+class CachedProbe:
+    """A `ConfigApiProbe` that asks `probe` at most once per `ttl` seconds: callers within `ttl`
+    get the last answer (or its exception again), and concurrent callers wait for the one call
+    in flight instead of each sending their own."""
+
+    def __init__(self, probe: ConfigApiProbe, ttl: float = 2.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._probe = probe
+        self._ttl = ttl
+        self._clock = clock
+        self._lock = gevent.lock.Semaphore()
+        self._last: Optional[Tuple[float, bool, Optional[Exception]]] = None
+
+    def __call__(self) -> bool:
+        with self._lock:
+            if self._last is None or self._clock() - self._last[0] >= self._ttl:
+                try:
+                    answer: Tuple[bool, Optional[Exception]] = (bool(self._probe()), None)
+                except Exception as exc:  # the answer, to be given to every caller within ttl
+                    answer = (False, exc)
+                self._last = (self._clock(), *answer)
+            _at, reachable, error = self._last
+        if error is not None:
+            raise error
+        return reachable
 
 
 def readiness(db: Database, probe: Optional[ConfigApiProbe], redactor: Redactor) -> List[Check]:

@@ -415,7 +415,7 @@ APPLICATION_POLICY_SETS = ListPage(
 _CONNECTION_COLUMNS = (
     Column("name", "name"), Column("connected", "connected", "bool"), Column("url", "URL", "code"),
     Column("initial_list_done", "initial list done", "bool"),
-    Column("last_event_at", "last event", "time"), Column("reconnects", "reconnects", "count"),
+    Column("last_event_at", "last event or bookmark (config API: answer)", "time"), Column("reconnects", "reconnects", "count"),
     Column("last_error", "last error", "errors"), Column("last_error_at", "last error at", "time"),
     Column("resource_version", "resourceVersion", "code"))
 _CONNECTION_FIELDS = ("name", "url", "connected", "last_event_at", "last_error", "last_error_at",

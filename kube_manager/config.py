@@ -272,6 +272,8 @@ KEYS: Dict[str, KeySpec] = {
         "KUBERNETES", _port(False), "API server HTTPS port (used when a token is set)"),
     "kubernetes_ca_cert": KeySpec("KUBERNETES", _existing_file, "CA bundle for the API server"),
     "kubeconfig": KeySpec("KUBERNETES", _existing_file, "kubeconfig file (wins over the above)"),
+    "watch_silence_timeout": KeySpec(
+        "KUBERNETES", _positive_seconds, "seconds without an event or bookmark before a watch is restarted"),
     "emulated_manifests": KeySpec(
         "KUBERNETES", _existing_paths, "manifests the emulated API server starts with"),
     "emulated_cni": KeySpec(
@@ -321,6 +323,7 @@ class Config:
     kubernetes_api_secure_port: int = 6443
     kubernetes_ca_cert: str = ""
     kubeconfig: str = ""
+    watch_silence_timeout: float = 60.0
     emulated_manifests: List[str] = field(default_factory=list)
     emulated_cni: bool = True
     leader_elect: bool = True

@@ -49,6 +49,8 @@ STATE_REFRESH_INTERVAL = 1.0   # NetworkPolicy sync states on the introspect pag
 STOP_GRACE = 3.0               # per component; the whole stop stays well under 10 s
 ABANDON_GRACE = 0.5            # the same after `--once` timed out: in-flight work is abandoned
 START_RETRY = (1.0, 30.0)      # first resync when the config API is down: backoff from/to
+PROBE_TIMEOUT = 2.0            # /readyz: the config API must answer GET / within this (connect, read)
+PROBE_TTL = 2.0                # /readyz: one probe serves every scrape for this long
 
 
 @dataclass
@@ -172,11 +174,12 @@ class Daemon:
 
     def _start_watchers(self, emulated_url: Optional[str]) -> None:
         from kube_manager.kube.client_factory import build_api_client
-        from kube_manager.kube.watcher import make_watchers
+        from kube_manager.kube.watcher import WatchSettings, make_watchers
         api_client, endpoint = build_api_client(self.config, emulated_url)
         self.kube_url = endpoint.url
         self._running.stoppers.append(api_client.close)
-        watchers = make_watchers(api_client, self._on_event, self.db, metrics=self.metrics)
+        watchers = make_watchers(api_client, self._on_event, self.db, metrics=self.metrics,
+                                 settings=WatchSettings(silence_timeout=self.config.watch_silence_timeout))
         for watcher in watchers:
             self._running.stoppers.append(watcher.stop)
             self._spawn(watcher.run)
@@ -184,13 +187,21 @@ class Daemon:
     def _start_introspect(self) -> None:
         from introspect.app import create_app
         from introspect.explain import db_explainer
+        from introspect.health import CachedProbe, HealthPolicy
         from introspect.server import IntrospectServer
         app = create_app(self.db, registry=self.metrics.registry, config=self.config,
-                         explain=db_explainer(self.db, self.config.cluster_name))
+                         explain=db_explainer(self.db, self.config.cluster_name),
+                         config_api_probe=CachedProbe(self._probe_config_api, PROBE_TTL),
+                         health_policy=HealthPolicy.for_silence_timeout(self.config.watch_silence_timeout))
         server = IntrospectServer(self.config.http_server_ip, self.config.http_server_port, app)
         server.start()
         self._running.stoppers.append(lambda: server.stop(STOP_GRACE))
         self.introspect_url = server.url
+
+    def _probe_config_api(self) -> bool:
+        """/readyz: does the config API answer now (a bounded GET, not the last request's outcome)."""
+        assert self.client is not None
+        return self.client.probe(PROBE_TIMEOUT)
 
     # --- running -----------------------------------------------------------------------------
 

@@ -62,7 +62,8 @@ class ConnectionStatus:
     name: str
     url: str = ""
     connected: bool = False
-    last_event_at: Optional[float] = None
+    last_event_at: Optional[float] = None     # a watch: its last event or bookmark
+    last_progress_at: Optional[float] = None  # a watch: its last event, bookmark or completed list
     last_error: str = ""
     last_error_at: Optional[float] = None
     reconnects: int = 0

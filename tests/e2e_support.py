@@ -22,6 +22,7 @@ import urllib.request
 from typing import Any, Callable, Dict, List, Optional
 
 from kube_manager.cni_emulator import CniEmulator
+from kube_manager.kube.emulator import DEFAULT_BOOKMARK_INTERVAL
 from kube_manager.kube.emulator_runner import EmulatorRunner
 from kube_manager.manifests import Manifests
 from kube_manager.translator import translate
@@ -63,9 +64,10 @@ def write_config(path: str, kube_server: str, kube_port: int, vnc: str, vnc_port
 class Environment:
     """The emulated API server, the embedded config API and the emulated CNI."""
 
-    def __init__(self, manifests: Manifests, late: Callable[[Dict[str, Any]], bool] = lambda pod: False) -> None:
+    def __init__(self, manifests: Manifests, late: Callable[[Dict[str, Any]], bool] = lambda pod: False,
+                 bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL) -> None:
         self.vnc: BackgroundServer = run_in_background()
-        self.kube = EmulatorRunner()
+        self.kube = EmulatorRunner(bookmark_interval=bookmark_interval)
         self.kube.start()
         self.contrail = InProcessApi(self.vnc.api)  # reads of the server's store, for checks
         self.cni = CniEmulator(VncClient([self.vnc.host], self.vnc.port))

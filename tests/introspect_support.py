@@ -194,7 +194,7 @@ def build_db(now: float = NOW) -> Database:
     for resource in ("namespaces", "pods", "networkpolicies"):
         db.kube_connections[resource] = ConnectionStatus(
             resource, url=f"https://10.96.0.1:443/api/v1/{resource}", connected=True,
-            last_event_at=now - 5, resource_version="4711", initial_list_done=True)
+            last_event_at=now - 5, last_progress_at=now - 5, resource_version="4711", initial_list_done=True)
     db.kube_connections["pods"].reconnects = 2
     db.kube_connections["pods"].last_error = "410 Gone: too old resource version"
     db.kube_connections["pods"].last_error_at = now - 600

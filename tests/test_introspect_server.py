@@ -56,25 +56,41 @@ def test_livez_is_ok_while_the_loop_beats_and_watches_talk(db):
     assert reply.text.endswith("livez check passed\n")
 
 
-def test_livez_fails_when_the_loop_stops_beating(db):
-    db.loop_heartbeat_at = NOW - 31
+def test_livez_fails_when_the_loop_stops_beating_for_2_minutes(db):
+    db.loop_heartbeat_at = NOW - 119
+    assert call(make_app(db), "/livez").status == 200
+    db.loop_heartbeat_at = NOW - 121
     reply = call(make_app(db), "/livez?format=json")
     assert reply.status == 503
     data = reply.json()
     assert data["status"] == "failed"
     assert data["checks"][0] == {"name": "loop", "ok": False,
-                                 "detail": "last heartbeat 31.0 s ago (limit 30 s)"}
+                                 "detail": "last heartbeat 121.0 s ago (limit 120 s)"}
 
 
-def test_livez_fails_on_a_stalled_watch_not_on_a_reconnecting_one(db):
-    app = make_app(db, health_policy=HealthPolicy(watch_stall_timeout=60))
-    db.kube_connections["pods"].last_event_at = NOW - 61
+def test_livez_fails_on_a_watch_without_progress_for_2_minutes_connected_or_not(db):
+    app = make_app(db)
+    pods = db.kube_connections["pods"]
+    pods.last_progress_at = NOW - 119
+    assert call(app, "/livez").status == 200
+    pods.last_progress_at = NOW - 121
     reply = call(app, "/livez")
     assert reply.status == 503
-    assert "[-]watch:pods failed: last event 61.0 s ago (limit 60 s)" in reply.text
-    # Disconnected and retrying with backoff: the API server is the problem, a restart would not help.
-    db.kube_connections["pods"].connected = False
+    assert "[-]watch:pods failed: last event, bookmark or list 121.0 s ago (limit 120 s)" in reply.text
+    # Reconnecting for 2 minutes without a list or an event is no progress either.
+    pods.connected = False
+    assert call(app, "/livez").status == 503
+    pods.last_progress_at = NOW - 1  # a bookmark, an event or a re-list
     assert call(app, "/livez").status == 200
+
+
+def test_the_stall_limit_follows_a_longer_silence_timeout(db):
+    assert HealthPolicy.for_silence_timeout(60).watch_stall_timeout == 120
+    app = make_app(db, health_policy=HealthPolicy.for_silence_timeout(90))
+    db.kube_connections["pods"].last_progress_at = NOW - 170
+    assert call(app, "/livez").status == 200
+    db.kube_connections["pods"].last_progress_at = NOW - 181
+    assert call(app, "/livez").status == 503
 
 
 def test_readyz_needs_the_initial_lists_and_the_config_api(db):

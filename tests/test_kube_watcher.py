@@ -225,25 +225,58 @@ def test_backoff_doubles_to_the_cap_and_resets_after_success() -> None:
         blocker.close()
 
 
-def test_a_dead_connection_is_noticed_by_the_read_timeout() -> None:
-    """The list is answered; the watch gets its headers, then silence forever."""
+def test_a_silent_connection_is_restarted_from_the_last_version_without_a_relist() -> None:
+    """The list is answered; each watch gets its headers, then silence forever (no data, no
+    bookmark): after `silence_timeout` the watch is restarted at once, from the list's version."""
     def respond(request: bytes) -> bytes:
         return http_response(chunks=[], end=False) if b"watch=true" in request \
             else http_response(EMPTY_LIST)
 
     rec, db, metrics = Recorder(), Database(), Metrics(CollectorRegistry())
-    gave_up = threading.Event()
     with ScriptedServer(respond) as server:
         w = watcher(api_client_for_url(server.url), "namespaces", rec, db, metrics=metrics,
-                    sleep=lambda delay: (gave_up.set(), w.stop()),
-                    settings=WatchSettings(min_timeout_seconds=1, max_timeout_seconds=1,
-                                           read_grace=0.3))
+                    settings=WatchSettings(silence_timeout=0.3))
         with running([w]):
-            assert gave_up.wait(10), "the silent watch was never given up"
+            wait_until(lambda: restart_reasons(metrics).get("silent", 0) >= 2, "two silent restarts")
+        watches = [r for r in server.requests if b"watch=true" in r]
+        lists = [r for r in server.requests if b"watch=true" not in r]
     status = db.kube_connections["namespaces"]
-    assert "ReadTimeoutError" in status.last_error and not status.connected
+    assert status.last_error == "neither an event nor a bookmark for 0.3 s"
+    assert len(lists) == 1 and len(watches) >= 3
+    assert all(b"resourceVersion=7" in r and b"allowWatchBookmarks=true" in r for r in watches)
     assert rec.types() == [("LISTED", "")]
-    assert restart_reasons(metrics) == {"timeout": 1.0}
+    assert set(restart_reasons(metrics)) == {"silent"}
+
+
+def test_a_stalled_watch_is_restarted_and_what_changed_meanwhile_arrives() -> None:
+    """The emulator stalls the open watch (open, no data, no bookmarks); a namespace created
+    during the stall and one created after it both arrive, without a re-list."""
+    rec, db, metrics = Recorder(), Database(), Metrics(CollectorRegistry())
+    with EmulatorRunner(bookmark_interval=0.1) as kube:
+        w = watcher(api_client_for_url(kube.url), "namespaces", rec, db, metrics=metrics,
+                    settings=WatchSettings(silence_timeout=0.5))
+        with running([w]):
+            rec.wait_for("LISTED")
+            wait_until(lambda: kube.store.watch_count == 1, "the watch")
+            assert kube.store.freeze_watches() == 1
+            kube.store.create(namespace("during"))
+            rec.wait_for("ADDED", "during")
+            kube.store.create(namespace("after"))
+            rec.wait_for("ADDED", "after")
+    assert restart_reasons(metrics) == {"silent": 1.0}
+    assert rec.count("LISTED") == 1 and rec.count("RELISTED") == 0
+
+
+def test_bookmarks_keep_a_quiet_watch_from_counting_as_silent() -> None:
+    rec, metrics = Recorder(), Metrics(CollectorRegistry())
+    bookmarks = lambda: sum(s.value for m in metrics.kube_events.collect() for s in m.samples  # noqa: E731
+                            if s.name.endswith("_total") and s.labels["type"] == "BOOKMARK")
+    with EmulatorRunner(bookmark_interval=0.1) as kube:
+        w = watcher(api_client_for_url(kube.url), "namespaces", rec, metrics=metrics,
+                    settings=WatchSettings(silence_timeout=0.5))
+        with running([w]):
+            wait_until(lambda: bookmarks() >= 15, "bookmarks for three times the silence limit")
+    assert restart_reasons(metrics) == {}
 
 
 def test_watches_that_keep_expiring_back_off() -> None:

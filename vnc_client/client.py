@@ -196,6 +196,23 @@ class VncClient:
         """`GET /`: the home page with its links; a cheap liveness probe of the API."""
         return self._expect_dict("GET", "/", self._call("GET", "/", "/"))
 
+    def probe(self, timeout: float) -> bool:
+        """`GET /` on the current endpoint, once, within `timeout` seconds per connect and per read,
+        without retries or fail-over: whether the config API answers now (for `/readyz`). Raises
+        `VncConnectionError` (no answer in time, refused) or the typed error of an error status."""
+        url = self._endpoints[self._current] + "/"
+        token, headers = self._auth_headers()
+        try:
+            response = self._session.request("GET", url, headers=headers, timeout=(timeout, timeout),
+                                             verify=self._verify)
+        except requests.Timeout:
+            raise VncConnectionError(f"GET {url}: no answer within {timeout:g} s") from None
+        except requests.RequestException as exc:
+            raise VncConnectionError(f"GET {url}: {type(exc).__name__}: {exc}") from None
+        if response.status_code >= 400:
+            raise error_for_status("GET", url, response.status_code, redact(response.text, token))
+        return True
+
     def create(self, obj_type: str, body: Body) -> Dict[str, Any]:
         """Create; returns the body sent merged with what the server returned (uuid, fq_name, ...)."""
         rt = _resource(obj_type)

@@ -36,7 +36,7 @@ from gevent.pywsgi import WSGIServer
 from gevent.queue import Empty
 
 from kube_manager.kube.emulator_leases import lease_route
-from kube_manager.kube.emulator_store import (CLOSE, DROP, ApiError, Bookmark, KubeStore,
+from kube_manager.kube.emulator_store import (CLOSE, DROP, FREEZE, ApiError, Bookmark, KubeStore,
                                               Subscription, event_line, expired)
 from kube_manager.kube.resources import RESOURCES, Resource
 from kube_manager.logging_setup import kv, setup_logging
@@ -241,6 +241,10 @@ class EmulatorApp:
                     # ECONNRESET makes pywsgi close the socket without the final chunk, silently.
                     raise ConnectionResetError(errno.ECONNRESET, "watch dropped by the emulator")
                 if item == CLOSE:
+                    return
+                if item == FREEZE:
+                    while sub.queue.get() not in (DROP, CLOSE):
+                        pass  # stalled: what would have been sent is lost, the connection stays
                     return
                 if isinstance(item, Bookmark):
                     if bookmarks:

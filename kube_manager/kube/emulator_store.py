@@ -64,6 +64,7 @@ def expired(message: str) -> ApiError:
 # Control items a subscription queue can carry besides event lines.
 DROP = "drop"     # break the connection without ending the chunked stream (a network failure)
 CLOSE = "close"   # end the stream cleanly (as when the server-side timeout expires)
+FREEZE = "freeze"  # keep the connection open but send nothing more, not even bookmarks
 
 
 @dataclass(frozen=True)
@@ -257,6 +258,11 @@ class KubeStore:
     def drop_watches(self) -> int:
         """Break every open watch connection, as a network failure would."""
         return self._broadcast(DROP)
+
+    def freeze_watches(self) -> int:
+        """Stall every open watch: open, no data, no bookmarks (a stuck proxy or API server).
+        Watches opened afterwards work; `drop_watches` / `close_watches` still end stalled ones."""
+        return self._broadcast(FREEZE)
 
     def close_watches(self) -> int:
         """End every open watch cleanly, as the server-side timeout does."""

@@ -5,7 +5,10 @@ cycle is the one client-go's reflector uses:
 1. list (paged) and take the list's resourceVersion;
 2. watch from that version with bookmarks, a server-side `timeoutSeconds` drawn between 300 and 600
    s (so that the watches of many clients do not all expire together), and a client-side read
-   timeout slightly longer, so that a connection that died silently is noticed;
+   timeout of `silence_timeout` (60 s): the API server sends a bookmark about every minute, so a
+   watch on which neither an event nor a bookmark arrived for that long is stuck (SPEC section 7,
+   "silence is a fault") and is restarted at once from the last version seen, counted as a
+   `silent` restart;
 3. when the server ends the watch, watch again from the last version seen (events and bookmarks
    advance it); on a connection or API error, the same after a backoff of 0.8 s doubling up to 30 s
    (reset by the next success);
@@ -27,7 +30,8 @@ The callback runs in the watcher's greenlet/thread; an exception it raises is lo
 counts as delivered. It gets its own copy of the object.
 
 The watcher keeps `Database.kube_connections[resource]` (a `ConnectionStatus`) up to date for the
-introspect page, and the `kube_events` / `watch_restarts` metrics when given a `Metrics` (watch
+introspect page and `/livez` (`last_event_at`: the last event or bookmark; `last_progress_at`: the
+same or a completed list), and the `kube_events` / `watch_restarts` metrics when given a `Metrics` (watch
 events by their type, and every object of a list or re-list as type `LISTED`).
 Blocking calls are plain socket I/O: in the daemon, after `gevent.monkey.patch_all()`, `run` is a
 greenlet; in tests it runs in a thread. `stop` may be called from anywhere.
@@ -70,7 +74,7 @@ class WatchSettings:
     min_timeout_seconds: int = 300
     max_timeout_seconds: int = 600
     connect_timeout: float = 10.0
-    read_grace: float = 30.0         # read timeout of a watch = its timeoutSeconds + this
+    silence_timeout: float = 60.0    # read timeout of a watch: neither event nor bookmark for this long
     list_read_timeout: float = 60.0  # per read of one list page
     initial_backoff: float = 0.8
     max_backoff: float = 30.0
@@ -100,6 +104,10 @@ class WatchError(Exception):
 
 class _Gone(Exception):
     """410: the resourceVersion is too old; only a new list can continue."""
+
+
+class _Silent(Exception):
+    """Neither an event nor a bookmark within `silence_timeout`: the watch is stuck."""
 
 
 # Failures after which the watch is retried with backoff.
@@ -224,6 +232,10 @@ class KubeWatcher:
                                                                relist_in=delay))
                 if delay:
                     self._sleep(delay)
+            except _Silent as exc:
+                self._restarted("silent", str(exc))
+                log.warning("watch silent, restarting", extra=kv(
+                    resource=self.resource.name, silent_for=self._settings.silence_timeout, rv=self._rv))
             except RETRYABLE as exc:
                 if self._stopped.is_set():
                     break
@@ -266,6 +278,7 @@ class KubeWatcher:
                 break
         if not rv:
             raise WatchError("the list carried no resourceVersion")
+        self.status.last_progress_at = self._clock()
         if self._metrics is not None:  # objects a list delivered: type LISTED, one per object
             self._metrics.kube_events.labels(resource=self.resource.name, type=LISTED).inc(len(items))
         self._mark_connected(rv)
@@ -311,7 +324,7 @@ class KubeWatcher:
     def _watch(self) -> None:
         timeout = self._rand.randint(self._settings.min_timeout_seconds,
                                      self._settings.max_timeout_seconds)
-        response = self._call(timeout + self._settings.read_grace, watch=True,
+        response = self._call(self._settings.silence_timeout, watch=True,
                               resource_version=self._rv, allow_watch_bookmarks=True,
                               timeout_seconds=timeout)
         try:
@@ -326,6 +339,10 @@ class KubeWatcher:
                     return
                 if line:
                     self._handle(line)
+        except urllib3.exceptions.ReadTimeoutError:
+            if self._stopped.is_set():
+                return
+            raise _Silent(f"neither an event nor a bookmark for {self._settings.silence_timeout:g} s") from None
         finally:
             self._response = None
             response.close()  # never hand a half-read stream back to the pool
@@ -340,7 +357,7 @@ class KubeWatcher:
             raise WatchError(f"not a watch event: {line[:200]!r}") from None
         if not isinstance(obj, dict):
             raise WatchError(f"watch event without an object: {line[:200]!r}")
-        self.status.last_event_at = self._clock()
+        self.status.last_event_at = self.status.last_progress_at = self._clock()
         if self._metrics is not None:
             self._metrics.kube_events.labels(resource=self.resource.name, type=event_type).inc()
         if event_type == ERROR:
