@@ -14,6 +14,11 @@ report after one translator flush per event (never a flush per object read), and
 read again only when some error may have come or gone (a NetworkPolicy whose errors changed, a
 rejected pod, a namespace event). The initial lists are applied in bulk: every held event goes into
 the translator first, then one flush renders each NetworkPolicy once.
+
+One object never stops the others (SPEC 7): the translator rejects what it cannot read, with a
+reason, and any exception while handling one object here is caught for that object alone, which is
+then recorded as rejected with the exception's message; the events after it, the flush and the
+end of the initial lists go on as if it were any other rejected object.
 """
 from __future__ import annotations
 
@@ -35,6 +40,7 @@ ObjKey = Tuple[str, FqName]
 
 _ORDER = (NAMESPACES.name, PODS.name, NETWORK_POLICIES.name)
 POD_KIND = "Pod"  # the `kind` of a pod's translation errors
+_KIND = {resource.name: resource.kind for resource in (NAMESPACES, PODS, NETWORK_POLICIES)}
 
 
 class ChangeSink(Protocol):
@@ -54,13 +60,21 @@ class StateSource(Protocol):
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
+    return _mapping(obj.get("metadata") if isinstance(obj, dict) else None)
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str(_meta(obj).get("name") or "")
 
 
 def _key(obj: Mapping[str, Any]) -> Key:
-    meta = _meta(obj)
-    return (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
+    return (str(_meta(obj).get("namespace") or "default"), _name(obj))
+
+
+def _mapping(value: Any) -> Dict[str, Any]:
+    """`value` when it is an object, else `{}`: records show what can be shown of a malformed
+    object, whose rejection the translator reports."""
+    return value if isinstance(value, dict) else {}
 
 
 class KubeCache:
@@ -116,12 +130,27 @@ class KubeCache:
 
     def _apply(self, resource: str, event_type: str, obj: Dict[str, Any]) -> None:
         deleted = event_type == DELETED
-        if resource == NAMESPACES.name:
-            self._namespace(obj, deleted)
-        elif resource == PODS.name:
-            self._pod(obj, deleted)
-        else:
-            self._policy(obj, deleted)
+        try:
+            if resource == NAMESPACES.name:
+                self._namespace(obj, deleted)
+            elif resource == PODS.name:
+                self._pod(obj, deleted)
+            else:
+                self._policy(obj, deleted)
+        except Exception as exc:  # the last line of defence: a bug, confined to this object
+            self._failed(resource, obj, exc)
+
+    def _failed(self, resource: str, obj: Dict[str, Any], exc: Exception) -> None:
+        """Record the object as rejected with the exception (logged once, with its name), so that
+        it shows on the introspect page and the other objects of the event go on."""
+        kind = _KIND[resource]
+        namespace, name = ("", _name(obj)) if resource == NAMESPACES.name else _key(obj)
+        self.translator.reject(kind, namespace, name, exc)
+        self._errors_stale = True
+        if resource == NETWORK_POLICIES.name:
+            key = (namespace, name)
+            self.db.network_policies.setdefault(key, PolicyRecord("", namespace, name))
+            self._touched.add(key)
 
     @property
     def initial_lists_done(self) -> bool:
@@ -199,12 +228,12 @@ class KubeCache:
     def _namespace(self, obj: Dict[str, Any], deleted: bool) -> None:
         self._errors_stale = True  # rare: a namespace created, relabelled or deleted
         meta = _meta(obj)
-        name = str(meta.get("name") or "")
+        name = _name(obj)
         if deleted:
             self.db.namespaces.pop(name, None)
             self.translator.delete_namespace(name)
             return
-        self.db.namespaces[name] = NamespaceRecord(str(meta.get("uid") or ""), name, dict(meta.get("labels") or {}))
+        self.db.namespaces[name] = NamespaceRecord(str(meta.get("uid") or ""), name, dict(_mapping(meta.get("labels"))))
         self.translator.upsert_namespace(obj)
 
     def _pod(self, obj: Dict[str, Any], deleted: bool) -> None:
@@ -223,10 +252,11 @@ class KubeCache:
             tags = record.tags if record is not None else []
             record = PodRecord(uid, key[0], key[1], tags=tags)
             self.db.pods[key] = record
-        if (obj.get("spec") or {}).get("hostNetwork") is True:
+        if _mapping(obj.get("spec")).get("hostNetwork") is True:
             record.vmi_state, record.tags = HOST_NETWORK, []  # no interface of its own: never tagged
-        record.ip = (obj.get("status") or {}).get("podIP")
-        record.labels = dict(meta.get("labels") or {})
+        ip = _mapping(obj.get("status")).get("podIP")
+        record.ip = ip if isinstance(ip, str) else None
+        record.labels = dict(_mapping(meta.get("labels")))
         record.manifest = obj
         self.translator.upsert_pod(obj)
         self._pods_touched.add(key)

@@ -206,9 +206,11 @@ class Daemon:
     # --- running -----------------------------------------------------------------------------
 
     def _on_event(self, resource: str, event_type: str, obj: dict) -> None:
-        self.cache.on_event(resource, event_type, obj)
-        if self.cache.initial_lists_done:
-            self._lists_done.set()
+        try:
+            self.cache.on_event(resource, event_type, obj)
+        finally:  # whatever one event did, the lists, once in, are in (SPEC 7)
+            if self.cache.initial_lists_done:
+                self._lists_done.set()
 
     def _wait_for_lists(self) -> bool:
         """Wait for the first list of every resource; False if stopped first."""

@@ -12,10 +12,12 @@ JSON value. Whatever it becomes, translating the cluster must not raise, and:
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Tuple
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from kube_manager.translator import translate
 from test_translator_oracle import namespace, pod, policy
 
 VALID_NAMESPACES = [namespace("a", team="x"), namespace("b", team="y")]
@@ -34,6 +36,7 @@ VALID_POLICIES = [
                           "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}}]}]}),
     policy("b", "deny-all", {"podSelector": {}}),
 ]
+CLEAN = translate(VALID_NAMESPACES, VALID_PODS, VALID_POLICIES).to_dict()  # the valid cluster alone
 VALID_KEYS = {("Namespace", "", "a"), ("Namespace", "", "b")} | {
     (kind, m["metadata"]["namespace"], m["metadata"]["name"])
     for kind, group in (("Pod", VALID_PODS), ("NetworkPolicy", VALID_POLICIES)) for m in group}
@@ -171,3 +174,8 @@ def rejected_whole(kind: str, key: Tuple[str, str, str], result: Mapping[str, An
     if kind != "NetworkPolicy":
         return bool(reasons)
     return any(r.endswith("rejected whole") or not r.startswith("spec") for r in reasons)
+
+
+def fuzz(examples: int) -> settings:
+    """Settings of the fuzz tests: a few seconds each, no per-example deadline (a loaded machine)."""
+    return settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])

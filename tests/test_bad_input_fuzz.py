@@ -4,19 +4,17 @@ translate to what they would be without it (tests/poison_support.py says exactly
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 
 from kube_manager.translator import ClusterTranslator, translate
 from kube_manager.translator import render as render_module
-from poison_support import (POISONS, VALID_KEYS, VALID_NAMESPACES, VALID_PODS, VALID_POLICIES, assert_others_converge,
-                            cluster_with, identify)
+from poison_support import (CLEAN, POISONS, VALID_KEYS, VALID_NAMESPACES, VALID_PODS, VALID_POLICIES,
+                            assert_others_converge, cluster_with, fuzz, identify)
 from test_translator_oracle import pod, policy
 
-CLEAN = translate(VALID_NAMESPACES, VALID_PODS, VALID_POLICIES).to_dict()
-FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@FUZZ
+@fuzz(400)
 @given(POISONS)
 def test_no_value_anywhere_raises_and_the_valid_objects_translate_as_without_it(poison):
     kind, manifest = poison
@@ -39,7 +37,7 @@ def _delete(translator: ClusterTranslator, kind: str, manifest) -> None:
         translator.delete_policy(namespace, name)
 
 
-@FUZZ
+@fuzz(400)
 @given(POISONS)
 def test_incremental_upsert_and_delete_of_a_poisoned_object_never_raise_and_leave_no_trace(poison):
     kind, manifest = poison

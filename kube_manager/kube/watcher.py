@@ -119,8 +119,14 @@ RETRYABLE = (urllib3.exceptions.HTTPError, ApiException, OSError, WatchError, Va
 _META_KEYS = ("name", "namespace", "uid", "labels", "resourceVersion")
 
 
+def _object(value: Any) -> Dict[str, Any]:
+    """`value` when it is an object, else `{}`: trimming never fails on a malformed object (the
+    translator rejects it with a reason), so one such object cannot stop a list or a watch."""
+    return value if isinstance(value, dict) else {}
+
+
 def _meta(obj: Dict[str, Any]) -> Dict[str, Any]:
-    meta = obj.get("metadata") or {}
+    meta = _object(_object(obj).get("metadata"))
     return {key: meta[key] for key in _META_KEYS if meta.get(key) is not None}
 
 
@@ -131,9 +137,10 @@ def trim_namespace(obj: Dict[str, Any]) -> Dict[str, Any]:
 def trim_pod(obj: Dict[str, Any]) -> Dict[str, Any]:
     """metadata, `spec.containers[].name/ports` (named ports), `spec.hostNetwork` when true (such a
     pod has no interface of its own to tag) and `status.podIP`."""
-    spec = obj.get("spec") or {}
+    spec = _object(_object(obj).get("spec"))
     containers = []
-    for container in spec.get("containers") or []:
+    listed = spec.get("containers")
+    for container in listed if isinstance(listed, list) else ():
         if isinstance(container, dict):
             containers.append({key: container[key] for key in ("name", "ports")
                                if container.get(key) is not None})
@@ -141,7 +148,7 @@ def trim_pod(obj: Dict[str, Any]) -> Dict[str, Any]:
                                "metadata": _meta(obj), "spec": {"containers": containers}}
     if spec.get("hostNetwork") is True:
         trimmed["spec"]["hostNetwork"] = True
-    pod_ip = (obj.get("status") or {}).get("podIP")
+    pod_ip = _object(_object(obj).get("status")).get("podIP")
     trimmed["status"] = {"podIP": pod_ip} if pod_ip else {}
     return trimmed
 
@@ -150,7 +157,7 @@ def trim_network_policy(obj: Dict[str, Any]) -> Dict[str, Any]:
     """metadata and the spec exactly as the server gives it (its sha256 is an annotation)."""
     trimmed = {"apiVersion": NETWORK_POLICIES.api_version, "kind": NETWORK_POLICIES.kind,
                "metadata": _meta(obj)}
-    if "spec" in obj:
+    if "spec" in _object(obj):
         trimmed["spec"] = obj["spec"]
     return trimmed
 
@@ -172,8 +179,9 @@ def _lister(api_client: client.ApiClient, resource: Resource) -> Callable[..., A
 
 
 def _key(obj: Dict[str, Any]) -> Key:
+    """(namespace, name) of a trimmed object, as strings whatever the manifest held."""
     meta = obj["metadata"]
-    return meta.get("namespace", ""), meta.get("name", "")
+    return str(meta.get("namespace", "")), str(meta.get("name", ""))
 
 
 def _without_version(obj: Dict[str, Any]) -> Dict[str, Any]:
