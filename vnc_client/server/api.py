@@ -28,13 +28,13 @@ import re
 import uuid as uuid_lib
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from ..schema import RESOURCE_TYPES, ResourceType
 from .errors import ApiError, bad_request, conflict, fq_repr, not_found, unknown_id
 from .hooks import Change, ResourceHooks, Undo, VirtualMachineInterfaceHooks
 from .security import ApplicationPolicySetHooks, FirewallPolicyHooks, FirewallRuleHooks, SecurityHooks
-from .store import Ref, Store, StoredObject, copy_json
+from .store import OneRefChange, Ref, RefMap, Store, StoredObject, copy_json
 from .tags import TagHooks, TagTypeHooks, check_tag_refs, predefined_tag_types, set_tag
 from .validation import PROPERTIES, validate_props, validate_ref_attrs
 from .views import ListQuery, Views
@@ -254,15 +254,14 @@ class ConfigApi:
             ref_field = f"{ref_rt.field_name}_refs"
             if ref_field not in rt.ref_types:
                 raise bad_request(f"Bad Request: {rt.name} has no reference to {ref_rt.name}")
-            attr = body.get("attr")
-            refs = list(obj.refs.get(ref_field, []))
             if operation == "ADD":
+                attr = body.get("attr")
                 validate_ref_attrs(rt.name, {ref_field: [{"to": ref_fq_name, "attr": attr}]}, "ref-update")
-                refs = [r for r in refs if r.uuid != ref_uuid] + [Ref(list(ref_fq_name), ref_uuid, copy_json(attr))]
+                self._update_one_ref(obj, ref_field, add=Ref(list(ref_fq_name), ref_uuid, copy_json(attr)))
             else:
-                doomed = next((r for r in refs if r.to == ref_fq_name or r.uuid == ref_uuid), None)
-                refs = [r for r in refs if r is not doomed]
-            self._apply_update(obj, Change(refs={ref_field: refs}))
+                if ref_uuid not in obj.refs.get(ref_field, {}) and _is_fq_name(ref_fq_name):
+                    ref_uuid = self.store.uuid_for(ref_rt.name, ref_fq_name) or ref_uuid
+                self._update_one_ref(obj, ref_field, drop=ref_uuid)
             return {"uuid": obj_uuid}
 
     def set_tag(self, body: Any) -> Dict[str, Any]:
@@ -350,7 +349,7 @@ class ConfigApi:
         undo: Undo = []
         try:
             hooks.pre_create(self, obj, undo)
-            check_tag_refs(rt.name, obj.refs.get("tag_refs", []))
+            check_tag_refs(rt.name, obj.refs.get("tag_refs", {}).values())
         except ApiError:
             for step in reversed(undo):
                 step()
@@ -359,23 +358,60 @@ class ConfigApi:
         log.debug("config-api create type=%s fq_name=%s uuid=%s", rt.name, ":".join(obj.fq_name), obj.uuid)
         return obj
 
+    def _update_one_ref(self, current: StoredObject, ref_field: str, add: Optional[Ref] = None,
+                        drop: Optional[str] = None) -> None:
+        """A ref-update: the same checks as a PUT of the whole field, but the hooks see only the one
+        new ref as `added` and the store changes one entry, so the work does not grow with the list
+        (an APS refers to every firewall policy of the cluster)."""
+        stored = current.refs.get(ref_field, {})
+        new = OneRefChange(stored, add, drop)  # the whole field for the hooks that need it, not copied
+        if add is not None:
+            old = stored.get(add.uuid)
+            unchanged = old is not None and _attr_key(old.attr) == _attr_key(add.attr)
+        else:
+            unchanged = drop not in stored
+        change = Change(refs={ref_field: new}, added={ref_field: {add.uuid: add} if add else {}})
+        self._check_update(current, change)
+        if unchanged and not change.props and set(change.refs) == {ref_field}:
+            return
+        if change.props or set(change.refs) != {ref_field} or change.refs[ref_field] is not new:
+            self._commit_update(current, change)  # a hook widened the change: apply it whole
+            return
+        self._touch(current, {})
+        if add is not None:
+            self.store.put_ref(current.uuid, ref_field, add)
+        else:
+            self.store.drop_ref(current.uuid, ref_field, drop)
+        log.debug("config-api update type=%s fq_name=%s uuid=%s fields=%s", current.type,
+                  ":".join(current.fq_name), current.uuid, ref_field)
+
     def _apply_update(self, current: StoredObject, change: Change) -> None:
+        self._check_update(current, change)
+        self._commit_update(current, change)
+
+    def _check_update(self, current: StoredObject, change: Change) -> None:
         _HOOKS.get(current.type, _NO_HOOKS).pre_update(self, current, change)
         if "tag_refs" in change.refs:
-            check_tag_refs(current.type, change.refs["tag_refs"])
+            check_tag_refs(current.type, change.refs["tag_refs"].values())
+
+    def _commit_update(self, current: StoredObject, change: Change) -> None:
         props = {k: v for k, v in change.props.items() if current.props.get(k) != v}
-        refs = {f: r for f, r in change.refs.items() if _ref_key(current.refs.get(f, [])) != _ref_key(r)}
+        refs = {f: r for f, r in change.refs.items() if _ref_key(current.refs.get(f, {})) != _ref_key(r)}
         if not props and not refs:
             return
+        self._touch(current, props)
+        for ref_field, ref_map_ in refs.items():
+            self.store.set_refs(current.uuid, ref_field, ref_map_)
+        log.debug("config-api update type=%s fq_name=%s uuid=%s fields=%s", current.type,
+                  ":".join(current.fq_name), current.uuid, ",".join(sorted(set(props) | set(refs))))
+
+    def _touch(self, current: StoredObject, props: Dict[str, Any]) -> None:
+        """Store the changed properties with `id_perms.last_modified` set to now."""
         id_perms = {**current.props["id_perms"], **(props.get("id_perms") or {})}
         id_perms.update(uuid=current.props["id_perms"]["uuid"], created=current.props["id_perms"]["created"],
                         last_modified=_now())
         props["id_perms"] = id_perms
         self.store.set_props(current.uuid, props)
-        for ref_field, ref_list in refs.items():
-            self.store.set_refs(current.uuid, ref_field, ref_list)
-        log.debug("config-api update type=%s fq_name=%s uuid=%s fields=%s", current.type,
-                 ":".join(current.fq_name), current.uuid, ",".join(sorted(set(props) | set(refs))))
 
     def _delete(self, obj: StoredObject, base_url: str) -> None:
         children = self.store.children(obj.uuid)
@@ -391,22 +427,22 @@ class ConfigApi:
         _HOOKS.get(obj.type, _NO_HOOKS).post_delete(self, obj)
 
     def _resolve_refs(self, rt: ResourceType, body: Dict[str, Any], operation: str,
-                      security: bool) -> Dict[str, List[Ref]]:
+                      security: bool) -> Dict[str, RefMap]:
         """Refs of the request to (security or other) objects, resolved by fq_name (`to`) first,
         as the real server's database layer does; a security object may also be named by uuid."""
-        resolved: Dict[str, List[Ref]] = {}
+        resolved: Dict[str, RefMap] = {}
         for ref_field, target in rt.ref_types.items():
             if ref_field not in body or (target in SECURITY_TYPES) != security:
                 continue
             raw = body[ref_field] or []
             if not isinstance(raw, list):
                 raise bad_request(f"Bad reference in {operation}: {ref_field} must be a list")
-            refs: Dict[str, Ref] = {}
+            refs: RefMap = {}
             for ref in raw:
                 target_obj = self._ref_target(rt, ref_field, target, ref, operation, security)
                 refs[target_obj.uuid] = Ref(list(target_obj.fq_name), target_obj.uuid,
                                             copy_json(ref.get("attr")))
-            resolved[ref_field] = list(refs.values())
+            resolved[ref_field] = refs
         return resolved
 
     def _ref_target(self, rt: ResourceType, ref_field: str, target: str, ref: Any, operation: str,
@@ -481,8 +517,12 @@ def _is_canonical_uuid(value: str) -> bool:
         return False
 
 
-def _ref_key(refs: List[Ref]) -> List[Tuple[str, str]]:
-    return sorted((r.uuid, json.dumps(r.attr, sort_keys=True)) for r in refs)
+def _ref_key(refs: Mapping[str, Ref]) -> Dict[str, str]:
+    return {uuid: _attr_key(r.attr) for uuid, r in refs.items()}
+
+
+def _attr_key(attr: Any) -> str:
+    return json.dumps(attr, sort_keys=True)
 
 
 def _expect_object(body: Any) -> Dict[str, Any]:

@@ -8,10 +8,10 @@ virtual-machine-interface rules live here. Hooks raise `ApiError` to refuse a re
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, List
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 
 from .errors import bad_request
-from .store import Ref, StoredObject
+from .store import Ref, RefMap, StoredObject
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .api import ConfigApi
@@ -21,10 +21,22 @@ Undo = List[Callable[[], None]]
 
 @dataclass
 class Change:
-    """What an update request sets: whole property values and whole ref lists, by field name."""
+    """What an update request sets: whole property values and whole ref fields, by field name.
+
+    `added`, when known (a ref-update), holds per field of `refs` only the refs the stored object
+    does not have yet; checks of single refs look at `new_refs` so that adding one ref to a long
+    list costs one check, not one per ref of the list."""
 
     props: Dict[str, Any] = field(default_factory=dict)
-    refs: Dict[str, List[Ref]] = field(default_factory=dict)
+    refs: Dict[str, Mapping[str, Ref]] = field(default_factory=dict)
+    added: Optional[Dict[str, RefMap]] = None
+
+    def new_refs(self, current: StoredObject) -> Dict[str, RefMap]:
+        """Per ref field of the change, the refs that `current` does not hold (by target)."""
+        if self.added is not None:
+            return self.added
+        return {f: {u: r for u, r in refs.items() if u not in current.refs.get(f, {})}
+                for f, refs in self.refs.items()}
 
 
 class ResourceHooks:

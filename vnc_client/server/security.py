@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from .errors import bad_request, fq_repr, not_found, unknown_id
 from .hooks import Change, ResourceHooks, Undo
-from .store import Ref, StoredObject
+from .store import Ref, RefMap, StoredObject
 from .tags import PREDEFINED_TAG_TYPES, tag_type_id, underscored
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -46,12 +46,12 @@ def _check_draft_state(props: Mapping[str, Any]) -> None:
         raise bad_request("Security resource property 'draft_mode_state' is only readable")
 
 
-def _check_scope(obj: StoredObject, ref_fields: Mapping[str, List[Ref]], *checked: str) -> None:
+def _check_scope(obj: StoredObject, ref_fields: Mapping[str, Mapping[str, Ref]], *checked: str) -> None:
     """A global security object (fq_name of length 2) may refer to global ones only."""
     if len(obj.fq_name) != 2:
         return
     for ref_field in checked:
-        for ref in ref_fields.get(ref_field, []):
+        for ref in ref_fields.get(ref_field, {}).values():
             if len(ref.to) != 2:
                 ref_type = ref_field[: -len("_refs")]
                 raise bad_request(
@@ -76,7 +76,7 @@ class FirewallPolicyHooks(SecurityHooks):
 
     def pre_update(self, api: "ConfigApi", current: StoredObject, change: Change) -> None:
         super().pre_update(api, current, change)
-        _check_scope(current, change.refs, "firewall_rule_refs")
+        _check_scope(current, change.new_refs(current), "firewall_rule_refs")
 
 
 class ApplicationPolicySetHooks(SecurityHooks):
@@ -88,7 +88,7 @@ class ApplicationPolicySetHooks(SecurityHooks):
     def pre_update(self, api: "ConfigApi", current: StoredObject, change: Change) -> None:
         super().pre_update(api, current, change)
         _check_all_applications(change.props)
-        _check_scope(current, change.refs, "firewall_policy_refs")
+        _check_scope(current, change.new_refs(current), "firewall_policy_refs")
 
 
 def _check_all_applications(props: Mapping[str, Any]) -> None:
@@ -124,7 +124,7 @@ class FirewallRuleHooks(SecurityHooks):
 
     def pre_update(self, api: "ConfigApi", current: StoredObject, change: Change) -> None:
         super().pre_update(api, current, change)
-        _check_scope(current, change.refs, *self._SCOPED_REFS)
+        _check_scope(current, change.new_refs(current), *self._SCOPED_REFS)
         service = change.props["service"] if "service" in change.props else current.props.get("service")
         sg_refs = (change.refs["service_group_refs"] if "service_group_refs" in change.refs
                    else current.refs.get("service_group_refs"))
@@ -141,11 +141,11 @@ class FirewallRuleHooks(SecurityHooks):
         for ref_field, refs in (
                 ("tag_refs", _endpoint_tag_refs(api, current, change.props, current.props)),
                 ("address_group_refs", _endpoint_address_group_refs(api, change.props, current.props))):
-            if {r.uuid for r in refs} != {r.uuid for r in current.refs.get(ref_field, [])}:
+            if refs.keys() != current.refs.get(ref_field, {}).keys():
                 change.refs[ref_field] = refs
 
 
-def _check_service(service: Any, service_group_refs: Optional[List[Ref]]) -> None:
+def _check_service(service: Any, service_group_refs: Optional[Mapping[str, Ref]]) -> None:
     if service and service_group_refs:
         raise bad_request("Firewall Rule cannot have both defined 'service' property and Service Group reference(s)")
     if not service and not service_group_refs:
@@ -197,9 +197,9 @@ def _check_endpoints(props: Mapping[str, Any]) -> None:
 
 
 def _endpoint_tag_refs(api: "ConfigApi", obj: StoredObject, new: Dict[str, Any],
-                       old: Mapping[str, Any]) -> List[Ref]:
+                       old: Mapping[str, Any]) -> RefMap:
     """Tag refs of the endpoints (new ones where given, else the stored ones); fills `tag_ids`."""
-    refs: Dict[str, Ref] = {}
+    refs: RefMap = {}
     for ep_name in _ENDPOINTS:
         is_new = ep_name in new
         endpoint = new.get(ep_name) if is_new else old.get(ep_name)
@@ -214,7 +214,7 @@ def _endpoint_tag_refs(api: "ConfigApi", obj: StoredObject, new: Dict[str, Any],
             refs[tag.uuid] = Ref(list(tag.fq_name), tag.uuid, None)
         if is_new:
             endpoint["tag_ids"] = tag_ids
-    return list(refs.values())
+    return refs
 
 
 def _endpoint_tag_fq_name(obj: StoredObject, tag_name: str) -> List[str]:
@@ -231,8 +231,8 @@ def _endpoint_tag_fq_name(obj: StoredObject, tag_name: str) -> List[str]:
                       f"'{obj.uuid}' is not supported as security resource scope")
 
 
-def _endpoint_address_group_refs(api: "ConfigApi", new: Mapping[str, Any], old: Mapping[str, Any]) -> List[Ref]:
-    refs: Dict[str, Ref] = {}
+def _endpoint_address_group_refs(api: "ConfigApi", new: Mapping[str, Any], old: Mapping[str, Any]) -> RefMap:
+    refs: RefMap = {}
     for ep_name in _ENDPOINTS:
         endpoint = new.get(ep_name) if ep_name in new else old.get(ep_name)
         name = (endpoint or {}).get("address_group")
@@ -242,4 +242,4 @@ def _endpoint_address_group_refs(api: "ConfigApi", new: Mapping[str, Any], old: 
         if group is None:
             raise not_found(f"No Address Group object found for {name}")
         refs[group.uuid] = Ref(list(group.fq_name), group.uuid, None)
-    return list(refs.values())
+    return refs

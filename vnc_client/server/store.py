@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from gevent.monkey import get_original
 
@@ -45,6 +45,42 @@ class Ref:
     attr: Any = None
 
 
+RefMap = Dict[str, Ref]  # the refs of one field by target uuid (a target is referred to once per field)
+
+
+def ref_map(refs: Iterable[Ref]) -> RefMap:
+    """Refs keyed by their target's uuid, in the given order (a later duplicate wins)."""
+    return {ref.uuid: ref for ref in refs}
+
+
+class OneRefChange(Mapping[str, Ref]):
+    """A stored ref field as it would be with one ref added (or replaced) or dropped, read through
+    the stored map instead of copying it: a ref-update's checks then cost the same whether the
+    field holds ten refs or fifteen thousand."""
+
+    def __init__(self, stored: RefMap, add: Optional[Ref] = None, drop: Optional[str] = None) -> None:
+        self._stored = stored
+        self._add = add
+        self._hidden = {add.uuid if add is not None else None, drop}
+
+    def __getitem__(self, uuid: str) -> Ref:
+        if self._add is not None and uuid == self._add.uuid:
+            return self._add
+        if uuid in self._hidden:
+            raise KeyError(uuid)
+        return self._stored[uuid]
+
+    def __iter__(self) -> Iterator[str]:
+        hidden = self._hidden
+        yield from (uuid for uuid in self._stored if uuid not in hidden)
+        if self._add is not None:
+            yield self._add.uuid
+
+    def __len__(self) -> int:
+        hidden_stored = sum(1 for uuid in self._hidden if uuid is not None and uuid in self._stored)
+        return len(self._stored) - hidden_stored + (self._add is not None)
+
+
 @dataclass
 class StoredObject:
     """One config object as stored: identity, properties and references (back-refs and children are
@@ -56,7 +92,7 @@ class StoredObject:
     parent_type: Optional[str]
     parent_uuid: Optional[str]
     props: Dict[str, Any] = field(default_factory=dict)
-    refs: Dict[str, List[Ref]] = field(default_factory=dict)  # ref field ("tag_refs") -> refs
+    refs: Dict[str, RefMap] = field(default_factory=dict)  # ref field ("tag_refs") -> refs by target uuid
     seq: int = 0  # creation order; children are listed in it, as the real server does
 
 
@@ -124,9 +160,7 @@ class Store:
         found = []
         for src_uuid, ref_field in self._back.get(uuid, {}):
             src = self._objects[src_uuid]
-            for ref in src.refs.get(ref_field, []):
-                if ref.uuid == uuid:
-                    found.append((src, ref_field, ref))
+            found.append((src, ref_field, src.refs[ref_field][uuid]))
         return found
 
     def children(self, uuid: str) -> List[StoredObject]:
@@ -155,21 +189,37 @@ class Store:
         if obj.parent_uuid:
             self._children.setdefault(obj.parent_uuid, {})[obj.uuid] = None
         for ref_field, refs in obj.refs.items():
-            self._index_refs(obj.uuid, ref_field, refs)
+            self._index_refs(obj.uuid, ref_field, refs.values())
         self.revision += 1
 
     def set_props(self, uuid: str, changes: Dict[str, Any]) -> None:
         self._objects[uuid].props.update(changes)
         self.revision += 1
 
-    def set_refs(self, uuid: str, ref_field: str, refs: List[Ref]) -> None:
+    def set_refs(self, uuid: str, ref_field: str, refs: Mapping[str, Ref]) -> None:
+        """Replace a whole ref field (a PUT): work in proportion to the old and new lists."""
         obj = self._objects[uuid]
-        self._unindex_refs(uuid, ref_field, obj.refs.get(ref_field, []))
+        self._unindex_refs(uuid, ref_field, obj.refs.get(ref_field, {}).values())
         if refs:
-            obj.refs[ref_field] = list(refs)
-            self._index_refs(uuid, ref_field, refs)
+            obj.refs[ref_field] = dict(refs)
+            self._index_refs(uuid, ref_field, refs.values())
         else:
             obj.refs.pop(ref_field, None)
+        self.revision += 1
+
+    def put_ref(self, uuid: str, ref_field: str, ref: Ref) -> None:
+        """Add or replace one ref (a ref-update ADD): constant work, however long the list is."""
+        self._objects[uuid].refs.setdefault(ref_field, {})[ref.uuid] = ref
+        self._index_refs(uuid, ref_field, (ref,))
+        self.revision += 1
+
+    def drop_ref(self, uuid: str, ref_field: str, target: str) -> None:
+        """Remove the ref to `target` (a ref-update DELETE): constant work, however long the list is."""
+        refs = self._objects[uuid].refs[ref_field]
+        ref = refs.pop(target)
+        if not refs:
+            del self._objects[uuid].refs[ref_field]
+        self._unindex_refs(uuid, ref_field, (ref,))
         self.revision += 1
 
     def remove(self, uuid: str) -> StoredObject:
@@ -180,16 +230,16 @@ class Store:
             self._children.get(obj.parent_uuid, {}).pop(uuid, None)
         self._children.pop(uuid, None)
         for ref_field, refs in obj.refs.items():
-            self._unindex_refs(uuid, ref_field, refs)
+            self._unindex_refs(uuid, ref_field, refs.values())
         self._back.pop(uuid, None)
         self.revision += 1
         return obj
 
-    def _index_refs(self, uuid: str, ref_field: str, refs: List[Ref]) -> None:
+    def _index_refs(self, uuid: str, ref_field: str, refs: Iterable[Ref]) -> None:
         for ref in refs:
             self._back.setdefault(ref.uuid, {})[(uuid, ref_field)] = None
 
-    def _unindex_refs(self, uuid: str, ref_field: str, refs: List[Ref]) -> None:
+    def _unindex_refs(self, uuid: str, ref_field: str, refs: Iterable[Ref]) -> None:
         for ref in refs:
             sources = self._back.get(ref.uuid)
             if sources is not None:

@@ -14,11 +14,11 @@ and `VncApiServer.set_tag`).
 from __future__ import annotations
 
 import uuid as uuid_lib
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from .errors import ApiError, bad_request, fq_repr, not_found, unknown_id
 from .hooks import Change, ResourceHooks, Undo
-from .store import Ref, StoredObject
+from .store import Ref, StoredObject, ref_map
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .api import ConfigApi
@@ -92,7 +92,7 @@ class TagHooks(ResourceHooks):
                 "fq_name": [type_str], "id_perms": {"user_visible": False}})
             created_uuid = tag_type.uuid
             undo.append(lambda: api.delete_internal("tag-type", created_uuid))
-        obj.refs["tag_type_refs"] = [Ref(list(tag_type.fq_name), tag_type.uuid, None)]
+        obj.refs["tag_type_refs"] = {tag_type.uuid: Ref(list(tag_type.fq_name), tag_type.uuid, None)}
         owner = ":".join(obj.fq_name)
         pool = _value_pool(api, type_str)
         value_id = pool.alloc(owner)
@@ -113,7 +113,7 @@ class TagHooks(ResourceHooks):
         _value_pool(api, type_str).free(int(obj.props["tag_id"], 0) & 0xFFFF, ":".join(obj.fq_name))
         if type_str in PREDEFINED_TAG_TYPES:
             return
-        for ref in obj.refs.get("tag_type_refs", []):
+        for ref in obj.refs.get("tag_type_refs", {}).values():
             try:
                 api.delete_internal("tag-type", ref.uuid)
             except ApiError as exc:
@@ -121,7 +121,7 @@ class TagHooks(ResourceHooks):
                     raise
 
 
-def check_tag_refs(obj_type: str, tag_refs: List[Ref]) -> None:
+def check_tag_refs(obj_type: str, tag_refs: Iterable[Ref]) -> None:
     """The constraints every object's tag refs obey (`_validate_tag_refs` of the real server)."""
     per_type: Dict[str, int] = {}
     for ref in tag_refs:
@@ -157,15 +157,16 @@ def set_tag(api: "ConfigApi", body: Dict[str, Any]) -> Dict[str, Any]:
     if obj is None or obj.type != rt_name:
         raise not_found(unknown_id(obj_uuid))
 
-    refs = list(obj.refs.get("tag_refs", []))
+    stored = list(obj.refs.get("tag_refs", {}).values())
+    refs = stored
     for raw_type, attrs in body.items():
         tag_type = str(raw_type).lower()
         if attrs is None:
             refs = [r for r in refs if tag_type_of(r) != tag_type]
             continue
         refs = _apply_tag_change(api, obj, tag_type, attrs, refs)
-    if refs != obj.refs.get("tag_refs", []):
-        api.update_internal(obj, Change(refs={"tag_refs": refs}))
+    if refs != stored:
+        api.update_internal(obj, Change(refs={"tag_refs": ref_map(refs)}))
     return {}
 
 

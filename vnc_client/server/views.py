@@ -111,7 +111,7 @@ class Views:
             if all_fields or ref_field in extra:
                 out[ref_field] = [
                     _link(r.to, ref_types.get(ref_field, ""), r.uuid, base_url, hrefs, attr=value(r.attr))
-                    for r in sorted(refs, key=lambda r: r.uuid)]
+                    for _uuid, r in sorted(refs.items())]
         if extra & self.back_ref_fields(obj.type):
             for src, _field, ref in sorted(self._store.referrers(obj.uuid), key=lambda t: t[0].uuid):
                 name = f"{RESOURCE_TYPES[src.type].field_name}_back_refs"
@@ -167,7 +167,7 @@ class Views:
                 continue
             if uuid_set is not None and obj.uuid not in uuid_set:
                 continue
-            if back_set is not None and not any(r.uuid in back_set for refs in obj.refs.values() for r in refs):
+            if back_set is not None and not any(not back_set.isdisjoint(refs) for refs in obj.refs.values()):
                 continue
             if any(obj.props.get(k) not in values for k, values in query.filters.items()):
                 continue
