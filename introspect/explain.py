@@ -100,11 +100,18 @@ def db_manifests(db: Database) -> Manifests:
 
 def db_explainer(db: Database, cluster_name: str) -> ExplainFn:
     """An explain callable over the live DB: the desired Contrail objects against the cached
-    Kubernetes objects. It indexes the DB at each call, so it always answers for the current state
-    (explain is asked by people, a few times a minute at most)."""
+    Kubernetes objects. Indexing the DB costs seconds at ten thousand pods, so the index is kept
+    for as long as `db.generation` (bumped by the cache at every change) stays the same, and any
+    change makes the next question index the current state afresh."""
+    cached: Dict[int, Explainer] = {}
+
     def explain(source: str, destination: str, port: str, protocol: str) -> Mapping[str, Any]:
-        explainer = Explainer(db_translation(db, cluster_name), db_manifests(db), cluster_name,
-                              db.selectors)
+        explainer = cached.get(db.generation)
+        if explainer is None:
+            explainer = Explainer(db_translation(db, cluster_name), db_manifests(db), cluster_name,
+                                  db.selectors)
+            cached.clear()
+            cached[db.generation] = explainer
         return explainer.explain(source, destination, port, protocol)
 
     return explain

@@ -130,6 +130,7 @@ class KubeCache:
 
     def _apply(self, resource: str, event_type: str, obj: Dict[str, Any]) -> None:
         deleted = event_type == DELETED
+        self.db.generation += 1  # the records change now, the desired state at the next flush
         try:
             if resource == NAMESPACES.name:
                 self._namespace(obj, deleted)

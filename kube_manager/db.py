@@ -104,5 +104,9 @@ class Database:
     kube_connections: Dict[str, ConnectionStatus] = field(default_factory=dict)
     vnc_connection: ConnectionStatus = field(default_factory=lambda: ConnectionStatus("config-api"))
     leader: LeaderStatus = field(default_factory=LeaderStatus)
+    # Bumped by KubeCache whenever a Kubernetes record, and so possibly the desired state, changes:
+    # readers that derive something costly from both (introspect's explain index) rebuild it only
+    # when it moved.
+    generation: int = 0
     started_at: float = field(default_factory=time.time)
     loop_heartbeat_at: float = field(default_factory=time.time)

@@ -123,3 +123,39 @@ def test_explain_follows_the_db(db, app):
     db.pods.pop(("shop", "web"))
     reply = call(app, "/explain?from=shop/web&to=shop/db&port=5432&protocol=TCP")
     assert reply.status == 400 and "no such pod" in reply.text
+
+
+def test_the_explain_index_is_kept_until_the_cache_changes_the_db(monkeypatch):
+    """Indexing the DB is what makes explain slow at scale: it is built once per DB generation, and
+    the first question after a watch event sees that event."""
+    from introspect import explain as explain_module
+    from kube_manager.cache import KubeCache
+    from kube_manager.db import Database
+    from kube_manager.translator import ClusterTranslator
+    from tests.reconciler_support import allow_from, namespace, pod, policy
+
+    builds = []
+    real = explain_module.Explainer
+    monkeypatch.setattr(explain_module, "Explainer", lambda *a, **k: builds.append(1) or real(*a, **k))
+    db = Database()
+    cache = KubeCache(db, ClusterTranslator("k8s", "k8s"))
+    for resource in ("namespaces", "pods", "networkpolicies"):
+        cache.on_event(resource, "LISTED", {"resourceVersion": "1"})
+    cache.on_event("namespaces", "ADDED", namespace("a"))
+    cache.on_event("pods", "ADDED", pod("a", "web", "10.0.0.1", app="web"))
+    cache.on_event("pods", "ADDED", pod("a", "client", "10.0.0.2", app="client"))
+    explain = db_explainer(db, "k8s")
+
+    assert explain("a/client", "a/web", "80", "TCP")["allowed"] is True  # nothing isolates web
+    assert explain("a/client", "a/web", "81", "TCP")["allowed"] is True
+    assert len(builds) == 1
+
+    cache.on_event("networkpolicies", "ADDED", policy("a", "np", allow_from("client", "web", port=80)))
+    assert explain("a/client", "a/web", "81", "TCP")["allowed"] is False  # the new policy isolates web
+    assert explain("a/client", "a/web", "80", "TCP")["allowed"] is True
+    assert len(builds) == 2
+
+    cache.on_event("pods", "DELETED", pod("a", "client", "10.0.0.2", app="client"))
+    with pytest.raises(ValueError, match="no such pod"):
+        explain("a/client", "a/web", "80", "TCP")
+    assert len(builds) == 3
