@@ -47,7 +47,7 @@ import gevent.event
 
 from kube_manager.db import PARKED, PENDING, RETRYING, SYNCED, Database, FqName
 from kube_manager.logging_setup import kv
-from vnc_client.errors import Conflict, NotFound, VncError, is_temporary
+from vnc_client.errors import Conflict, NotFound, VncError, WriteRefused, is_temporary
 from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
 
 from . import diff
@@ -411,8 +411,8 @@ class Reconciler:
         try:
             return self._handle_key(key)
         except Exception as exc:
-            if is_temporary(exc):
-                raise
+            if is_temporary(exc) or isinstance(exc, WriteRefused):
+                raise  # backoff; a refused write (not the leader) is no verdict on the object
             self._park_failed(key, exc)
             return True
 
