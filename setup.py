@@ -14,6 +14,8 @@ setup(
         "requests>=2.28",
         "jinja2>=3.1",
         "pyyaml>=6.0",
+        # JSON cluster dumps for the offline commands (SPEC 8); the stdlib json module is the fallback.
+        "orjson>=3.8",
         "prometheus_client>=0.17",
     ],
     extras_require={

@@ -28,7 +28,7 @@ TRANSLATOR_LOGGER = "kube_manager.translator"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-f", "--filename", dest="paths", metavar="PATH", nargs="+", action="extend",
                         required=True,
-                        help="manifest files or directories (Namespace, Pod, NetworkPolicy)")
+                        help="manifest files or directories (Namespace, Pod, NetworkPolicy); - reads standard input")
     parser.add_argument("--from", dest="source", metavar="NS/POD|IP", required=True,
                         help="the flow's source: a pod as namespace/name, or an IP address")
     parser.add_argument("--to", dest="destination", metavar="NS/POD|IP", required=True,

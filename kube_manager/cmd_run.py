@@ -23,6 +23,7 @@ from typing import Dict  # noqa: E402
 
 from kube_manager import config as config_module  # noqa: E402
 from kube_manager.config import EMBEDDED, EMULATED, ConfigError  # noqa: E402
+from kube_manager.manifests import ManifestError  # noqa: E402
 
 log = logging.getLogger("kube_manager.run")
 
@@ -53,8 +54,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             f"exit 1 naming what did not converge (default {DEFAULT_ONCE_TIMEOUT:g})")
     group.add_argument("--demo", metavar="PATH", action="append", default=argparse.SUPPRESS,
                        help="embedded defaults: in-process config API, emulated Kubernetes API server "
-                            "loaded from PATH (file or directory, repeatable), emulated CNI, introspect "
-                            "on 127.0.0.1")
+                            "loaded from PATH (file or directory, repeatable, - for standard input), "
+                            "emulated CNI, introspect on 127.0.0.1")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -86,6 +87,9 @@ def main(args: argparse.Namespace) -> int:
                           once_timeout=getattr(args, "once_timeout", DEFAULT_ONCE_TIMEOUT))
     except ConfigError as exc:
         log.error("configuration error: %s", exc)
+        return 2
+    except ManifestError as exc:  # --demo PATH that cannot be read
+        print(f"contrail-kube-manager: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         log.error("start-up failed: %s", exc)

@@ -7,29 +7,21 @@ diffed and kept under version control.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
-import yaml
-
 from kube_manager.manifests import ManifestError, load_manifests
+from kube_manager.serialize import json_text, yaml_text
 
 USAGE_ERROR = 2
 FORMATS = ("table", "json", "yaml")
 
 
-class _PlainDumper(yaml.SafeDumper):
-    """Bodies share sub-objects; YAML must repeat them rather than print anchors and aliases."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-f", "--filename", dest="paths", metavar="PATH", nargs="+", action="extend",
                         required=True,
-                        help="manifest files or directories (YAML or JSON, multi-document, List kinds)")
+                        help="manifest files or directories (YAML or JSON, multi-document, List kinds); "
+                             "- reads standard input")
     parser.add_argument("-o", "--output", choices=FORMATS, default="table",
                         help="table (the Contrail wiki's tables, Markdown), json or yaml (default table)")
     parser.add_argument("--cluster-name", default="k8s",
@@ -39,10 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def render(translation: Any, output: str) -> str:
     """The translation in one of FORMATS, ending with a newline."""
     if output == "json":
-        return json.dumps(translation.to_dict(), indent=2) + "\n"
+        return json_text(translation.to_dict())
     if output == "yaml":
-        return yaml.dump(translation.to_dict(), Dumper=_PlainDumper, sort_keys=False,
-                         default_flow_style=False)
+        return yaml_text(translation.to_dict())
     from kube_manager.render_table import render_table
 
     return render_table(translation)

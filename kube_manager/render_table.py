@@ -5,6 +5,13 @@ Rules, Firewall Policy); operators compare against those, so the same columns ar
 Markdown pipe tables, padded, read well in a terminal and paste into documents unchanged
 (docs/mapping.md is generated this way). Rules and policies are listed in evaluation order: the
 application policy set's sequence, then each policy's rule sequence.
+
+A cell never grows with the cluster: the `<cluster>-denyall` policy holds one deny rule per isolated
+direction of every NetworkPolicy, and listing them all in one cell made a 60 MB table of padding at
+5,000 namespaces. A policy with more than RULES_LISTED rules shows their count and first and last
+names (the Firewall Rules table lists them all, in the same order); other lists (prefixes, a pod's
+tags) stop after LISTED items with the number left out. Small inputs, the wiki's among them, print
+as before.
 """
 from __future__ import annotations
 
@@ -13,6 +20,9 @@ from typing import Any, Dict, List, Mapping, Sequence
 from kube_manager.translator import Translation
 
 Body = Mapping[str, Any]
+
+LISTED = 32
+RULES_LISTED = 10
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -43,6 +53,20 @@ def service_text(service: Body) -> str:
     return f"{protocol}:{start}" if start == end else f"{protocol}:{start}-{end}"
 
 
+def listing(items: Sequence[str], limit: int = LISTED) -> str:
+    """`items` joined by commas, at most `limit` of them, then how many were left out."""
+    if len(items) <= limit:
+        return ", ".join(items)
+    return ", ".join(items[:limit]) + f", ... ({len(items) - limit} more)"
+
+
+def rule_names(names: Sequence[str]) -> str:
+    """A policy's rules: all of them when few, else their count, first and last."""
+    if len(names) <= RULES_LISTED:
+        return ", ".join(names)
+    return f"{len(names)} rules, {names[0]} ... {names[-1]} (all in Firewall Rules, in this order)"
+
+
 def _section(title: str, headers: Sequence[str], rows: List[List[str]]) -> str:
     return f"## {title}\n\n" + (markdown_table(headers, rows) if rows else "None") + "\n"
 
@@ -52,8 +76,8 @@ def render_table(translation: Translation) -> str:
     policies: Dict[tuple, Body] = {tuple(p["fq_name"]): p for p in translation.firewall_policies}
     rules: Dict[tuple, Body] = {tuple(r["fq_name"]): r for r in translation.firewall_rules}
     tag_rows = [[t["tag_type_name"], t["tag_value"]] for t in translation.tags]
-    group_rows = [[g["fq_name"][-1], ", ".join(f"{s['ip_prefix']}/{s['ip_prefix_len']}"
-                                               for s in g["address_group_prefix"]["subnet"]) or "(empty)"]
+    group_rows = [[g["fq_name"][-1], listing([f"{s['ip_prefix']}/{s['ip_prefix_len']}"
+                                               for s in g["address_group_prefix"]["subnet"]]) or "(empty)"]
                   for g in translation.address_groups]
     rule_rows: List[List[str]] = []
     policy_rows: List[List[str]] = []
@@ -67,8 +91,8 @@ def render_table(translation: Translation) -> str:
                               service_text(rule["service"]), endpoint_text(rule["endpoint_1"]),
                               rule["direction"], endpoint_text(rule["endpoint_2"]),
                               " && ".join(rule["match_tags"]["tag_list"])])
-        policy_rows.append([policy_ref["attr"]["sequence"], policy["fq_name"][-1], ", ".join(names)])
-    workload_rows = [[w["namespace"], w["name"], w["ip"] or "", ", ".join(w["tags"])]
+        policy_rows.append([policy_ref["attr"]["sequence"], policy["fq_name"][-1], rule_names(names)])
+    workload_rows = [[w["namespace"], w["name"], w["ip"] or "", listing(w["tags"])]
                      for w in translation.workloads]
     error_rows = [[e["kind"], e["namespace"], e["name"], e["reason"]] for e in translation.errors]
     application = ", ".join(ref["to"][-1] for ref in aps["tag_refs"])

@@ -98,7 +98,7 @@ def test_cluster_name_option(capsys):
 
 
 @pytest.mark.parametrize("content, fragment", [
-    ("a: [", "not valid YAML/JSON"),
+    ("a: [", "not valid YAML"),
     (None, "No such file"),
 ])
 def test_bad_manifest_files_exit_2_with_a_message(capsys, tmp_path, content, fragment):
@@ -130,3 +130,44 @@ def test_the_console_command_runs():
                           capture_output=True, cwd=ROOT, text=True)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["cluster_name"] == "k8s"
+
+
+def test_table_cells_stay_bounded_on_a_large_cluster(capsys, tmp_path):
+    """The deny-all policy, a wide ipBlock and a much-labelled pod must not make cells of thousands of names."""
+    documents = []
+    for i in range(60):
+        documents.append({"kind": "Namespace", "metadata": {"name": f"ns-{i:02d}"}})
+        documents.append({"kind": "NetworkPolicy", "metadata": {"name": "deny", "namespace": f"ns-{i:02d}"},
+                          "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}})
+    labels = {f"l{k:02d}": "v" for k in range(40)}
+    documents.append({"kind": "Pod", "metadata": {"name": "p", "namespace": "ns-00", "labels": labels},
+                      "status": {"podIP": "10.0.0.1"}})
+    documents.append({"kind": "NetworkPolicy", "metadata": {"name": "wide", "namespace": "ns-00"}, "spec": {
+        "podSelector": {}, "ingress": [{"from": [{"ipBlock": {
+            "cidr": "10.0.0.0/8", "except": [f"10.{k}.0.1/32" for k in range(20)]}}]
+            + [{"podSelector": {"matchLabels": {key: "v"}}} for key in labels]}]}})
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(documents), encoding="utf-8")
+    result = json.loads(run_cli(capsys, "-f", str(tmp_path), "-o", "json")[1])
+    status, out, _ = run_cli(capsys, "-f", str(tmp_path))
+    assert status == 0
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) < 1000
+
+    def cells(first: str):
+        row = next(line for line in lines if line.startswith(f"| {first} "))
+        return [c.strip() for c in row.strip("|").split(" | ")]
+
+    denyall = next(p for p in result["firewall_policies"] if p["fq_name"][-1] == "k8s-denyall")
+    names = [ref["to"][-1] for ref in denyall["firewall_rule_refs"]]
+    assert len(names) > 100
+    assert cells("2.0")[2] == f"{len(names)} rules, {names[0]} ... {names[-1]} (all in Firewall Rules, in this order)"
+    assert all(any(line.startswith(f"| {name} ") for line in lines) for name in names)
+
+    group = next(g for g in result["address_groups"] if g["fq_name"][-1].startswith("10.0.0.0/8-except-"))
+    subnets = [f"{s['ip_prefix']}/{s['ip_prefix_len']}" for s in group["address_group_prefix"]["subnet"]]
+    assert len(subnets) > 32
+    assert cells(group["fq_name"][-1])[1] == f"{', '.join(subnets[:32])}, ... ({len(subnets) - 32} more)"
+
+    tags = next(w for w in result["workloads"] if w["name"] == "p")["tags"]
+    assert len(tags) > 32
+    assert cells("ns-00")[1:] == ["p", "10.0.0.1", f"{', '.join(tags[:32])}, ... ({len(tags) - 32} more)"]
