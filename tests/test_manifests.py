@@ -87,7 +87,7 @@ def test_standard_input_mixes_with_files():
 
 
 def test_explain_reads_standard_input():
-    done = cli("explain", "-f", "-", "--from", "shop/web-1", "--to", "shop/api-1", "--port", "9090",
+    done = cli("explain", "-f", "-", "--from", "shop/web-1", "--to", "shop/api-1", "--port", "9090", "-o", "json",
                stdin=as_json_list([DEMO]))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["allowed"] is True
