@@ -184,6 +184,31 @@ def test_pod_tags_follow_labels_namespace_labels_and_selectors():
     assert t.pod_tags("n", "a") is None
 
 
+def test_a_policy_naming_a_label_re_tags_only_the_pods_it_can_select():
+    """SPEC 2: one policy change costs pod changes in proportion to what it selects, not to how many
+    pods of the cluster carry the label."""
+    t = ClusterTranslator()
+    for ns in ("a", "b", "c"):
+        t.upsert_namespace(namespace(ns, team="x" if ns == "c" else "y"))
+        t.upsert_pod(pod(ns, "cache", labels={"app": "cache"}))
+    t.pop_changes()
+    t.upsert_policy(policy("a", "np", {"podSelector": {"matchLabels": {"app": "cache"}}}))
+    assert t.pop_changes().pods == (("a", "cache"),)
+    t.upsert_policy(policy("a", "peer", {"podSelector": {}, "ingress": [{"from": [
+        {"namespaceSelector": {"matchLabels": {"team": "x"}}, "podSelector": {"matchLabels": {"app": "cache"}}}]}]}))
+    assert t.pop_changes().pods == (("c", "cache"),)
+    assert "app=cache" not in t.pod_tags("b", "cache")
+    t.upsert_namespace(namespace("b", team="x"))  # b moves into the peer's scope
+    assert t.pop_changes().pods == (("b", "cache"),)
+    assert "app=cache" in t.pod_tags("b", "cache")
+    t.delete_policy("a", "np")  # the peer still names app=cache in b and c
+    assert t.pop_changes().pods == (("a", "cache"),)
+    assert [ns for ns in "abc" if "app=cache" in t.pod_tags(ns, "cache")] == ["b", "c"]
+    t.delete_policy("a", "peer")
+    assert sorted(t.pop_changes().pods) == [("b", "cache"), ("c", "cache")]
+    assert not any("app=cache" in t.pod_tags(ns, "cache") for ns in "abc")
+
+
 def test_namespace_label_changes_move_pods_in_and_out_of_selector_tags():
     t = ClusterTranslator()
     t.upsert_namespace(namespace("n", env="prod"))

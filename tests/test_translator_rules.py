@@ -124,6 +124,32 @@ def test_only_referenced_labels_become_tags():
                                      ("ns", "b"): ["application=k8s", "namespace=ns"]}
 
 
+def test_a_pod_label_tag_goes_only_on_pods_an_endpoint_naming_it_can_select():
+    """SPEC 2: a policy of namespace `a` naming app=cache tags a's cache pods, not b's."""
+    pods = [pod("a", "cache", labels={"app": "cache"}), pod("b", "cache", labels={"app": "cache"})]
+    result = run([namespace("a"), namespace("b")], pods,
+                 [policy("a", "p", {"podSelector": {"matchLabels": {"app": "cache"}}})])
+    assert workload_tags(result) == {("a", "cache"): ["app=cache", "application=k8s", "namespace=a"],
+                                     ("b", "cache"): ["application=k8s", "namespace=b"]}
+    peer = ingress_from([{"podSelector": {"matchLabels": {"app": "cache"}}}])  # a peer in its own namespace
+    result = run([namespace("a"), namespace("b")], pods, [policy("b", "p", peer)])
+    assert "app=cache" in workload_tags(result)[("b", "cache")]
+    assert "app=cache" not in workload_tags(result)[("a", "cache")]
+
+
+@pytest.mark.parametrize("namespace_selector, tagged", [
+    ({"matchLabels": {"team": "x"}}, {"x1", "x2"}),
+    ({"matchLabels": {"team": "x", "env": "prod"}}, {"x1"}),
+    ({}, {"x1", "x2", "y"}),
+])
+def test_a_namespace_selector_peer_tags_the_pod_label_in_the_namespaces_it_selects(namespace_selector, tagged):
+    namespaces = [namespace("x1", team="x", env="prod"), namespace("x2", team="x"), namespace("y", team="y")]
+    pods = [pod(ns, "cache", labels={"app": "cache"}) for ns in ("x1", "x2", "y")]
+    spec = ingress_from([{"namespaceSelector": namespace_selector, "podSelector": {"matchLabels": {"app": "cache"}}}])
+    result = run(namespaces, pods, [policy("other", "p", spec)])
+    assert {ns for (ns, _name), tags in workload_tags(result).items() if "app=cache" in tags} == tagged
+
+
 def test_namespace_labels_get_their_own_types_and_only_when_referenced():
     namespaces = [namespace("prod", project="x", env="prod"), namespace("dev", project="y")]
     pods = [pod("prod", "a", labels={"project": "pod-level"}), pod("dev", "b")]

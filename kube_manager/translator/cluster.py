@@ -21,7 +21,7 @@ import logging
 import re
 from operator import itemgetter
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple, TypeVar
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple, TypeVar
 
 from kube_manager.logfields import kv
 
@@ -40,7 +40,7 @@ from .naming import (ALLOWALL_SEQUENCE, DENYALL_SEQUENCE, allowall_policy_name, 
                      denyall_policy_name, rule_sequence)
 from .parsecache import ParseCache
 from .policy import parse_policy
-from .render import POD_LABEL, LabelOrigin, PolicyRenderer, PolicyRendering, TagOrigin
+from .render import POD_LABEL, LabelOrigin, PolicyRenderer, PolicyRendering, ScopedLabel, TagOrigin
 from .sequenced import SequencedRefs
 from .rejections import Rejections, describe, object_logger
 from .translation import Translation
@@ -107,7 +107,12 @@ class ClusterTranslator:
         # Referenced label tags by their (key, value), pod labels and namespace labels apart.
         self._pod_label_tags: Dict[Tuple[str, str], str] = {}
         self._namespace_label_tags: Dict[Tuple[str, str], str] = {}
-        self._dirty_origins: List[LabelOrigin] = []  # label tags referenced or released
+        self._dirty_origins: List[LabelOrigin] = []  # namespace label tags referenced or released
+        # Where the endpoints naming each pod label select (SPEC 2): namespaces and namespace label
+        # sets (the empty set: every namespace), counted over the policies' renderings.
+        self._label_namespaces: Dict[Tuple[str, str], Dict[str, int]] = {}
+        self._label_selectors: Dict[Tuple[str, str], Dict[FrozenSet[Tuple[str, str]], int]] = {}
+        self._dirty_scopes: List[ScopedLabel] = []  # scopes that came or went since the last flush
         self._address_group_refs: Dict[FqName, int] = {}
         self._pod_tags: Dict[PodKey, Tuple[str, ...]] = {}
         self._rejections = Rejections()  # objects refused, by (kind, namespace, name)
@@ -361,7 +366,8 @@ class ClusterTranslator:
                 self._dirty_pods.update(dict.fromkeys(self._membership.activate(tag, origin)))
             else:
                 self._label_tags(origin)[origin[1:]] = tag
-                self._dirty_origins.append(origin)
+                if origin[0] != POD_LABEL:  # a pod label's pods are marked by its scopes
+                    self._dirty_origins.append(origin)
 
     def _unref_tag(self, tag: str) -> None:
         count = self._tag_refs[tag] - 1
@@ -375,29 +381,68 @@ class ClusterTranslator:
             self._dirty_pods.update(dict.fromkeys(self._membership.retire(tag)))
         elif origin is not None:
             del self._label_tags(origin)[origin[1:]]
-            self._dirty_origins.append(origin)
+            if origin[0] != POD_LABEL:
+                self._dirty_origins.append(origin)
 
     def _label_tags(self, origin: LabelOrigin) -> Dict[Tuple[str, str], str]:
         return self._pod_label_tags if origin[0] == POD_LABEL else self._namespace_label_tags
 
+    def _ref_scope(self, scoped: ScopedLabel, delta: int) -> None:
+        """Count one more (+1) or one fewer (-1) endpoint naming a pod label in a scope; the pods
+        of the scope are re-tagged when the scope comes or goes."""
+        key, value, scope = scoped
+        table: Dict[Any, Dict[Any, int]] = (
+            self._label_namespaces if isinstance(scope, str) else self._label_selectors)
+        counts = table.setdefault((key, value), {})
+        count = counts.get(scope, 0) + delta
+        if count:
+            counts[scope] = count
+        else:
+            del counts[scope]
+            if not counts:
+                del table[(key, value)]
+        if count == (1 if delta > 0 else 0):
+            self._dirty_scopes.append(scoped)
+
+    def _in_scope(self, pair: Tuple[str, str], namespace: str, namespace_labels: FrozenSet[Tuple[str, str]]) -> bool:
+        """Some endpoint naming the pod label `pair` can select a pod of `namespace` (SPEC 2)."""
+        namespaces = self._label_namespaces.get(pair)
+        if namespaces is not None and namespace in namespaces:
+            return True
+        return any(labels <= namespace_labels for labels in self._label_selectors.get(pair, ()))
+
     def _pods_with(self, origin: LabelOrigin) -> Iterable[PodKey]:
-        kind, key, value = origin
-        if kind == POD_LABEL:
-            return self._index.pods_with_label(key, value)
+        _kind, key, value = origin
         return [pod for namespace in self._index.namespaces_with_label(key, value)
                 for pod in self._index.namespace_pods(namespace)]
 
+    def _scope_pods_with(self, scoped: ScopedLabel) -> Iterable[PodKey]:
+        """The pods labelled `key: value` in a scope: in proportion to the scope, not the cluster."""
+        key, value, scope = scoped
+        index = self._index
+        if isinstance(scope, str):
+            return [pod for pod in index.namespace_pods(scope) if index.pods[pod].labels.get(key) == value]
+        if not scope:
+            return index.pods_with_label(key, value)
+        first = min(scope)
+        return [pod for namespace in index.namespaces_with_label(*first)
+                if scope <= frozenset(index.namespace_labels(namespace).items())
+                for pod in index.namespace_pods(namespace) if index.pods[pod].labels.get(key) == value]
+
     def _mark_origin_pods(self) -> None:
-        """Mark dirty the pods carrying a label whose tag was referenced or released since the
-        last flush. Done at flush time rather than at each reference: any pod whose labels
-        changed in between is dirty anyway, and when every pod is already dirty (a bulk load)
-        nobody needs to look the pods up."""
+        """Mark dirty the pods carrying a label whose tag was referenced or released (in a scope,
+        for pod labels) since the last flush. Done at flush time rather than at each reference:
+        any pod whose labels changed in between is dirty anyway, and when every pod is already
+        dirty (a bulk load) nobody needs to look the pods up."""
         origins, self._dirty_origins = self._dirty_origins, []
+        scopes, self._dirty_scopes = self._dirty_scopes, []
         dirty, pods = self._dirty_pods, self._index.pods
         if len(dirty) >= len(pods) and dirty.keys() >= pods.keys():
             return
         for origin in origins:
             dirty.update(dict.fromkeys(self._pods_with(origin)))
+        for scoped in scopes:
+            dirty.update(dict.fromkeys(self._scope_pods_with(scoped)))
 
     def _ref_address_group(self, fq_name: FqName, block: IpBlock) -> None:
         count = self._address_group_refs.get(fq_name, 0)
@@ -462,7 +507,7 @@ class ClusterTranslator:
     def _flush(self) -> None:
         if self._dirty_policies:
             self._flush_policies()
-        if self._dirty_origins:
+        if self._dirty_origins or self._dirty_scopes:
             self._mark_origin_pods()
         if self._dirty_pods:
             self._flush_pods()
@@ -501,8 +546,8 @@ class ClusterTranslator:
 
     def _flush_pods(self) -> None:
         dirty, self._dirty_pods = self._dirty_pods, {}
-        namespace_tags: Dict[str, List[str]] = {}
-        label_tags = self._pod_label_tags
+        namespace_tags: Dict[str, Tuple[List[str], FrozenSet[Tuple[str, str]]]] = {}
+        label_tags, in_scope = self._pod_label_tags, self._in_scope
         shared: Dict[Tuple[str, ...], Tuple[str, ...]] = {}  # equal tag sets share one tuple
         pods, pod_tags = self._index.pods, self._pod_tags
         for key in dirty:
@@ -513,10 +558,13 @@ class ClusterTranslator:
                     self._log.pod_touched(key, previous)
                     del pod_tags[key]
                 continue
-            tags = namespace_tags.get(pod.namespace)
-            if tags is None:
-                tags = namespace_tags[pod.namespace] = self._namespace_identity(pod.namespace)
-            tags = tags + [label_tags[pair] for pair in pod.labels.items() if pair in label_tags]
+            identity = namespace_tags.get(pod.namespace)
+            if identity is None:
+                identity = namespace_tags[pod.namespace] = (
+                    self._namespace_identity(pod.namespace),
+                    frozenset(self._index.namespace_labels(pod.namespace).items()))
+            tags = identity[0] + [label_tags[pair] for pair in pod.labels.items()
+                                  if pair in label_tags and in_scope(pair, pod.namespace, identity[1])]
             tags.extend(self._membership.tags_of(key))
             found = tuple(tags)
             result = shared.get(found)
@@ -573,6 +621,13 @@ class ClusterTranslator:
         for fq_name, block in new_groups.items():
             if fq_name not in old_groups:
                 self._ref_address_group(fq_name, block)
+        old_scoped = old.scoped_labels if old is not None else ()
+        new_scoped = new.scoped_labels if new is not None else ()
+        if old_scoped != new_scoped:
+            for scoped in new_scoped:
+                self._ref_scope(scoped, 1)
+            for scoped in old_scoped:
+                self._ref_scope(scoped, -1)
         for tag in old_tags:
             if tag not in new_tags:
                 self._unref_tag(tag)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
+from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
 
 from .bodies import DENY, PASS, POLICY_MANAGEMENT, Body, BodyFactory, FqName, address_group_endpoint, \
     global_fq_name
@@ -29,12 +29,17 @@ from .ports import PortSpec
 LabelOrigin = Tuple[str, str, str]
 TagOrigin = Union[LabelOrigin, SelectorDef]
 POD_LABEL, NAMESPACE_LABEL = "pod", "namespace"
+# The pods an endpoint naming a pod label can select (SPEC 2): one namespace, or the namespaces whose
+# labels include these pairs (none: every namespace). A pod label tag goes only on pods in a scope.
+LabelScope = Union[str, FrozenSet[Tuple[str, str]]]
+ScopedLabel = Tuple[str, str, LabelScope]  # (key, value, scope)
 ENDPOINT_CACHE_LIMIT = 65536
 PLAN_CACHE_LIMIT = 16384
 _NO_GROUPS: Mapping[FqName, IpBlock] = MappingProxyType({})  # shared by renderings without ipBlocks
 # (endpoint body, the tags it references with their origins, the scope whose selectors' identities
-# key it: held, so that those identities cannot be reused while the entry exists)
-_Endpoint = Tuple[Body, Tuple[Tuple[str, TagOrigin], ...], PodScope]
+# key it: held, so that those identities cannot be reused while the entry exists, its pod labels
+# with the scope they select in)
+_Endpoint = Tuple[Body, Tuple[Tuple[str, TagOrigin], ...], PodScope, Tuple[ScopedLabel, ...]]
 
 
 class PodView(Protocol):
@@ -54,6 +59,7 @@ class PolicyRendering:
     deny_rules: List[Tuple[FqName, Body, str]]  # (fq_name, body, sequence in <cluster>-denyall)
     address_groups: Mapping[FqName, IpBlock]  # the blocks its address groups stand for
     tags: Dict[str, TagOrigin]  # label, namespace-label and selector tags its endpoints use
+    scoped_labels: Tuple[ScopedLabel, ...]  # its pod labels, each with a scope an endpoint selects in
     destinations: Tuple[PodSet, ...]  # pod sets whose named ports it resolved
     names: Tuple[str, ...]  # policy name, then rule names, before shortening
     errors: Tuple[str, ...]
@@ -83,6 +89,7 @@ class _Work:
 
     def __init__(self, policy: ParsedPolicy) -> None:
         self.tags: Dict[str, TagOrigin] = {}
+        self.scoped_labels: Dict[ScopedLabel, None] = {}
         self.address_groups: Dict[FqName, IpBlock] = {}
         self.destinations: Dict[PodSet, None] = {}
         self.errors: Dict[str, None] = dict.fromkeys(policy.errors) if policy.errors else {}
@@ -142,6 +149,8 @@ class PolicyRenderer:
                 self._endpoints.clear()
             self._endpoints[key] = found
         work.tags.update(found[1])
+        if found[3]:
+            work.scoped_labels.update(dict.fromkeys(found[3]))
         return found[0]
 
     def _endpoint(self, scope: PodScope, namespace: Optional[str]) -> "_Endpoint":
@@ -149,19 +158,24 @@ class PolicyRenderer:
         if not scope.is_simple:
             definition = SelectorDef(scope if namespace is None else scope.bound(namespace))
             tag = self.selector_tag(definition)
-            return {"tags": [tag]}, ((tag, definition),), scope
+            return {"tags": [tag]}, ((tag, definition),), scope, ()
         tags = {self.application_tag}
         origins: List[Tuple[str, TagOrigin]] = []
+        label_scope: LabelScope = frozenset()
         if namespace is not None:
             tags.add(namespace_tag(namespace))
+            label_scope = namespace
         elif scope.namespace_selector is not None:
+            label_scope = frozenset(scope.namespace_selector.simple_labels)
             for key, value in scope.namespace_selector.simple_labels:
                 origins.append((self.namespace_label_tag(key, value), (NAMESPACE_LABEL, key, value)))
+        scoped: List[ScopedLabel] = []
         if scope.pod_selector is not None:
             for key, value in scope.pod_selector.simple_labels:
                 origins.append((self.pod_label_tag(key, value), (POD_LABEL, key, value)))
+                scoped.append((key, value, label_scope))
         tags.update(tag for tag, _ in origins)
-        return {"tags": sorted(tags)}, tuple(origins), scope
+        return {"tags": sorted(tags)}, tuple(origins), scope, tuple(scoped)
 
     # --- services -----------------------------------------------------------------------------
 
@@ -320,5 +334,6 @@ class PolicyRenderer:
         body = self.bodies.network_policy(fq_name, [body for _, body in work.rules], policy.namespace,
                                           policy.name, policy.uid, spec.spec_sha256)
         return PolicyRendering((fq_name, body), hashed_sequence(fq_name[1]), work.rules, deny_rules,
-                               work.address_groups or _NO_GROUPS, work.tags, tuple(work.destinations),
+                               work.address_groups or _NO_GROUPS, work.tags, tuple(work.scoped_labels),
+                               tuple(work.destinations),
                                tuple(work.names), tuple(work.errors))
