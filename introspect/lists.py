@@ -313,6 +313,7 @@ NETWORK_POLICIES = ListPage(
     "Kubernetes",
     (("synced", "Contrail holds exactly the desired objects"), ("pending", "not yet written"),
      ("retrying", "a write failed; retried with backoff"),
+     ("parked", "the config API refused a write for good (see errors); retried when it changes or at the next resync"),
      ("rejected", "invalid input; only the valid part (if any) is written")),
     count=lambda s: len(s.db.network_policies))
 
@@ -328,6 +329,7 @@ PODS = ListPage(
     "Kubernetes",
     (("synced", "its VMIs carry exactly these tags"), ("pending", "not tagged yet"),
      ("retrying", "tagging failed; retried with backoff"),
+     ("parked", "the config API refused the tagging for good (see the VMI error); retried when the pod changes or at the next resync"),
      ("no-vm", "its virtual machine or VMIs do not exist yet (CNI not done)"),
      ("host-network", "on its node's network (spec.hostNetwork): no VMI of its own, never tagged")),
     count=lambda s: len(s.db.pods))

@@ -152,3 +152,23 @@ def test_an_unexpected_exception_is_confined_to_its_object(setup):
     assert s.cluster.db.parked[RULE_KEY] == "TypeError: a bug"
     assert np_entry(s).state == PARKED
     assert s.cluster.db.network_policies[("b", "from-team")].state == "synced"
+
+
+def test_the_introspect_pages_show_the_parked_object_and_the_server_message(setup):
+    from introspect.app import create_app
+    from tests.introspect_support import call
+    s = setup()
+    s.api.fault = lambda op, obj_type, fq: BadRequest("POST", "/firewall-rules", 400, "the rule says no") if (
+        op == "create" and fq == RULE) else None
+    s.start()
+    wait_for(lambda: s.rec.state_of(RULE_KEY) == PARKED, what="the refused rule parked")
+    s.cluster.cache.refresh_states(s.rec)
+    app = create_app(s.cluster.db)
+    entry = next(p for p in call(app, "/Snh_NetworkPolicyDatabaseList?format=json").json()["network_policies"]
+                 if (p["namespace"], p["name"]) == NP)
+    assert entry["state"] == PARKED
+    assert any(RULE[-1] in e and "400: the rule says no" in e for e in entry["errors"]), entry["errors"]
+    rules = call(app, "/Snh_FirewallRuleDatabaseList?format=json").json()["firewall_rules"]
+    assert {r["name"]: r["state"] for r in rules}[RULE[-1]] == PARKED
+    html = call(app, "/Snh_NetworkPolicyDatabaseList").text
+    assert "the rule says no" in html and "state-parked" in html
