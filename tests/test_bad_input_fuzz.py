@@ -1,12 +1,14 @@
 """SPEC 7 and 11 as properties: arbitrary JSON at any field of a namespace, pod or NetworkPolicy
-never raises in the translator (bulk or incremental), and the valid objects beside it still
-translate to what they would be without it (tests/poison_support.py says exactly how)."""
+never raises in the translator (bulk or incremental) nor in `explain`, and the valid objects beside
+it still translate to what they would be without it (tests/poison_support.py says exactly how)."""
 from __future__ import annotations
 
 import pytest
 from hypothesis import given
 
+from kube_manager.manifests import Manifests
 from kube_manager.translator import ClusterTranslator, translate
+from kube_manager.translator.explain import Explainer
 from kube_manager.translator import render as render_module
 from poison_support import (CLEAN, POISONS, VALID_KEYS, VALID_NAMESPACES, VALID_PODS, VALID_POLICIES,
                             assert_others_converge, cluster_with, fuzz, identify)
@@ -37,7 +39,7 @@ def _delete(translator: ClusterTranslator, kind: str, manifest) -> None:
         translator.delete_policy(namespace, name)
 
 
-@fuzz(400)
+@fuzz(250)
 @given(POISONS)
 def test_incremental_upsert_and_delete_of_a_poisoned_object_never_raise_and_leave_no_trace(poison):
     kind, manifest = poison
@@ -139,3 +141,27 @@ def test_a_rejection_is_logged_once_until_its_reason_changes(caplog):
     lines = [r for r in caplog.records if getattr(r, "kv_fields", {}).get("name") == "bad"]
     assert [r.kv_fields["reason"].split(":")[0] for r in lines] == ["spec.policyTypes[0]", "spec.policyTypes[0]"]
     assert "expected a string" in lines[0].kv_fields["reason"] and "not Ingress or Egress" in lines[1].kv_fields["reason"]
+
+
+FLOWS = [("b/client", "a/web", 80, "TCP"), ("a/web", "a/db", 5432, "TCP"), ("a/db", "10.2.0.1", 443, "TCP")]
+
+
+def _verdicts(namespaces, pods, policies):
+    translation = translate(namespaces, pods, policies)
+    manifests = Manifests(namespaces=list(namespaces), pods=list(pods), network_policies=list(policies))
+    explainer = Explainer(translation.to_dict(), manifests, "k8s", translation.selectors)
+    return [(r["allowed"], r["kubernetes_allowed"], r["rule"]) for r in
+            (explainer.explain(*flow) for flow in FLOWS)]
+
+
+CLEAN_VERDICTS = _verdicts(VALID_NAMESPACES, VALID_PODS, VALID_POLICIES)
+
+
+@fuzz(150)
+@given(POISONS)
+def test_explain_never_raises_and_flows_between_valid_pods_keep_their_verdict(poison):
+    kind, manifest = poison
+    key = identify(kind, manifest)
+    verdicts = _verdicts(*cluster_with(kind, manifest))  # raises nothing, whatever the poison
+    if key not in VALID_KEYS and (key[1] == "zz" or (kind == "Namespace" and key[2] not in ("a", "b"))):
+        assert verdicts == CLEAN_VERDICTS

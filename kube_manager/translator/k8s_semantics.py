@@ -86,6 +86,11 @@ class Selector:
         return all(r.matches(labels) for r in self.requirements)
 
 
+def _object(value: Any) -> Mapping[str, Any]:
+    """`value` when it is an object, else `{}`: a malformed manifest reads as empty, never raises."""
+    return value if isinstance(value, dict) else {}
+
+
 def _as_list(value: Any, what: str) -> List[Any]:
     """A list field as the API server decodes it: null is empty, null entries are {}."""
     if value is None:
@@ -203,10 +208,12 @@ def _labels(metadata: Mapping[str, Any]) -> Dict[str, str]:
 
 def _container_ports(spec: Mapping[str, Any]) -> Tuple[ContainerPort, ...]:
     ports: List[ContainerPort] = []
-    for container in spec.get("containers") or []:
+    containers = spec.get("containers")
+    for container in containers if isinstance(containers, list) else ():
         if not isinstance(container, dict):
             continue
-        for port in container.get("ports") or []:
+        entries = container.get("ports")
+        for port in entries if isinstance(entries, list) else ():
             if not isinstance(port, dict):
                 continue
             name, number = port.get("name"), port.get("containerPort")
@@ -216,18 +223,18 @@ def _container_ports(spec: Mapping[str, Any]) -> Tuple[ContainerPort, ...]:
 
 
 def _pod(manifest: Mapping[str, Any]) -> Optional[Pod]:
-    metadata = manifest.get("metadata") or {}
+    metadata = _object(manifest.get("metadata"))
     name = metadata.get("name")
     if not isinstance(name, str) or not name:
         return None
-    spec = manifest.get("spec") or {}
-    status = manifest.get("status") or {}
+    spec = _object(manifest.get("spec"))
+    status = _object(manifest.get("status"))
     return Pod(
         namespace=metadata.get("namespace") or "default",
         name=name,
         labels=_labels(metadata),
         ip=_parse_ip(status.get("podIP")),
-        ports=_container_ports(spec if isinstance(spec, dict) else {}),
+        ports=_container_ports(spec),
     )
 
 
@@ -405,7 +412,7 @@ def _policy_types(spec: Mapping[str, Any]) -> Tuple[str, ...]:
 
 def compile_policy(manifest: Mapping[str, Any]) -> Tuple[Optional[Policy], List[str]]:
     """Compile one NetworkPolicy; returns (policy or None when rejected whole, rejection reasons)."""
-    metadata = manifest.get("metadata") or {}
+    metadata = _object(manifest.get("metadata"))
     namespace = metadata.get("namespace") or "default"
     spec = manifest.get("spec") or {}
     reasons: List[str] = []
@@ -497,19 +504,20 @@ class KubernetesModel:
               network_policies: Iterable[Mapping[str, Any]]) -> "KubernetesModel":
         model = cls()
         for manifest in namespaces:
-            metadata = manifest.get("metadata") or {}
+            metadata = _object(_object(manifest).get("metadata"))
             name = metadata.get("name")
             if isinstance(name, str) and name:
                 model.namespace_labels[name] = {**_labels(metadata), NAMESPACE_NAME_LABEL: name}
         for manifest in pods:
-            metadata = manifest.get("metadata") or {}
-            name = metadata.get("name")
-            if isinstance(name, str) and name:
-                namespace = metadata.get("namespace") or "default"
+            metadata = _object(_object(manifest).get("metadata"))
+            name, namespace = metadata.get("name"), metadata.get("namespace") or "default"
+            if isinstance(name, str) and name and isinstance(namespace, str):
                 model._pod_manifests[(namespace, name)] = manifest
                 model._known_namespace(namespace)
         for manifest in network_policies:
-            namespace = (manifest.get("metadata") or {}).get("namespace") or "default"
+            namespace = _object(_object(manifest).get("metadata")).get("namespace") or "default"
+            if not isinstance(namespace, str) or not isinstance(manifest, dict):
+                continue  # the API server would refuse it; the translator rejects it whole
             model._policy_manifests.setdefault(namespace, []).append(manifest)
             model._known_namespace(namespace)
         return model
@@ -528,7 +536,7 @@ class KubernetesModel:
         if self._pods_by_ip is None:
             self._pods_by_ip = {}
             for key, manifest in self._pod_manifests.items():
-                address = _parse_ip((manifest.get("status") or {}).get("podIP"))
+                address = _parse_ip(_object(manifest.get("status")).get("podIP"))
                 if address is not None:
                     self._pods_by_ip.setdefault(address, []).append(key)
         return [p for p in (self.pod(*key) for key in self._pods_by_ip.get(ip, ())) if p]
