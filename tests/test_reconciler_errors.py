@@ -172,3 +172,17 @@ def test_the_introspect_pages_show_the_parked_object_and_the_server_message(setu
     assert {r["name"]: r["state"] for r in rules}[RULE[-1]] == PARKED
     html = call(app, "/Snh_NetworkPolicyDatabaseList").text
     assert "the rule says no" in html and "state-parked" in html
+
+
+def test_a_write_refused_by_the_leader_gate_is_retried_not_parked(setup):
+    """WriteRefused (this instance is not the leader) says nothing about the object: no parking."""
+    from vnc_client.errors import WriteRefused
+    s = setup()
+    refusing = [True]
+    s.api.fault = lambda op, obj_type, fq: WriteRefused("not the leader") if (
+        refusing[0] and op == "create" and fq == RULE) else None
+    s.start()
+    wait_for(lambda: s.rec.counters.failures >= 2, what="retries of the refused write")
+    assert s.cluster.db.parked == {} and s.rec.state_of(RULE_KEY) == RETRYING
+    refusing[0] = False
+    s.converge()
