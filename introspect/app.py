@@ -42,6 +42,7 @@ class IntrospectApp:
             "/Snh_NetworkPolicyDetail": pages.policy_detail,
             "/explain": pages.explain,
             "/config": pages.config,
+            "/Snh_LeaderElectionStatus": pages.leader_election,
             "/livez": pages.livez,
             "/readyz": pages.readyz,
             "/metrics": pages.metrics,

@@ -102,7 +102,19 @@ def readiness(db: Database, probe: Optional[ConfigApiProbe], redactor: Redactor)
     if not checks:
         checks.append(Check("initial-list", False, "no Kubernetes watch has started"))
     checks.append(_config_api_check(db, probe, redactor))
+    checks.append(leader_check(db))
     return checks
+
+
+def leader_check(db: Database) -> Check:
+    """Always ok: a standby is ready (it watches and translates, so it can take over at once); the
+    line says which role this instance has."""
+    leader = db.leader
+    if not leader.enabled:
+        return Check("leader-election", True, "disabled (single writer)")
+    if leader.is_leader:
+        return Check("leader-election", True, "leader")
+    return Check("leader-election", True, f"standby (leader: {leader.leader or 'none'})")
 
 
 def _config_api_check(db: Database, probe: Optional[ConfigApiProbe], redactor: Redactor) -> Check:

@@ -113,9 +113,9 @@ class Pages:
         if request.wants_json():
             return Response.json(200, {
                 "lists": [{"path": p.path, "title": p.title, "count": counts[p.path]} for p in LIST_PAGES],
-                "errors": len(self.db.errors), "liveness": [c.to_dict() for c in live]})
+                "errors": len(self.db.errors), "liveness": [c.to_dict() for c in live], "role": leader_role(self.db)})
         return self.render("index.html", title="kube-manager introspect", counts=counts,
-                           errors=len(self.db.errors), live=live,
+                           errors=len(self.db.errors), live=live, role=leader_role(self.db),
                            uptime=_duration(self.clock() - self.db.started_at))
 
     def list_page(self, page: ListPage, request: Request) -> Response:
@@ -186,6 +186,14 @@ class Pages:
         return self.render("config.html", title="Configuration (secrets redacted)",
                            text=yaml.safe_dump(view, sort_keys=False, default_flow_style=False))
 
+    def leader_election(self, request: Request) -> Response:
+        request.check_params(["format"])
+        status = self.db.leader
+        if request.wants_json():
+            return Response.json(200, {key: getattr(status, key) for key in LEADER_FIELDS})
+        return self.render("leader.html", title="Leader election", election=status, role=leader_role(self.db),
+                           last_error=self.redactor.text(status.last_error))
+
     def livez(self, request: Request) -> Response:
         request.check_params(["format", "verbose"])
         return self._health(request, "livez", liveness(self.db, self.health_policy, self.clock()))
@@ -207,6 +215,16 @@ class Pages:
         if self.registry is None:
             return self.error(request, 404, "no metrics registry was given to the introspect server")
         return Response(200, generate_latest(self.registry), CONTENT_TYPE_LATEST)
+
+
+LEADER_FIELDS = ("enabled", "identity", "is_leader", "leader", "namespace", "name", "transitions")
+
+
+def leader_role(db: Database) -> str:
+    """`leader`, `standby`, or `single writer` (election disabled)."""
+    if not db.leader.enabled:
+        return "single writer"
+    return "leader" if db.leader.is_leader else "standby"
 
 
 def _policy_detail(snapshot: Snapshot, row: Dict[str, Any]) -> Dict[str, Any]:

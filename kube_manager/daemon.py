@@ -2,11 +2,16 @@
 
 `Daemon.run` starts, in this order: the in-process config API (`vnc_endpoint_ip = embedded`) and the
 emulated Kubernetes API server with the emulated CNI (`kubernetes_api_server = emulated`) when
-configured; the REST client; the introspect server; the three watchers. It waits for the first list
-of each resource (before that, the picture of the cluster is incomplete and garbage collection would
-delete what is merely not listed yet), then resyncs against the config API (one listing per type) and
-starts the reconciler's workers. From then on events flow continuously, and a full resync repairs
-drift every `kube_timer_interval` seconds, or at once on SIGHUP.
+configured; the introspect server; the three watchers; leader election (SPEC section 12). It waits
+for the first list of each resource (before that, the picture of the cluster is incomplete and garbage
+collection would delete what is merely not listed yet), then for a term as leader. A standby keeps
+watching and translating, serves introspect and writes nothing.
+
+Each term as leader gets its own config API client, bound to the term's write-gate epoch, and its own
+reconciler: the start-up resync (one listing per type, repair, garbage collection), then the workers.
+From then on events flow continuously, and a full resync repairs drift every `kube_timer_interval`
+seconds, or at once on SIGHUP. When the term is lost the gate already refuses the term's writes; the
+reconciler's queued and in-flight work is abandoned, and the daemon waits for its next term.
 
 SIGTERM and SIGINT stop everything within a few seconds with status 0. `once=True` converges and
 returns 0 only when everything converged; `once_timeout` bounds the whole of it (initial lists and
@@ -32,6 +37,7 @@ import gevent.event
 from kube_manager.cache import KubeCache
 from kube_manager.config import Config
 from kube_manager.db import Database
+from kube_manager.leader.leadership import Leadership
 from kube_manager.logging_setup import kv
 from kube_manager.manifests import load_manifests
 from kube_manager.metrics import Metrics
@@ -72,7 +78,10 @@ class Daemon:
         self.translator = ClusterTranslator(config.cluster_name, config.kubernetes_cluster_owner)
         self.cache = KubeCache(self.db, self.translator)
         self.reconciler: Optional[Reconciler] = None
-        self.client: Optional[VncClient] = None
+        self.client: Optional[VncClient] = None  # the current term's (epoch 0 before any: reads only)
+        self.leadership = Leadership(config, self.db.leader, on_transition=self.metrics.leader_transition)
+        self._vnc_endpoints: List[str] = list(config.vnc_endpoint_ip)
+        self._vnc_port = config.vnc_endpoint_port
         self.introspect_url = ""
         self.vnc_url = ""
         self.kube_url = ""
@@ -87,6 +96,7 @@ class Daemon:
 
     def request_stop(self) -> None:
         self._stop.set()
+        self.leadership.halt()
 
     def request_resync(self) -> None:
         self._resync_now.set()
@@ -100,10 +110,8 @@ class Daemon:
             if once:
                 return self._run_once(once_timeout)
             self._start()
-            if self._wait_for_lists() and self._first_resync():
-                assert self.reconciler is not None
-                self.reconciler.start()
-                self._serve()
+            if self._wait_for_lists():
+                self._lead()
             return 0
         finally:
             for handler in handlers:
@@ -116,40 +124,75 @@ class Daemon:
         config = self.config
         log.info("kube-manager starting", extra=kv(cluster=config.cluster_name, owner=config.kubernetes_cluster_owner,
                                                    resync_interval=config.kube_timer_interval))
-        self.client = self._make_client()
+        if config.embedded_vnc:
+            from vnc_client.server.runner import EmbeddedServer
+            server = EmbeddedServer("127.0.0.1", config.vnc_endpoint_port)
+            server.start()
+            self._running.stoppers.append(server.stop)
+            self._vnc_endpoints, self._vnc_port = [server.host], server.port
+        self.client = self._make_client(0)
+        self._running.stoppers.append(lambda: self.client.close() if self.client is not None else None)
+        self.vnc_url = self.client.current_endpoint
+        self.db.vnc_connection.url = self.vnc_url
+        log.info("config API", extra=kv(url=self.vnc_url, embedded=config.embedded_vnc,
+                                        keystone=config.keystone_auth))
+        self._start_introspect()
+        self.leadership.start(self._start_watchers(self._kubernetes_url()))
+        self._spawn(self._heartbeat)
+        self._spawn(self._refresh_states)
+
+    def _make_client(self, epoch: int) -> VncClient:
+        """A config API client whose writes pass only while term `epoch` lasts."""
+        config = self.config
+        credentials = None
+        if config.keystone_auth:
+            credentials = KeystoneCredentials(config.auth_token_url, config.auth_user, config.auth_password,
+                                              config.auth_tenant)
+        return VncClient(self._vnc_endpoints, self._vnc_port, use_ssl=config.vnc_use_ssl,
+                         ca_file=config.vnc_ca_cert or None, credentials=credentials,
+                         concurrency=config.vnc_max_concurrency, observer=self._observe_vnc,
+                         write_gate=lambda: self.leadership.gate.check(epoch), agent=self.leadership.identity)
+
+    # --- terms as leader ---------------------------------------------------------------------
+
+    def _begin_term(self, epoch: int) -> gevent.event.Event:
+        """A term as leader begins: its own client and reconciler; returns the event of its end."""
+        config = self.config
+        if self.client is not None:
+            self.client.close()
+        self.client = self._make_client(epoch)
         self.reconciler = Reconciler(
             self.client, self.db, Marks(config.kubernetes_cluster_owner, config.cluster_name),
             Settings(concurrency=config.vnc_max_concurrency),
             observer=_MetricsObserver(self.metrics), policies=self.cache)
         self.cache.sink = self.reconciler
-        self._start_introspect()
-        self._start_watchers(self._kubernetes_url())
-        self._spawn(self._heartbeat)
-        self._spawn(self._refresh_states)
+        log.info("leading: start-up resync", extra=kv(term=epoch))
+        return self.leadership.term_end
 
-    def _make_client(self) -> VncClient:
-        config = self.config
-        endpoints: List[str] = list(config.vnc_endpoint_ip)
-        port = config.vnc_endpoint_port
-        if config.embedded_vnc:
-            from vnc_client.server.runner import EmbeddedServer
-            server = EmbeddedServer("127.0.0.1", port)
-            server.start()
-            self._running.stoppers.append(server.stop)
-            endpoints, port = [server.host], server.port
-        credentials = None
-        if config.keystone_auth:
-            credentials = KeystoneCredentials(config.auth_token_url, config.auth_user, config.auth_password,
-                                              config.auth_tenant)
-        client = VncClient(endpoints, port, use_ssl=config.vnc_use_ssl, ca_file=config.vnc_ca_cert or None,
-                           credentials=credentials, concurrency=config.vnc_max_concurrency,
-                           observer=self._observe_vnc)
-        self._running.stoppers.append(client.close)
-        self.vnc_url = client.current_endpoint
-        self.db.vnc_connection.url = self.vnc_url
-        log.info("config API", extra=kv(url=self.vnc_url, embedded=config.embedded_vnc,
-                                        keystone=config.keystone_auth))
-        return client
+    def _abandon_term(self) -> None:
+        """Leadership lost: the term's work is dropped at once (its writes are refused already)."""
+        self.cache.sink = None
+        if self.reconciler is not None:
+            self.reconciler.abandon()
+            self.reconciler = None
+
+    def _lead(self) -> None:
+        """Terms as leader, one after another, until stopped; standing by in between."""
+        while not self._stop.is_set():
+            if self.leadership.enabled:
+                log.info("standing by", extra=kv(leader=self.db.leader.leader or "-"))
+            epoch = self.leadership.wait_term(self._stop)
+            if epoch is None:
+                return
+            end = self._begin_term(epoch)
+            try:
+                if self._first_resync(end):
+                    assert self.reconciler is not None
+                    self.reconciler.start()
+                    self._serve(end)
+            finally:
+                if not self._stop.is_set():
+                    self._abandon_term()
 
     def _kubernetes_url(self) -> Optional[str]:
         """Start the emulated API server (and CNI) when configured; its URL, else None."""
@@ -162,8 +205,7 @@ class Daemon:
         runner.start()
         self._running.stoppers.append(runner.stop)
         if self.config.emulated_cni:
-            assert self.client is not None
-            cni = CniEmulator(VncClient([self.client.current_endpoint]))
+            cni = CniEmulator(VncClient([self.vnc_url]))
             runner.store.add_listener(cni.on_event)
         if manifests is not None:
             runner.store.load(manifests)  # after the CNI listens, so every pod gets its VM
@@ -172,7 +214,8 @@ class Daemon:
                 network_policies=len(manifests.network_policies)))
         return runner.url
 
-    def _start_watchers(self, emulated_url: Optional[str]) -> None:
+    def _start_watchers(self, emulated_url: Optional[str]) -> Any:
+        """The watchers in greenlets; returns their Kubernetes API client (the elector shares it)."""
         from kube_manager.kube.client_factory import build_api_client
         from kube_manager.kube.watcher import WatchSettings, make_watchers
         api_client, endpoint = build_api_client(self.config, emulated_url)
@@ -183,6 +226,7 @@ class Daemon:
         for watcher in watchers:
             self._running.stoppers.append(watcher.stop)
             self._spawn(watcher.run)
+        return api_client
 
     def _start_introspect(self) -> None:
         from introspect.app import create_app
@@ -226,14 +270,15 @@ class Daemon:
                 return True
         return False
 
-    def _first_resync(self) -> bool:
-        """The start-up resync, retried with backoff while the config API is unreachable."""
+    def _first_resync(self, end: gevent.event.Event) -> bool:
+        """The start-up resync of a term, retried with backoff while the config API is unreachable;
+        False when the term ends first."""
         delay = START_RETRY[0]
-        while not self._stop.is_set():
+        while not end.is_set():
             if self._resync():
-                return True
+                return not end.is_set()
             log.warning("config API not reachable at start, will retry", extra=kv(retry_in=delay))
-            self._stop.wait(delay)
+            end.wait(delay)
             delay = min(delay * 2, START_RETRY[1])
         return False
 
@@ -248,14 +293,14 @@ class Daemon:
         self._resynced_once = True
         return True
 
-    def _serve(self) -> None:
-        """Resync every kube_timer_interval (or on SIGHUP) until stopped."""
+    def _serve(self, end: gevent.event.Event) -> None:
+        """Resync every kube_timer_interval (or on SIGHUP) until the term ends."""
         interval = self.config.kube_timer_interval
         next_at = time.monotonic() + interval
-        while not self._stop.is_set():
+        while not end.is_set():
             timeout = max(0.0, next_at - time.monotonic())
-            woken = gevent.wait([self._stop, self._resync_now], timeout=timeout, count=1)
-            if self._stop.is_set():
+            woken = gevent.wait([end, self._resync_now], timeout=timeout, count=1)
+            if end.is_set():
                 return
             if woken:
                 self._resync_now.clear()
@@ -269,14 +314,17 @@ class Daemon:
         bound.start()
         try:
             self._start()
-            if not (self._wait_for_lists() and self._first_resync()):
+            epoch = self.leadership.wait_term(self._stop) if self._wait_for_lists() else None
+            if epoch is None:
                 return 0
-            assert self.reconciler is not None
-            self.reconciler.start()
-            if self.reconciler.wait_converged(max(0.0, deadline - time.monotonic()), self._stop):
-                self.cache.refresh_states(self.reconciler)
-                log.info("converged", extra=kv(**self._figures()))
-                return 0
+            end = self._begin_term(epoch)
+            if self._first_resync(end):
+                assert self.reconciler is not None
+                self.reconciler.start()
+                if self.reconciler.wait_converged(max(0.0, deadline - time.monotonic()), end):
+                    self.cache.refresh_states(self.reconciler)
+                    log.info("converged", extra=kv(**self._figures()))
+                    return 0
             if self._stop.is_set():
                 return 0
         except gevent.Timeout as exc:
@@ -296,6 +344,8 @@ class Daemon:
             return (f"initial list of {', '.join(status.name for status in waiting) or 'every resource'} not done: "
                     f"Kubernetes API at {self.kube_url or 'its address'} "
                     + (f"unreachable ({error})" if error else "did not answer"))
+        if not self.db.leader.is_leader:
+            return f"this instance is not the leader (leader: {self.db.leader.leader or 'none'})"
         if not self._resynced_once:
             last = self.db.vnc_connection.last_error
             return (f"first resync not done: config API at {self.vnc_url} "
@@ -353,8 +403,10 @@ class Daemon:
 
     def _shutdown(self) -> None:
         self._stop.set()
+        self.leadership.halt()
         if self.reconciler is not None:
             self.reconciler.stop(self._stop_grace)
+        self.leadership.release()  # after the last write: a standby takes over at its next try
         for stop in reversed(self._running.stoppers):
             try:
                 stop()

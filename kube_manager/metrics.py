@@ -62,6 +62,17 @@ class Metrics:
         self.watch_restarts = Counter(
             f"{PREFIX}_watch_restarts", "Kubernetes watches restarted", ["resource", "reason"],
             registry=reg)
+        self.leader_is_leader = Gauge(
+            f"{PREFIX}_leader_is_leader", "1 while this instance holds the election Lease (the only one writing)",
+            registry=reg)
+        self.leader_transitions = Counter(
+            f"{PREFIX}_leader_transitions", "Times this instance became the leader or stopped being it",
+            registry=reg)
+
+    def leader_transition(self, leading: bool) -> None:
+        """The elector's hook: this instance started or stopped leading."""
+        self.leader_is_leader.set(1 if leading else 0)
+        self.leader_transitions.inc()
 
     def observe_config_api_request(self, method: str, status: str, seconds: float) -> None:
         """Count one config API request and record its latency (both series move together)."""

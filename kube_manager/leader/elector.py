@@ -9,7 +9,9 @@ One attempt (`try_acquire_or_renew`) reads the Lease and
   transition when the holder changes. The replace carries the resourceVersion read, so of two
   candidates only one wins; the other's 409 is just a failed attempt.
 
-A standby attempts every retry period (with a little jitter so candidates do not move in step). A
+A standby attempts every retry period (with a little jitter so candidates do not move in step), and
+also right when the lease it observes expires, so a killed leader is replaced within the lease
+duration plus about one retry period of observation lag. A
 leader renews every retry period; failed renewals are retried until `renew_deadline` after the last
 successful one *started*, then it steps down at once: the write gate closes (it also closes by
 itself at that moment, see `gate`), and the daemon abandons its in-flight work. A leader that reads
@@ -39,6 +41,7 @@ log = logging.getLogger(__name__)
 
 JITTER = 0.2           # a standby waits retry_period * (1 + up to JITTER) between attempts
 MIN_REQUEST_TIMEOUT = 0.05
+EXPIRY_MARGIN = 0.01   # an attempt this long after the observed expiry finds the lease expired
 RELEASED_DURATION = 1  # seconds a released record asks others to wait, as client-go writes
 
 
@@ -166,8 +169,17 @@ class LeaderElector:
                 self._start_term()
                 self._renew_until_lost()
             else:
-                period = settings.retry_period
-                self._stop.wait(self._rng(period, period * (1 + JITTER)))
+                self._stop.wait(self._standby_wait())
+
+    def _standby_wait(self) -> float:
+        """Until the next attempt: a retry period (plus jitter), or less when the lease seen will
+        expire sooner, so that a dead leader is replaced at its expiry, not up to a period later."""
+        period = self.settings.retry_period
+        wait = self._rng(period, period * (1 + JITTER))
+        if self._observed.holder:
+            expires_in = self._observed_at + self._observed.lease_duration - self._clock()
+            wait = min(wait, max(0.0, expires_in) + EXPIRY_MARGIN)
+        return wait
 
     def _start_term(self) -> None:
         self._leading = True

@@ -215,6 +215,12 @@ class Reconciler:
     def stop(self, timeout: float = 5.0) -> None:
         self.executor.stop(timeout)
 
+    def abandon(self) -> None:
+        """Leadership lost: queued and in-flight work is dropped, never completed (the client's
+        write gate already refuses every write of this term)."""
+        log.warning("reconciler abandoned its work", extra=kv(queued=len(self.queue), scheduled=self.queue.scheduled))
+        self.executor.abandon()
+
     def objects_changed(self, keys: Iterable[ObjKey]) -> None:
         """The desired bodies of `keys` changed (created, modified or gone)."""
         if not self._synced_once.is_set():
@@ -589,6 +595,9 @@ class Reconciler:
             self._park(key, step.pending, step.blocked, ACTIVE if step.pending else BLOCKED)
 
     def _failed(self, key: ObjKey, exc: BaseException, delay: float) -> None:
+        if isinstance(exc, WriteRefused):
+            log.info("write refused, not the leader", extra=kv(key=describe(key)))
+            return
         self.counters.failures += 1
         log.warning("config API write failed, will retry", extra=kv(
             key=describe(key), error=f"{type(exc).__name__}: {exc}", retry_in=round(delay, 3),

@@ -56,6 +56,13 @@ class Executor(Generic[K]):
         gevent.killall([w for w in self._workers if not w.dead], block=True, timeout=1)
         self._workers = []
 
+    def abandon(self) -> None:
+        """Drop every queued key and kill the workers now, in the middle of what they hold: the
+        work is never completed later (leadership lost; see kube_manager.leader)."""
+        self.queue.shut_down()
+        gevent.killall(self._workers, block=True, timeout=1)
+        self._workers = []
+
     def retry_later(self, key: K) -> float:
         """Schedule `key` again after its backoff; returns the delay."""
         delay = self.backoff.next_delay(key)

@@ -94,7 +94,7 @@ class ConfigApiApp:
         self.counters = counters if counters is not None else RequestCounters()
 
     def __call__(self, environ: Dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        started = time.monotonic()
+        started, arrived = time.monotonic(), time.time()
         method = environ.get("REQUEST_METHOD", "GET").upper()
         path = environ.get("PATH_INFO") or "/"
         route = route_of(path)
@@ -105,7 +105,7 @@ class ConfigApiApp:
         if self.faults.latency:
             gevent.sleep(self.faults.latency)
         if fault == DROP:
-            self.counters.record(method, route.template, DROPPED, write=write, agent=agent)
+            self.counters.record(method, route.template, DROPPED, write=write, agent=agent, at=arrived)
             log.info("config-api injected fault: dropping %s %s", method, path)
             raise DropConnection(f"{method} {path}")
         if fault == FAIL:
@@ -115,7 +115,7 @@ class ConfigApiApp:
             status, payload = self._no_handler(route, path)
         else:
             status, payload = self._handle(handler[0], route, environ)
-        self.counters.record(method, route.template, status, write=write, agent=agent)
+        self.counters.record(method, route.template, status, write=write, agent=agent, at=arrived)
         log.debug("config-api %s %s -> %d (%.1f ms)", method, path, status, (time.monotonic() - started) * 1e3)
         return _respond(start_response, status, payload)
 

@@ -10,6 +10,7 @@ configured rates from a seeded generator, so a run with a given seed is reproduc
 from __future__ import annotations
 
 import random
+import time
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Tuple
@@ -120,16 +121,20 @@ class RequestCounters:
         self._by_status: Counter = Counter()
         self._writes = 0
         self._writes_by_agent: Counter = Counter()
+        self._last_write_by_agent: Dict[str, float] = {}
 
-    def record(self, method: str, route: str, status: int, *, write: bool = False, agent: str = "") -> None:
+    def record(self, method: str, route: str, status: int, *, write: bool = False, agent: str = "",
+               at: Optional[float] = None) -> None:
         """Count one request; `write` marks requests that may change the store (create, update,
-        delete, ref-update, set-tag), whatever their outcome; `agent` is the client's User-Agent."""
+        delete, ref-update, set-tag), whatever their outcome; `agent` is the client's User-Agent and
+        `at` the time.time() the request arrived."""
         with self._lock:
             self._by_route[(method, route)] += 1
             self._by_status[status] += 1
             self._writes += write
             if write:
                 self._writes_by_agent[agent] += 1
+                self._last_write_by_agent[agent] = time.time() if at is None else at
 
     def snapshot(self) -> Dict[Tuple[str, str], int]:
         """{(method, route): count} of every request so far."""
@@ -156,9 +161,15 @@ class RequestCounters:
         with self._lock:
             return dict(self._writes_by_agent)
 
+    def last_write_by_agent(self) -> Dict[str, float]:
+        """When the latest write request of each User-Agent arrived (time.time())."""
+        with self._lock:
+            return dict(self._last_write_by_agent)
+
     def reset(self) -> None:
         with self._lock:
             self._by_route.clear()
             self._by_status.clear()
             self._writes = 0
             self._writes_by_agent.clear()
+            self._last_write_by_agent.clear()
