@@ -20,6 +20,7 @@ from tests.e2e_support import DaemonProcess, Environment, wait_until
 from vnc_client.client import USER_AGENT
 
 NAMESPACE, LEASE = "kube-system", "contrail-kube-manager-k8s"
+ANSWER_LIMIT = 60.0
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class Candidate:
     @property
     def identity(self) -> str:
         if not self._identity:
-            self._identity = wait_until(lambda: self.status().get("identity"), "the election identity")
+            self._identity = self.status()["identity"]
         return self._identity
 
     @property
@@ -65,7 +66,17 @@ class Candidate:
         return f"{USER_AGENT} {self.identity}"
 
     def status(self) -> Dict[str, Any]:
-        return self.process.get("/Snh_LeaderElectionStatus?format=json")
+        """Its /Snh_LeaderElectionStatus, waiting while its introspect is too busy to answer (a start
+        on a loaded machine); a daemon that does not answer for ANSWER_LIMIT seconds fails the test."""
+        return wait_until(self._status_if_answering, "introspect answering", ANSWER_LIMIT)
+
+    def _status_if_answering(self) -> Optional[Dict[str, Any]]:
+        try:
+            return self.process.get("/Snh_LeaderElectionStatus?format=json")
+        except OSError:
+            if not self.alive():
+                raise AssertionError("daemon exited:\n" + "\n".join(self.process.log()[-30:])) from None
+            return None
 
     def readiness_line(self) -> str:
         """The `leader-election` line of /readyz, whatever the verdict (the config API check is not
@@ -75,6 +86,13 @@ class Candidate:
         except urllib.error.HTTPError as exc:
             body = exc.read().decode()
         return next((line for line in body.splitlines() if "leader-election" in line), "")
+
+    def ready(self) -> bool:
+        try:
+            self.process.get("/readyz")
+        except urllib.error.HTTPError:
+            return False
+        return True
 
     def alive(self) -> bool:
         return self.process.proc.poll() is None

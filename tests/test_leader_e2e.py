@@ -14,6 +14,7 @@ from kube_manager.manifests import Manifests
 from tests.e2e_support import wait_until
 from tests.leader_support import SHORT, ElectionRig, log_time, parse_time
 from tests.reconciler_support import allow_from, namespace, pod, policy
+from vnc_client.client import USER_AGENT
 
 BASE = Manifests(
     namespaces=[namespace("shop", team="shop")],
@@ -43,6 +44,7 @@ def test_two_daemons_one_leader_a_silent_standby_and_failover_on_sigkill(rig: El
     status = wait_until(lambda: standby.status()["leader"] and standby.status(), "the standby seeing the leader")
     assert status["enabled"] and not status["is_leader"] and status["leader"] == leader.identity
     assert standby.readiness_line() == f"[+]leader-election ok: standby (leader: {leader.identity})"
+    wait_until(lambda: standby.ready(), "the standby ready")  # it serves, with the config API reachable
     assert "kube_manager_leader_is_leader 0.0" in standby.process.get("/metrics")
     assert "kube_manager_leader_is_leader 1.0" in leader.process.get("/metrics")
     # the standby keeps its translation warm: it knows the policy the leader wrote
@@ -134,3 +136,17 @@ def test_a_leader_whose_lease_updates_fail_stops_writing_before_its_renew_deadli
     assert rig.writes_of(leader) == writes_at_step_down  # and nothing once the standby took over
     assert rig.writes_of(standby) > 0
     assert any("leadership lost, writes stopped" in line for line in leader.process.log())
+
+
+def test_run_once_beside_a_leader_stands_by_writes_nothing_and_names_the_leader(rig: ElectionRig) -> None:
+    (leader,) = rig.start(1)
+    rig.wait_single_leader()
+    rig.env.wait_converged()
+    once = rig.env.start_daemon("--once", "--once-timeout", "3", *SHORT.args())
+    assert once.wait_exit(60) == 1
+    started = once.wait_log("leader election started")
+    identity = started.split("identity=", 1)[1].split()[0]
+    line = once.wait_log("not converged")
+    assert f"this instance is not the leader (leader: {leader.identity})" in line, line
+    assert rig.writes().get(f"{USER_AGENT} {identity}", 0) == 0
+    assert rig.holder() == leader.identity

@@ -283,3 +283,27 @@ def test_the_emulator_deletes_leases(kube: EmulatorRunner) -> None:
     lock.create(LeaseRecord("x", 15), 5.0)
     client.CoordinationV1Api(api_client).delete_namespaced_lease(NAME, NS)
     assert lock.get(5.0) is None
+
+
+def test_release_after_a_renewal_it_did_not_see_land(kube: EmulatorRunner) -> None:
+    a = _candidate(kube, "a")
+    assert a.try_acquire_or_renew(5.0)
+    # a renewal whose answer never came back: the Lease moved on, a's cached version is stale
+    other = LeaseLock(api_client_for_url(kube.url), NS, NAME)
+    found = other.get(5.0)
+    assert found is not None
+    other.update(found[0], 5.0)
+    assert a.release()
+    assert _holder(kube) == ""
+
+
+def test_release_never_clears_another_holder(kube: EmulatorRunner) -> None:
+    clock = FakeClock()
+    a = _candidate(kube, "a")
+    assert a.try_acquire_or_renew(5.0)
+    b = _candidate(kube, "b", clock=clock)
+    assert not b.try_acquire_or_renew(5.0)
+    clock.now += 16
+    assert b.try_acquire_or_renew(5.0)          # a's lease expired (a stalled), b took it
+    assert not a.release()                      # a's stale version: 409, and the Lease is b's
+    assert _holder(kube) == "b"

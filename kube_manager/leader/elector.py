@@ -237,7 +237,16 @@ class LeaderElector:
         released = LeaseRecord(holder="", lease_duration=RELEASED_DURATION, acquire_time=now, renew_time=now,
                                transitions=self._observed.transitions)
         try:
-            self._observe(released, self.lock.update(released, self.settings.retry_period))
+            try:
+                self._observe(released, self.lock.update(released, self.settings.retry_period))
+            except LockError as exc:
+                # A renewal cut short by the stop may have landed after all: read the Lease again,
+                # and release it if it is still ours.
+                found = self.lock.get(self.settings.retry_period) if exc.status == 409 else None
+                if found is None or found[0].holder != self.settings.identity:
+                    raise
+                released = replace(released, transitions=found[0].transitions)
+                self._observe(released, self.lock.update(released, self.settings.retry_period))
         except LockError as exc:
             log.warning("lease not released", extra=kv(lease=self.lock.describe(), error=str(exc)))
             return False
