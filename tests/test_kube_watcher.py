@@ -1,6 +1,7 @@
 """The list+watch loop, over real HTTP against the emulated API server."""
 from __future__ import annotations
 
+import json
 import socket
 import threading
 from typing import Any, Dict, Iterator, List, Tuple
@@ -380,3 +381,33 @@ def test_three_watchers_on_one_client_deliver_the_whole_cluster(kube: EmulatorRu
         assert rec.state == emulator_state(kube)
     assert sorted(db.kube_connections) == ["namespaces", "networkpolicies", "pods"]
     assert all(s.initial_list_done and not s.connected for s in db.kube_connections.values())
+
+
+def test_malformed_objects_in_a_list_and_in_watch_events_stop_neither() -> None:
+    """SPEC 7, one object never stops the others: objects the API server would never store are
+    trimmed to what can be read (the translator rejects them with a reason); the list is delivered
+    and the watch goes on to the next event."""
+    bad = [{"metadata": ["x"], "spec": "s", "status": [1]},
+           {"metadata": {"name": "m", "namespace": ["n"], "uid": "u1"}, "spec": {"containers": 5}, "status": "up"},
+           "not an object"]
+    good = {"metadata": {"name": "good", "namespace": "dev", "uid": "u2", "resourceVersion": "7"}}
+    listing = json.dumps({"kind": "PodList", "metadata": {"resourceVersion": "7"}, "items": bad + [good]}).encode()
+    events = [json.dumps({"type": "ADDED", "object": {"metadata": "m", "spec": [], "status": 3}}).encode() + b"\n",
+              json.dumps({"type": "ADDED", "object": {"metadata": {"name": "late", "namespace": "dev", "uid": "u3",
+                                                                   "resourceVersion": "9"}}}).encode() + b"\n"]
+
+    def respond(request: bytes) -> bytes:
+        return http_response(chunks=events, end=False) if b"watch=true" in request else http_response(listing)
+
+    seen: List[Tuple[str, Any]] = []
+    with ScriptedServer(respond) as server:
+        with running([watcher(api_client_for_url(server.url), "pods",
+                              lambda resource, event_type, obj: seen.append((event_type, obj)))]):  # type: ignore
+            wait_until(lambda: any(e == "ADDED" and o["metadata"].get("name") == "late" for e, o in seen),
+                       "the event after the malformed one")
+    types = [event_type for event_type, _ in seen]
+    assert "LISTED" in types and types.index("LISTED") == 3  # the malformed ones collapse to one key ("", "")
+    names = [obj["metadata"].get("name") for event_type, obj in seen if event_type == "ADDED"]
+    assert names[-1] == "late" and "good" in names and "m" in names
+    malformed = next(obj for event_type, obj in seen if obj.get("metadata", {}).get("name") == "m")
+    assert malformed["spec"] == {"containers": []} and malformed["status"] == {}

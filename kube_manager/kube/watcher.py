@@ -372,7 +372,7 @@ class KubeWatcher:
             if obj.get("code") == 410:
                 raise _Gone(obj.get("message", ""))
             raise WatchError(f"{obj.get('code')} {obj.get('reason')}: {obj.get('message')}")
-        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        rv = _object(obj.get("metadata")).get("resourceVersion")
         if event_type in (ADDED, MODIFIED, DELETED):
             trimmed = self._trim(obj)
             if event_type == DELETED:
@@ -383,7 +383,7 @@ class KubeWatcher:
         elif event_type != BOOKMARK:
             log.warning("unknown watch event type ignored",
                         extra=kv(resource=self.resource.name, type=event_type))
-        if rv:
+        if rv and isinstance(rv, str):
             self._rv = rv
             self.status.resource_version = rv
         self._backoff.reset()
