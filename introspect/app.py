@@ -40,6 +40,7 @@ class IntrospectApp:
             "/": pages.index,
             "/kube_introspect.xml": lambda request: Response.redirect("/"),
             "/Snh_NetworkPolicyDetail": pages.policy_detail,
+            "/Snh_PodDetail": pages.pod_detail,
             "/explain": pages.explain,
             "/config": pages.config,
             "/Snh_LeaderElectionStatus": pages.leader_election,

@@ -14,6 +14,8 @@ from urllib.parse import urlencode
 from kube_manager.db import ConnectionStatus, Database
 from introspect import contrail as c
 from introspect.contrail import paced
+from introspect.decoded import (describe_endpoint, known_tag_ids, selector_of, selector_text, selectors_of,
+                                with_phrase)
 from introspect.redact import Redactor
 
 Row = Dict[str, Any]
@@ -38,6 +40,10 @@ class Snapshot:
     @cached_property
     def contrail(self) -> c.ContrailView:
         return c.ContrailView(self.db)
+
+    @cached_property
+    def tag_ids(self) -> Dict[str, str]:
+        return known_tag_ids(self.contrail)
 
     @cached_property
     def rule_namespaces(self) -> Dict[str, str]:
@@ -157,13 +163,18 @@ def network_policy_rows(snapshot: Snapshot) -> List[Row]:
     return rows
 
 
+def pod_detail_href(namespace: str, name: str) -> str:
+    return href("/Snh_PodDetail", namespace=namespace, name=name)
+
+
 def pod_rows(snapshot: Snapshot) -> List[Row]:
     return [{
         "uid": pod.uid, "namespace": pod.namespace, "name": pod.name, "ip": pod.ip,
         "tags": list(pod.tags), "vmi_state": pod.vmi_state,
         "vmi_error": snapshot.redactor.text(pod.vmi_error),
         "labels": [f"{k}={v}" for k, v in sorted(pod.labels.items())],
-        "tag_links": [(tag, href(TAGS.path, name=tag)) for tag in pod.tags],
+        "tag_links": [(with_phrase(selectors_of(snapshot.db, [tag]), tag), href(TAGS.path, name=tag))
+                      for tag in pod.tags],
     } for _key, pod in paced(sorted(snapshot.db.pods.items()))]
 
 
@@ -197,7 +208,9 @@ def tag_rows(snapshot: Snapshot) -> List[Row]:
         rows.append({**_object_fields(tag),
                      "type": body.get("tag_type_name", tag_type),
                      "value": body.get("tag_value", tag_value),
-                     "tag_id": (tag.actual or {}).get("tag_id", ""),
+                     "tag_id": (tag.actual or {}).get("tag_id") or snapshot.tag_ids.get(tag.name, ""),
+                     "selector": selector_of(snapshot.db, tag.name),
+                     "selector_text": selector_text(snapshot.db, tag.name),
                      "pods": pods, "rules": view.rules_by_tag.get(tag.name, []),
                      "pod_count": len(pods), "rule_count": len(view.rules_by_tag.get(tag.name, []))})
     return rows
@@ -244,14 +257,15 @@ def rule_row(snapshot: Snapshot, rule: c.ContrailObject, membership: Optional[c.
         "service": body.get("service"), "action": c.describe_action(body),
         "tags": sorted(set(c.endpoint_tags(ep1)) | set(c.endpoint_tags(ep2))),
         "address_groups": groups,
+        "selectors": selectors_of(snapshot.db, c.endpoint_tags(ep1) + c.endpoint_tags(ep2)),
     }
 
 
 def describe_rule(row: Row) -> Row:
     """The wiki-notation columns of a rule row, computed only for the rows a page shows."""
     order = [s for s in (row["policy_sequence"], row["sequence"]) if s]
-    return {**row, "source": c.describe_endpoint(row["endpoint_1"]),
-            "destination": c.describe_endpoint(row["endpoint_2"]),
+    return {**row, "source": describe_endpoint(row["selectors"], row["endpoint_1"]),
+            "destination": describe_endpoint(row["selectors"], row["endpoint_2"]),
             "service_text": c.describe_service(row["service"]), "order": " / ".join(order)}
 
 
@@ -320,7 +334,8 @@ NETWORK_POLICIES = ListPage(
 PODS = ListPage(
     "/Snh_PodDatabaseList", "Pods", "pods", ("uid", "namespace", "name", "ip", "tags", "vmi_state"),
     (Column("namespace", "namespace", link=lambda r: href(PODS.path, namespace=r["namespace"])),
-     Column("name", "name"), Column("ip", "IP", "code"), Column("labels", "labels", "list"),
+     Column("name", "name", link=lambda r: pod_detail_href(r["namespace"], r["name"])),
+     Column("ip", "IP", "code"), Column("labels", "labels", "list"),
      Column("tag_links", "tags on its VMIs", "links"), Column("vmi_state", "VMI state", "state"),
      Column("vmi_error", "VMI error", "errors"), Column("uid", "uid", "code")),
     (NAMESPACE, NAME, NAME_CONTAINS, Filter("tag", "tags", "member", "carries tag"),
@@ -349,8 +364,9 @@ NAMESPACES = ListPage(
 
 TAGS = ListPage(
     "/Snh_TagDatabaseList", "Tags", "tags",
-    ("name", "fq_name", "type", "value", "tag_id", "uuid", "pods", "rules", "state"),
+    ("name", "fq_name", "type", "value", "tag_id", "uuid", "pods", "rules", "state", "selector"),
     (Column("name", "tag", "code"), Column("type", "type"), Column("value", "value"),
+     Column("selector_text", "stands for"),
      Column("pod_count", "pods", "count", link=lambda r: href(PODS.path, tag=r["name"])),
      Column("rule_count", "rules", "count", link=lambda r: href(FIREWALL_RULES.path, tag=r["name"])),
      Column("tag_id", "tag id", "code"), OBJECT_STATE, UUID),
@@ -388,7 +404,7 @@ FIREWALL_POLICIES = ListPage(
 FIREWALL_RULES = ListPage(
     "/Snh_FirewallRuleDatabaseList", "Firewall rules", "firewall_rules",
     ("name", "fq_name", "namespace", "policy", "sequence", "endpoint_1", "direction", "endpoint_2",
-     "service", "action", "uuid", "state"),
+     "service", "action", "uuid", "state", "selectors"),
     (Column("order", "order", "code"),
      Column("policy", "policy", link=lambda r: href(FIREWALL_POLICIES.path, name=r["policy"])),
      Column("name", "name", "code", link=lambda r: href(FIREWALL_RULES.path, name=r["name"])),
@@ -422,6 +438,8 @@ _CONNECTION_COLUMNS = (
     Column("resource_version", "resourceVersion", "code"))
 _CONNECTION_FIELDS = ("name", "url", "connected", "last_event_at", "last_error", "last_error_at",
                       "reconnects", "resource_version", "initial_list_done")
+# The config API is no watch: no list to finish, no resourceVersion.
+_WATCH_ONLY = ("initial_list_done", "resource_version")
 
 KUBE_CONNECTIONS = ListPage(
     "/Snh_KubeApiConnectionStatus", "Kubernetes API connections", "kube_api_connections",
@@ -430,7 +448,8 @@ KUBE_CONNECTIONS = ListPage(
 
 VNC_CONNECTIONS = ListPage(
     "/Snh_VncApiConnectionStatus", "Config API connection", "vnc_api_connections",
-    _CONNECTION_FIELDS, _CONNECTION_COLUMNS, (NAME,), vnc_connection_rows,
+    tuple(f for f in _CONNECTION_FIELDS if f not in _WATCH_ONLY),
+    tuple(col for col in _CONNECTION_COLUMNS if col.key not in _WATCH_ONLY), (NAME,), vnc_connection_rows,
     "The Contrail config API (contrail-api) kube-manager writes to.", "Connections")
 
 LIST_PAGES: Tuple[ListPage, ...] = (

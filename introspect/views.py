@@ -22,7 +22,8 @@ from introspect.contrail import FIREWALL_POLICY, FIREWALL_RULE, UNREFERENCED, de
 from introspect.explain import EXPLAIN_FIELDS, ExplainFn, ExplainPage
 from introspect.health import ConfigApiProbe, HealthPolicy, liveness, readiness, render_text
 from introspect.http import BadRequest, Request, Response
-from introspect.lists import LIST_PAGES, ListPage, Snapshot, href, policy_detail_href
+from introspect.lists import LIST_PAGES, ListPage, Snapshot, href, pod_detail_href, policy_detail_href
+from introspect import pod_page
 from introspect.redact import Redactor
 
 HTML_PAGE_SIZE = 500  # rows per HTML page; JSON returns everything unless limit= is given
@@ -78,6 +79,7 @@ class Pages:
         self.templates.filters.update(when=self._when, slug=_slug)
         self.templates.globals.update(nav=LIST_PAGES, groups=GROUPS, href=href,
                                       policy_detail_href=policy_detail_href,
+                                      pod_detail_href=pod_detail_href,
                                       has_config=redactor.config_view is not None,
                                       pages=lists)
 
@@ -126,6 +128,10 @@ class Pages:
         every = page.build(snapshot)
         rows = page.select(every, request.query)
         shown = window.slice(rows)
+        if page is lists.NETWORK_POLICIES and request.param("network_policy_uuid") and len(rows) == 1 \
+                and not wants_json:
+            # A uid names one policy: lead to it (JSON keeps the SPEC's filtered list).
+            return Response.redirect(policy_detail_href(rows[0]["namespace"], rows[0]["name"]))
         if wants_json:
             return Response.json(200, {page.json_key: [page.to_json(row) for row in shown]})
         return self.render("list.html", title=page.title, page=page, rows=page.displayed(shown),
@@ -158,6 +164,18 @@ class Pages:
         if request.wants_json():
             return Response.json(200, {"network_policy": detail["json"]})
         return self.render("policy.html", title=f"NetworkPolicy {namespace}/{name}", **detail)
+
+    def pod_detail(self, request: Request) -> Response:
+        request.check_params(["namespace", "name", "format"])
+        namespace, name = request.param("namespace"), request.param("name")
+        if not namespace or not name:
+            raise BadRequest("give both namespace= and name= of the pod")
+        detail = pod_page.pod_detail(self.snapshot(), namespace, name)
+        if detail is None:
+            return self.error(request, 404, f"no pod {namespace}/{name} in the database")
+        if request.wants_json():
+            return Response.json(200, pod_page.to_json(detail))
+        return self.render("pod.html", title=f"Pod {namespace}/{name}", detail=detail)
 
     def explain(self, request: Request) -> Response:
         request.check_params(list(EXPLAIN_FIELDS) + ["format"])

@@ -312,6 +312,6 @@ class KubeCache:
             record.state = REJECTED
             return
         record.firewall_policy = list(objects.firewall_policy)
-        record.rules = [fq[-1] for fq in objects.rules]
+        record.rules = [fq[-1] for fq in objects.rules + objects.deny_rules]  # SPEC 10: deny rules too
         if record.state == REJECTED:
             record.state = PENDING

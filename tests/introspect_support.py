@@ -15,6 +15,7 @@ import copy
 import hashlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 from wsgiref.util import setup_testing_defaults
 
@@ -230,3 +231,25 @@ def call(app: Callable[..., Any], url: str, method: str = "GET") -> Reply:
 
     body = b"".join(app(environ, start_response))
     return Reply(started["status"], started["headers"], body)
+
+
+DEMO = Path(__file__).resolve().parent.parent / "examples" / "demo"
+
+
+def demo_db() -> Database:
+    """A DB the real cache and translator filled from examples/demo, as the daemon would (no
+    config API behind it: nothing actual). Shows what only a translator knows, such as what a
+    selector tag stands for."""
+    from kube_manager.cache import KubeCache
+    from kube_manager.manifests import load_manifests
+    from kube_manager.translator import ClusterTranslator
+
+    manifests = load_manifests([str(DEMO)])
+    db = Database()
+    cache = KubeCache(db, ClusterTranslator(CLUSTER, CLUSTER))
+    for resource, objects in (("namespaces", manifests.namespaces), ("pods", manifests.pods),
+                              ("networkpolicies", manifests.network_policies)):
+        for obj in objects:
+            cache.on_event(resource, "ADDED", obj)
+        cache.on_event(resource, "LISTED", {"resourceVersion": "1"})
+    return db

@@ -65,7 +65,7 @@ def test_records_follow_events_and_the_desired_state_is_the_translators():
     cache.on_event("networkpolicies", "ADDED", policy("a", "np", allow_from("client", "web")))
     record = db.network_policies[("a", "np")]
     assert record.firewall_policy == [PM, "k8s-a-np"]
-    assert record.rules == ["k8s-a-ingress-np-0-podSelector-0-0"]
+    assert record.rules == ["k8s-a-ingress-np-0-podSelector-0-0", "k8s-a-ingress-np-denyall"]  # SPEC 10
     assert db.desired is cache.translator.desired()
     assert "app=client" in db.pods[("a", "client")].tags
     sink.pods.clear()

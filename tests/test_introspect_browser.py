@@ -20,7 +20,7 @@ from introspect.explain import db_explainer
 from introspect.server import IntrospectServer
 from kube_manager.metrics import Metrics
 
-from introspect_support import FP_DB, R_DB_DENY, R_WEB_TO_DB, XSS, build_db
+from introspect_support import FP_DB, R_DB_DENY, R_WEB_TO_DB, XSS, build_db, demo_db
 
 pytestmark = pytest.mark.browser
 
@@ -57,6 +57,29 @@ def server():
     introspect.stop()
 
 
+@pytest.fixture
+def demo_server():
+    db = demo_db()
+    introspect = IntrospectServer("127.0.0.1", 0, create_app(db, explain=db_explainer(db, "k8s")))
+    introspect.start()
+    yield introspect
+    introspect.stop()
+
+
+def _driver():
+    """A headless Chromium and its profile directory (quit the one, clean up the other)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    profile = tempfile.TemporaryDirectory(prefix="kube-manager-chromium-")
+    options.add_argument(f"--user-data-dir={profile.name}")
+    return webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options), profile
+
+
 def _in_thread(function: Callable[[], None]) -> None:
     """Drive the browser from a real thread: its calls block, and this hub must keep serving."""
     gevent.get_hub().threadpool.apply(function)
@@ -64,9 +87,7 @@ def _in_thread(function: Callable[[], None]) -> None:
 
 def test_an_operator_clicks_from_the_index_to_the_deciding_rule(server):
     _require_browser()
-    from selenium import webdriver
     from selenium.common.exceptions import NoAlertPresentException
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -76,13 +97,7 @@ def test_an_operator_clicks_from_the_index_to_the_deciding_rule(server):
         old.unlink()  # so the final check sees only this run's screenshots
 
     def scenario() -> None:
-        options = webdriver.ChromeOptions()
-        options.binary_location = str(CHROMIUM)
-        for flag in CHROMIUM_FLAGS:
-            options.add_argument(flag)
-        profile = tempfile.TemporaryDirectory(prefix="kube-manager-chromium-")
-        options.add_argument(f"--user-data-dir={profile.name}")
-        driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+        driver, profile = _driver()
         wait = WebDriverWait(driver, WAIT_SECONDS)
 
         def shot(name: str) -> None:
@@ -163,3 +178,61 @@ def test_an_operator_clicks_from_the_index_to_the_deciding_rule(server):
     assert sorted(p.name for p in SCREENSHOT_DIR.glob("[1-6]-*.png")) == [
         "1-index.png", "2-network-policies.png", "3-policy-detail.png", "4-explain-allowed.png",
         "5-deciding-rule.png", "6-explain-error.png"]
+
+
+def test_an_operator_goes_from_the_pod_page_to_the_trace(demo_server):
+    """The demo's report "web-1 cannot reach api-2 on 9090": from the pod, explain, read why."""
+    _require_browser()
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    for old in SCREENSHOT_DIR.glob("[7-9]-*.png"):
+        old.unlink()
+
+    def scenario() -> None:
+        driver, profile = _driver()
+        wait = WebDriverWait(driver, WAIT_SECONDS)
+        try:
+            # 7. The pod list links each pod to its page: tags decoded, policies linked.
+            driver.get(demo_server.url + "/Snh_PodDatabaseList?namespace=shop")
+            wait.until(ec.title_contains("Pods"))
+            driver.find_element(By.LINK_TEXT, "web-1").click()
+            wait.until(ec.title_contains("Pod shop/web-1"))
+            selected = driver.find_element(By.ID, "selected-by").text
+            assert "shop/default-deny" in selected and "ingress, egress" in selected
+            assert "stands for pods in namespaces env notin (dev),team in (checkout,shop)" in \
+                driver.find_element(By.ID, "pod-tags").text
+            driver.save_screenshot(str(SCREENSHOT_DIR / "7-pod-page.png"))
+
+            # 8. Its explain form has the pod filled in; ask for api-2 on TCP 9090.
+            form = driver.find_element(By.ID, "explain-from-pod")
+            assert form.find_element(By.NAME, "from").get_attribute("value") == "shop/web-1"
+            form.find_element(By.NAME, "to").send_keys("shop/api-2")
+            form.find_element(By.NAME, "port").send_keys("9090")
+            form.find_element(By.TAG_NAME, "button").click()
+            verdict = wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, "p.verdict")))
+            assert verdict.text.startswith("shop/web-1 → shop/api-2 tcp/9090: dropped by Contrail")
+            assert "verdict-dropped" in verdict.get_attribute("class")
+
+            # 9. The trace says why: api-from-web opens "http", which is 9091 on api-2.
+            rows = driver.find_elements(By.CSS_SELECTOR, "#trace tbody tr")
+            (row,) = [r for r in rows if "shop/api-from-web" in r.text]
+            cells = [c.text for c in row.find_elements(By.TAG_NAME, "td")]
+            assert cells[:6] == ["ingress", "shop/api-from-web", "no", "0", "yes", "no"]
+            assert cells[6] == 'port "http" is 9091 on shop/api-2, not 9090'
+            driver.save_screenshot(str(SCREENSHOT_DIR / "8-explain-trace.png"))
+            row.find_element(By.LINK_TEXT, "shop/api-from-web").click()
+            wait.until(ec.title_contains("NetworkPolicy shop/api-from-web"))
+            rule_names = [r.find_elements(By.TAG_NAME, "td")[2].text
+                          for r in driver.find_elements(By.CSS_SELECTOR, "#rules tbody tr")]
+            assert rule_names[-1] == "k8s-shop-ingress-api-from-web-denyall"
+            driver.save_screenshot(str(SCREENSHOT_DIR / "9-policy-of-the-trace.png"))
+        finally:
+            driver.quit()
+            profile.cleanup()
+
+    _in_thread(scenario)
+    assert sorted(p.name for p in SCREENSHOT_DIR.glob("[7-9]-*.png")) == [
+        "7-pod-page.png", "8-explain-trace.png", "9-policy-of-the-trace.png"]

@@ -1,0 +1,93 @@
+"""The pod page (SPEC 10): a pod's tags, the policies that select it, and the policies that admit
+traffic to and from it.
+
+"Why can this pod not talk?" starts from the pod, not from a policy. The page answers the first
+questions from the NetworkPolicies as Kubernetes reads them (k8s_semantics over the DB's
+manifests): which policies select the pod and which directions they isolate; which rule blocks
+let traffic in to it or out from it, either because a policy selecting it has that block, or
+because a policy elsewhere names it as a peer. From there, /explain (linked, with the pod filled
+in) gives the verdict of one flow and its trace.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from kube_manager.translator.decode import describe
+from kube_manager.translator.k8s_semantics import (EGRESS, INGRESS, Endpoint, KubernetesModel,
+                                                   Policy, RuleBlock)
+from kube_manager.translator.trace import peer_text
+from introspect.decoded import selectors_of
+from introspect.explain import db_manifests
+from introspect.lists import TAGS, Snapshot, href, policy_detail_href
+
+Row = Dict[str, Any]
+
+
+def _peers(block: RuleBlock) -> str:
+    if block.peers is None:
+        return "every peer"
+    return "; ".join(peer_text(p) for p in block.peers) or "no valid peer"
+
+
+def _entry(policy: Policy, direction: str, block: RuleBlock, role: str) -> Row:
+    return {"policy": policy.key, "direction": direction.lower(), "block": block.index,
+            "as": role, "peers": _peers(block),
+            "href": policy_detail_href(policy.namespace, policy.name)}
+
+
+def pod_detail(snapshot: Snapshot, namespace: str, name: str) -> Optional[Row]:
+    """The page's data, or None when the DB has no such pod."""
+    db = snapshot.db
+    record = db.pods.get((namespace, name))
+    if record is None:
+        return None
+    manifests = db_manifests(db)
+    model = KubernetesModel.build(manifests.namespaces, manifests.pods, manifests.network_policies)
+    pod = model.pod(namespace, name)
+    endpoint = Endpoint(pod, pod.ip if pod else None)
+    selected_by: List[Row] = []
+    admits_to: List[Row] = []    # traffic to this pod
+    admits_from: List[Row] = []  # traffic from this pod
+    for policy_namespace in sorted(model.namespace_labels):
+        for policy in model.policies(policy_namespace):
+            selects = (pod is not None and policy.namespace == namespace
+                       and policy.selector.matches(pod.labels))
+            if selects:
+                selected_by.append({"policy": policy.key,
+                                    "isolates": [d.lower() for d in (INGRESS, EGRESS)
+                                                 if d in policy.directions],
+                                    "href": policy_detail_href(policy.namespace, policy.name)})
+            for direction, blocks in policy.directions.items():
+                for block in blocks:
+                    if selects:  # its own blocks: ingress lets traffic in, egress out
+                        (admits_to if direction == INGRESS else admits_from).append(
+                            _entry(policy, direction, block, "selected"))
+                    if pod is not None and (block.peers is None or any(
+                            p.matches(endpoint, model.namespace_labels) for p in block.peers)):
+                        (admits_from if direction == INGRESS else admits_to).append(
+                            _entry(policy, direction, block, "peer"))
+    selectors = selectors_of(db, record.tags)
+    tags = [{"tag": tag, "selector": selectors.get(tag),
+             "text": describe(selectors[tag]) if tag in selectors else "",
+             "href": href(TAGS.path, name=tag)} for tag in record.tags]
+    return {
+        "pod": {"uid": record.uid, "namespace": record.namespace, "name": record.name,
+                "ip": record.ip, "labels": dict(sorted(record.labels.items())),
+                "vmi_state": record.vmi_state, "vmi_error": snapshot.redactor.text(record.vmi_error)},
+        "tags": tags, "selected_by": selected_by, "admits_to": admits_to,
+        "admits_from": admits_from,
+    }
+
+
+def to_json(detail: Row) -> Row:
+    """The page as JSON: links left out, tags as {"tag", "selector"}."""
+    def plain(rows: List[Row]) -> List[Row]:
+        return [{k: v for k, v in row.items() if k != "href"} for row in rows]
+
+    return {"pod": {**detail["pod"], "tags": [{"tag": t["tag"], "selector": t["selector"]}
+                                              for t in detail["tags"]]},
+            "selected_by": plain(detail["selected_by"]), "admits_to": plain(detail["admits_to"]),
+            "admits_from": plain(detail["admits_from"])}
+
+
+__all__ = ["pod_detail", "to_json"]
