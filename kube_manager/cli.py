@@ -1,4 +1,4 @@
-"""Command line entry point: `contrail-kube-manager [run|translate|explain|vnc-server]`.
+"""Command line entry point: `contrail-kube-manager [run|translate|explain|what-if|vnc-server]`.
 
 Each subcommand lives in its own module exposing `add_arguments(parser)` and `main(args) -> int`.
 They are imported lazily so that the offline commands never import gevent or the network clients,
@@ -16,6 +16,7 @@ SUBCOMMANDS = {
     "run": ("kube_manager.cmd_run", "run the daemon (the default)"),
     "translate": ("kube_manager.cmd_translate", "translate manifests offline to Contrail objects"),
     "explain": ("kube_manager.cmd_explain", "explain the verdict for one flow, offline"),
+    "what-if": ("kube_manager.cmd_whatif", "the flows a change of manifests opens or closes, offline"),
     "vnc-server": ("vnc_client.server.cmd", "run the embedded in-memory config API server"),
 }
 

@@ -289,11 +289,9 @@ class ContrailEvaluator:
                                           for p in self._groups.get(endpoint.group, ()))
         return False
 
-    def _matches(self, entry: _Entry, src: Workload, dst: Workload, port: int, protocol: str,
-                 src_port: Optional[int]) -> bool:
+    def _pair_matches(self, entry: _Entry, src: Workload, dst: Workload) -> bool:
         if not (self._endpoint_matches(entry.source, src)
-                and self._endpoint_matches(entry.destination, dst)
-                and entry.service.matches(port, protocol, src_port)):
+                and self._endpoint_matches(entry.destination, dst)):
             return False
         for tag_type in entry.match_tags:
             value = _tag_value(src.tags, tag_type)
@@ -301,19 +299,34 @@ class ContrailEvaluator:
                 return False
         return True
 
-    def evaluate(self, src: Workload, dst: Workload, port: int, protocol: str,
-                 src_port: Optional[int] = None) -> Decision:
-        """Decide the flow src -> dst to `protocol` (tcp/udp/sctp) `port`; `src_port` None is an
-        unknown ephemeral port, matched only by rules open to every source port."""
-        if self.application_tag not in src.tags and self.application_tag not in dst.tags:
-            return Decision(allowed=True, under_aps=False)
-        for position in self._candidates(src, dst):
-            entry = self.entries[position]
-            if self._matches(entry, src, dst, port, protocol, src_port):
+    def under_aps(self, src: Workload, dst: Workload) -> bool:
+        """A flow where neither end carries application=<cluster> is not under the APS."""
+        return self.application_tag in src.tags or self.application_tag in dst.tags
+
+    def pair_rules(self, src: Workload, dst: Workload) -> List[_Entry]:
+        """The rules whose endpoints (and match tags) match src -> dst, in evaluation order: what
+        decides every port of this pair (`decide`), so the what-if asks for them once per pair."""
+        return [self.entries[position] for position in self._candidates(src, dst)
+                if self._pair_matches(self.entries[position], src, dst)]
+
+    @staticmethod
+    def decide(rules: Sequence[_Entry], port: int, protocol: str,
+               src_port: Optional[int] = None) -> Decision:
+        """The first of a pair's `rules` whose service matches decides; none matching drops."""
+        for entry in rules:
+            if entry.service.matches(port, protocol, src_port):
                 return Decision(allowed=entry.action == "pass", under_aps=True, rule=entry.rule,
                                 rule_fq_name=entry.rule_fq_name, policy=entry.policy,
                                 action=entry.action)
         return Decision(allowed=False, under_aps=True)
+
+    def evaluate(self, src: Workload, dst: Workload, port: int, protocol: str,
+                 src_port: Optional[int] = None) -> Decision:
+        """Decide the flow src -> dst to `protocol` (tcp/udp/sctp) `port`; `src_port` None is an
+        unknown ephemeral port, matched only by rules open to every source port."""
+        if not self.under_aps(src, dst):
+            return Decision(allowed=True, under_aps=False)
+        return self.decide(self.pair_rules(src, dst), port, protocol, src_port)
 
     def workload(self, namespace: str, name: str) -> Optional[Workload]:
         return self.workloads.get((namespace, name))

@@ -296,10 +296,11 @@ class RuleBlock:
     ports: Optional[Tuple[PortRule, ...]]
     index: int = 0  # position in the manifest's ingress/egress list (rejected blocks counted)
 
-    def matches(self, peer: Endpoint, destination: Endpoint, port: int, protocol: str,
-                namespace_labels: Mapping[str, Mapping[str, str]]) -> bool:
-        if self.peers is not None and not any(p.matches(peer, namespace_labels) for p in self.peers):
-            return False
+    def peer_matches(self, peer: Endpoint,
+                     namespace_labels: Mapping[str, Mapping[str, str]]) -> bool:
+        return self.peers is None or any(p.matches(peer, namespace_labels) for p in self.peers)
+
+    def port_matches(self, destination: Endpoint, port: int, protocol: str) -> bool:
         return self.ports is None or any(p.matches(port, protocol, destination) for p in self.ports)
 
 
@@ -472,6 +473,22 @@ class SideVerdict:
 
 
 @dataclass(frozen=True)
+class PeerBlocks:
+    """One side of a pod pair with the ports left open: each policy isolating that direction of
+    the pod (by key) and its blocks whose peers match the other end. A verdict for any port is
+    then a check of those blocks' ports (`side`), so a caller asking many ports of one pair (the
+    what-if) matches selectors once."""
+
+    policies: Tuple[Tuple[str, Tuple["RuleBlock", ...]], ...] = ()
+
+    def side(self, destination: Endpoint, port: int, protocol: str) -> SideVerdict:
+        allowing = [key for key, blocks in self.policies
+                    if any(b.port_matches(destination, port, protocol) for b in blocks)]
+        return SideVerdict(bool(self.policies), tuple(sorted(key for key, _ in self.policies)),
+                           tuple(sorted(allowing)))
+
+
+@dataclass(frozen=True)
 class Verdict:
     egress: SideVerdict   # at the source
     ingress: SideVerdict  # at the destination
@@ -560,23 +577,24 @@ class KubernetesModel:
             self.policies(namespace)
         return [r for namespace in sorted(self._rejections) for r in self._rejections[namespace]]
 
-    def _side(self, pod: Optional[Pod], direction: str, peer: Endpoint, destination: Endpoint,
-              port: int, protocol: str) -> SideVerdict:
+    def peer_blocks(self, pod: Optional[Pod], direction: str, peer: Endpoint) -> PeerBlocks:
+        """`direction` of `pod` against the other end `peer`, ports aside."""
         if pod is None:
-            return SideVerdict(isolated=False)  # outside addresses have no policies
-        isolating, allowing = [], []
+            return PeerBlocks()  # outside addresses have no policies
+        found = []
         for policy in self.policies(pod.namespace):
             if direction not in policy.directions or not policy.selector.matches(pod.labels):
                 continue
-            isolating.append(policy.key)
-            if any(block.matches(peer, destination, port, protocol, self.namespace_labels)
-                   for block in policy.directions[direction]):
-                allowing.append(policy.key)
-        return SideVerdict(bool(isolating), tuple(sorted(isolating)), tuple(sorted(allowing)))
+            found.append((policy.key, tuple(b for b in policy.directions[direction]
+                                            if b.peer_matches(peer, self.namespace_labels))))
+        return PeerBlocks(tuple(found))
+
+    def pair(self, src: Endpoint, dst: Endpoint) -> Tuple[PeerBlocks, PeerBlocks]:
+        """(egress at the source, ingress at the destination) of src -> dst, ports aside."""
+        return self.peer_blocks(src.pod, EGRESS, dst), self.peer_blocks(dst.pod, INGRESS, src)
 
     def verdict(self, src: Endpoint, dst: Endpoint, port: int, protocol: str) -> Verdict:
         """The NetworkPolicy verdict for a new flow src -> dst on `protocol` (TCP/UDP/SCTP) `port`."""
-        return Verdict(
-            egress=self._side(src.pod, EGRESS, dst, dst, port, protocol),
-            ingress=self._side(dst.pod, INGRESS, src, dst, port, protocol),
-        )
+        egress, ingress = self.pair(src, dst)
+        return Verdict(egress=egress.side(dst, port, protocol),
+                       ingress=ingress.side(dst, port, protocol))
