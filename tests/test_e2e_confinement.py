@@ -48,7 +48,8 @@ def test_poisoned_objects_in_the_initial_list_and_in_watch_events_are_rejected_a
             "spec.podSelector: expected an object, got str; the policy is rejected whole"]
         assert shown["bad-port"]["errors"] == [
             "spec.ingress[0].ports[0].port: expected an integer or a string, got dict; the port is ignored"]
-        assert shown["bad-port"]["rules"] == ["k8s-shop-ingress-bad-port-0-allow-all-0"]  # the good port stays
+        assert shown["bad-port"]["rules"] == ["k8s-shop-ingress-bad-port-0-allow-all-0",  # the good port stays
+                                              "k8s-shop-ingress-bad-port-denyall"]
         page = daemon.get("/Snh_NetworkPolicyDatabaseList")  # every rejection, pods included
         assert "odd" in page and "metadata.labels: expected an object, got list" in page
         assert daemon.stop() == 0
