@@ -595,13 +595,12 @@ class Reconciler:
             self._park(key, step.pending, step.blocked, ACTIVE if step.pending else BLOCKED)
 
     def _failed(self, key: ObjKey, exc: BaseException, delay: float) -> None:
-        if isinstance(exc, WriteRefused):
-            log.info("write refused, not the leader", extra=kv(key=describe(key)))
-            return
         self.counters.failures += 1
-        log.warning("config API write failed, will retry", extra=kv(
-            key=describe(key), error=f"{type(exc).__name__}: {exc}", retry_in=round(delay, 3),
-            failures=self.executor.backoff.failures(key)))
+        # A refused write (not the leader) is routine at the end of a term: no warning for it.
+        log.log(logging.INFO if isinstance(exc, WriteRefused) else logging.WARNING,
+                "config API write failed, will retry", extra=kv(
+                    key=describe(key), error=f"{type(exc).__name__}: {exc}", retry_in=round(delay, 3),
+                    failures=self.executor.backoff.failures(key)))
         if key[0] == POD and key[1] in self.db.pods:
             record = self.db.pods[key[1]]
             record.vmi_state, record.vmi_error = RETRYING, f"{type(exc).__name__}: {exc}"
