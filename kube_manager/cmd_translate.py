@@ -10,8 +10,8 @@ import argparse
 import sys
 from typing import Any
 
-from kube_manager.manifests import ManifestError, load_manifests
-from kube_manager.serialize import json_text, yaml_text
+from kube_manager.manifests import ManifestError, collector_paused, load_manifests
+from kube_manager.serialize import json_bytes, yaml_bytes
 
 USAGE_ERROR = 2
 FORMATS = ("table", "json", "yaml")
@@ -28,18 +28,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the cluster_name the objects are named after (default k8s)")
 
 
-def render(translation: Any, output: str) -> str:
+def render(translation: Any, output: str) -> bytes:
     """The translation in one of FORMATS, ending with a newline."""
     if output == "json":
-        return json_text(translation.to_dict())
+        return json_bytes(translation.to_dict())
     if output == "yaml":
-        return yaml_text(translation.to_dict())
+        return yaml_bytes(translation.to_dict())
     from kube_manager.render_table import render_table
 
-    return render_table(translation)
+    return render_table(translation).encode()
 
 
 def main(args: argparse.Namespace) -> int:
+    with collector_paused():
+        return _translate(args)
+
+
+def _translate(args: argparse.Namespace) -> int:
     from kube_manager.translator import cluster_name_problem, translate
 
     problem = cluster_name_problem(args.cluster_name)
@@ -53,5 +58,6 @@ def main(args: argparse.Namespace) -> int:
         return USAGE_ERROR
     translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
                             cluster_name=args.cluster_name)
-    sys.stdout.write(render(translation, args.output))
+    sys.stdout.flush()
+    sys.stdout.buffer.write(render(translation, args.output))
     return 0

@@ -140,8 +140,13 @@ def parse_documents(data: bytes, name: str) -> List[Any]:
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Parsing allocates millions of containers and no cycles; collections over them are wasted."""
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for a bulk job, as it was after.
+
+    Parsing, translating and printing a cluster dump allocate millions of long-lived containers and
+    no reference cycles; every full collection would rescan them all (a fifth of `translate`'s
+    time on a 5,000-namespace dump), for nothing to free.
+    """
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -156,7 +161,7 @@ def load_manifests(paths: Iterable[str]) -> Manifests:
     manifests = Manifests()
     for path in _files(paths):
         data = _read(path)
-        with _collector_paused():
+        with collector_paused():
             documents = parse_documents(data, _display(path))
         del data
         for document in documents:
