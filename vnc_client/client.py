@@ -28,6 +28,7 @@ from urllib.parse import quote, urlsplit
 import requests
 from requests.adapters import HTTPAdapter
 
+from . import jsoncodec
 from .auth import KeystoneAuth, KeystoneCredentials, redact
 from .errors import InvalidResponse, VncConnectionError, VncError, error_for_status
 from .objects import VncObject
@@ -515,6 +516,6 @@ def _decode(method: str, path: str, response: requests.Response) -> Any:
     if not response.content:
         return None
     try:
-        return response.json()
+        return jsoncodec.loads(response.content)
     except ValueError:
         raise InvalidResponse(f"{method} {path}: status {response.status_code} with a body that is not JSON") from None

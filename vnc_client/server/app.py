@@ -15,7 +15,6 @@ the handler of `runner` turns into a closed socket; another WSGI server would an
 """
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from urllib.parse import parse_qs
 
 import gevent
 
+from .. import jsoncodec
 from ..schema import RESOURCE_TYPES, type_for_plural
 from .api import ConfigApi
 from .views import ListQuery, parse_filters
@@ -213,7 +213,7 @@ class _Request:
         if not raw.strip():
             return None
         try:
-            return json.loads(raw)
+            return jsoncodec.loads(raw)
         except ValueError as exc:
             raise ApiError(400, f"Bad Request, invalid JSON body: {exc}") from None
 
@@ -266,6 +266,6 @@ def _respond(start_response: StartResponse, status: int, payload: Any) -> List[b
         body = str(payload).encode("utf-8")
         start_response(status_line, _TEXT + [("Content-Length", str(len(body)))])
         return [body]
-    body = b"" if payload is None else json.dumps(payload).encode("utf-8")
+    body = b"" if payload is None else jsoncodec.dumps(payload)
     start_response(status_line, _JSON + [("Content-Length", str(len(body)))])
     return [body]

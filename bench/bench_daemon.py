@@ -1,0 +1,269 @@
+#!/usr/bin/env python
+"""Daemon benchmark: every daemon figure of issue 12 side by side, from one run.
+
+For each size (NetworkPolicies:pods; namespaces of 100 pods, as `bench_reconcile.synthetic` makes
+them), a child process of its own (so that its memory is its own) runs the daemon's path -
+`KubeCache` -> `Reconciler` -> `VncClient` over HTTP -> the embedded config API in a process of its
+own with `--latency` added to every answer - and reports:
+
+- cold start: the reconciler writing everything (from its first listing to convergence), beside a
+  bare `VncClient` writing the same objects (one POST each, in dependency waves: tags, address
+  groups, rules, policies, the APS) and the same `set-tag` calls, at the same concurrency, on a
+  fresh server with the same VMIs; their ratio is what the daemon adds;
+- restart with nothing changed: a new DB, cache and reconciler on the converged server, from the
+  first event to convergence (translation included): requests, writes and time;
+- one NetworkPolicy event to its last write (a new policy at a time, `--events` of them): p50, p99;
+- `/explain` over HTTP on introspect: the first question after a change (the index is built) and
+  then p50 and p99 of questions on an unchanged DB;
+- memory: this process's RSS (translator, DB, reconciler, client, and the synthetic manifests,
+  reported apart) after the cold start, and its peak.
+
+    python bench/bench_daemon.py [--sizes 150:600,1500:6000] [--concurrency 8] [--events 30]
+
+Figures depend on the machine's load; compare CPU per request and ratios between versions.
+"""
+from gevent import monkey
+
+monkey.patch_all()
+
+import argparse  # noqa: E402 - after monkey-patching, on purpose
+import gc  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from typing import Any, Callable, Dict, List, Optional, Tuple  # noqa: E402
+
+import gevent  # noqa: E402
+import requests  # noqa: E402
+from gevent.pool import Pool  # noqa: E402
+
+from bench_reconcile import (RequestCount, feed, policy, populate_vmis, refresh_states,  # noqa: E402
+                             synthetic)
+from bench_vnc_client import embedded_server  # noqa: E402
+
+from introspect.app import create_app  # noqa: E402
+from introspect.explain import db_explainer  # noqa: E402
+from introspect.server import IntrospectServer  # noqa: E402
+from kube_manager.cache import KubeCache  # noqa: E402
+from kube_manager.db import Database  # noqa: E402
+from kube_manager.reconciler.core import Reconciler, Settings  # noqa: E402
+from kube_manager.reconciler.ownership import Marks  # noqa: E402
+from kube_manager.reconciler.pods import VMI, tag_changes  # noqa: E402
+from kube_manager.translator import ClusterTranslator  # noqa: E402
+from vnc_client.client import VncClient  # noqa: E402
+
+WAVES = ("tag", "address-group", "firewall-rule", "firewall-policy", "application-policy-set")
+EXPLAIN_QUESTIONS = 30
+
+
+def rss_mb(field: str = "VmRSS") -> float:
+    """This process's resident memory (or its peak, VmHWM) in MB, from /proc (Linux)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def percentile(values: List[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))], 1)
+
+
+class Daemon:
+    """The daemon's path on one DB: cache, reconciler and client, with the request counter."""
+
+    def __init__(self, url: str, concurrency: int) -> None:
+        self.db = Database()
+        self.cache = KubeCache(self.db, ClusterTranslator("k8s", "k8s"))
+        self.count = RequestCount()
+        self.client = VncClient(url, concurrency=concurrency, observer=self.count)
+        self.reconciler = Reconciler(self.client, self.db, Marks("k8s", "k8s"), Settings(concurrency=concurrency),
+                                     policies=self.cache)
+        self.cache.sink = self.reconciler
+        self.states: Optional[gevent.Greenlet] = None
+
+    def converge(self, cluster: Any) -> Tuple[float, float, float]:
+        """Feed the cluster, start, resync, wait: (translation seconds, reconcile seconds, CPU
+        seconds of this process while reconciling)."""
+        started = time.perf_counter()
+        feed(self.cache, cluster)
+        translated = time.perf_counter()
+        gc.collect()  # as the daemon does after its initial lists
+        gc.freeze()
+        cpu = time.process_time()
+        self.reconciler.start()
+        self.states = gevent.spawn(refresh_states, self.cache, self.reconciler)
+        self.reconciler.resync()
+        if not self.reconciler.wait_converged(7200):
+            raise SystemExit(f"did not converge: {self.reconciler.summary()}")
+        return translated - started, time.perf_counter() - translated, time.process_time() - cpu
+
+    def close(self) -> None:
+        if self.states is not None:
+            self.states.kill()
+        self.reconciler.stop()
+        self.client.close()
+
+
+def bare_client(url: str, desired: Dict[str, Dict[Any, Dict[str, Any]]], pods: Dict[Any, Any],
+                concurrency: int) -> Dict[str, Any]:
+    """The same objects and set-tag calls, written by a bare client with no bookkeeping."""
+    count = RequestCount()
+    with VncClient(url, concurrency=concurrency, observer=count) as client:
+        pool = Pool(concurrency)
+        started, cpu = time.perf_counter(), time.process_time()
+        for obj_type in WAVES:
+            bodies = list(desired.get(obj_type, {}).values())
+            pool.map(lambda body, t=obj_type: client.create(t, body), bodies)
+        vmis = client.list(VMI, detail=True, fields=["virtual_machine_refs"])
+        vmi_of = {ref["uuid"]: vmi["uuid"] for vmi in vmis for ref in vmi.get("virtual_machine_refs", [])}
+
+        def tag(record: Any) -> None:
+            changes = tag_changes(set(), set(record.tags), lambda _t: True)
+            if changes:
+                client.set_tags(VMI, vmi_of[record.uid], changes)
+        pool.map(tag, list(pods.values()))
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return {"wall_s": round(wall, 2), "requests": count.requests, "writes": count.writes,
+            "cpu_ms_per_request": round(cpu * 1000 / count.requests, 3)}
+
+
+def event_latency(daemon: Daemon, cluster: Any, events: int) -> Dict[str, Any]:
+    """New NetworkPolicies one at a time on the converged cluster: event -> last write."""
+    times: List[float] = []
+    requests_per_event: List[int] = []
+    n_namespaces = len(cluster.namespaces)
+    for e in range(events):
+        before = daemon.count.requests
+        started = time.monotonic()
+        daemon.cache.on_event("networkpolicies", "ADDED", policy(f"ns-{e % n_namespaces}", f"extra-{e}", e))
+        if not daemon.reconciler.wait_converged(120):
+            raise SystemExit(f"event {e} did not converge: {daemon.reconciler.summary()}")
+        times.append((daemon.reconciler.counters.last_write_at - started) * 1000)
+        requests_per_event.append(daemon.count.requests - before)
+    return {"events": events, "p50_ms": percentile(times, 0.5), "p99_ms": percentile(times, 0.99),
+            "max_ms": round(max(times), 1), "requests_per_event": round(statistics.mean(requests_per_event), 2)}
+
+
+def explain_latency(db: Database, cluster: Any) -> Dict[str, Any]:
+    """`/explain?format=json` over HTTP: the first question (index built), then an unchanged DB."""
+    server = IntrospectServer("127.0.0.1", 0, create_app(db, explain=db_explainer(db, "k8s")))
+    server.start()
+    pods = cluster.pods
+    try:
+        def ask(i: int) -> float:
+            src, dst = pods[(7 * i) % len(pods)]["metadata"], pods[(13 * i + 1) % len(pods)]["metadata"]
+            started = time.perf_counter()
+            reply = requests.get(f"{server.url}/explain", timeout=600, params={
+                "format": "json", "from": f"{src['namespace']}/{src['name']}",
+                "to": f"{dst['namespace']}/{dst['name']}", "port": "80", "protocol": "TCP"})
+            if reply.status_code != 200:
+                raise SystemExit(f"/explain answered {reply.status_code}: {reply.text[:200]}")
+            return (time.perf_counter() - started) * 1000
+        first = ask(0)
+        times = [ask(i) for i in range(1, EXPLAIN_QUESTIONS + 1)]
+    finally:
+        server.stop(1)
+    return {"first_ms": round(first, 1), "p50_ms": percentile(times, 0.5), "p99_ms": percentile(times, 0.99)}
+
+
+def one_size(policies: int, pods: int, concurrency: int, latency: float, events: int, bare: bool) -> Dict[str, Any]:
+    base = rss_mb()
+    cluster = synthetic(policies, pods)
+    manifests_mb = rss_mb() - base
+    result: Dict[str, Any] = {"policies": policies, "pods": pods, "namespaces": len(cluster.namespaces),
+                              "concurrency": concurrency, "latency_s": latency}
+    with embedded_server("process", latency) as srv:
+        populate_vmis(srv.url, cluster)
+        daemon = Daemon(srv.url, concurrency)
+        translate_s, reconcile_s, cpu_s = daemon.converge(cluster)
+        result["cold_start"] = {"translate_s": round(translate_s, 2), "wall_s": round(reconcile_s, 2),
+                                "requests": daemon.count.requests, "writes": daemon.count.writes,
+                                "cpu_ms_per_request": round(cpu_s * 1000 / daemon.count.requests, 3),
+                                "objects": sum(len(v) for v in daemon.db.desired.values())}
+        result["memory_mb"] = {"rss": round(rss_mb(), 1), "peak": round(rss_mb("VmHWM"), 1),
+                               "manifests": round(manifests_mb, 1)}
+        restart = Daemon(srv.url, concurrency)
+        started = time.perf_counter()
+        restart.converge(cluster)
+        result["restart"] = {"wall_s": round(time.perf_counter() - started, 2),
+                             "requests": restart.count.requests, "writes": restart.count.writes}
+        restart.close()
+        result["event"] = event_latency(daemon, cluster, events) if events else None
+        result["explain"] = explain_latency(daemon.db, cluster)
+        desired = {t: dict(objects) for t, objects in daemon.db.desired.items()}
+        records = dict(daemon.db.pods)
+        daemon.close()
+    if bare:
+        with embedded_server("process", latency) as srv:
+            populate_vmis(srv.url, cluster)
+            result["bare_client"] = bare_client(srv.url, desired, records, concurrency)
+        result["cold_start"]["vs_bare_client"] = round(
+            result["cold_start"]["wall_s"] / result["bare_client"]["wall_s"], 2)
+    return result
+
+
+def report(results: List[Dict[str, Any]]) -> str:
+    """The figures of every size side by side, one row per figure."""
+    rows: List[Tuple[str, Callable[[Dict[str, Any]], Any]]] = [
+        ("namespaces / pods / NetworkPolicies", lambda r: f"{r['namespaces']} / {r['pods']} / {r['policies']}"),
+        ("objects written at cold start", lambda r: r["cold_start"]["objects"]),
+        ("translation of the initial lists (s)", lambda r: r["cold_start"]["translate_s"]),
+        ("cold start: daemon writes (s)", lambda r: r["cold_start"]["wall_s"]),
+        ("cold start: bare client, same writes (s)", lambda r: r.get("bare_client", {}).get("wall_s", "-")),
+        ("cold start: daemon / bare client", lambda r: r["cold_start"].get("vs_bare_client", "-")),
+        ("cold start CPU per request: daemon / bare (ms)", lambda r: "{} / {}".format(
+            r["cold_start"]["cpu_ms_per_request"], r.get("bare_client", {}).get("cpu_ms_per_request", "-"))),
+        ("cold start: requests (writes)", lambda r: f"{r['cold_start']['requests']} ({r['cold_start']['writes']})"),
+        ("restart, nothing changed (s)", lambda r: r["restart"]["wall_s"]),
+        ("restart: requests (writes)", lambda r: f"{r['restart']['requests']} ({r['restart']['writes']})"),
+        ("restart / cold start (translation + writes)", lambda r: round(
+            r["restart"]["wall_s"] / (r["cold_start"]["translate_s"] + r["cold_start"]["wall_s"]), 3)),
+        ("event -> last write p50 (ms)", lambda r: (r["event"] or {}).get("p50_ms", "-")),
+        ("event -> last write p99 (ms)", lambda r: (r["event"] or {}).get("p99_ms", "-")),
+        ("requests per event", lambda r: (r["event"] or {}).get("requests_per_event", "-")),
+        ("/explain first after a change (ms)", lambda r: r["explain"]["first_ms"]),
+        ("/explain p50 / p99, unchanged DB (ms)", lambda r: f"{r['explain']['p50_ms']} / {r['explain']['p99_ms']}"),
+        ("RSS after cold start / peak (MB)", lambda r: f"{r['memory_mb']['rss']} / {r['memory_mb']['peak']}"),
+        ("  of which synthetic manifests (MB)", lambda r: r["memory_mb"]["manifests"]),
+    ]
+    width = max(len(name) for name, _ in rows)
+    lines = []
+    for name, value in rows:
+        lines.append(f"{name:<{width}}  " + "  ".join(f"{str(value(r)):>22}" for r in results))
+    return "\n".join(lines)
+
+
+def main(argv: "List[str] | None" = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="150:600,1500:6000",
+                        help="comma list of NETWORKPOLICIES:PODS, each run in a process of its own")
+    parser.add_argument("--concurrency", type=int, default=8, help="vnc_max_concurrency of daemon and bare client")
+    parser.add_argument("--latency", type=float, default=0.002, help="seconds the server adds to every answer")
+    parser.add_argument("--events", type=int, default=30, help="single-NetworkPolicy events timed per size")
+    parser.add_argument("--no-bare", action="store_true", help="skip the bare-client comparison")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # a child: one size, JSON on stdout
+    args = parser.parse_args(argv)
+    if args.one:
+        policies, pods = (int(n) for n in args.one.split(":"))
+        print(json.dumps(one_size(policies, pods, args.concurrency, args.latency, args.events, not args.no_bare)))
+        return 0
+    results = []
+    for size in args.sizes.split(","):
+        command = [sys.executable, os.path.abspath(__file__), "--one", size, "--concurrency", str(args.concurrency),
+                   "--latency", str(args.latency), "--events", str(args.events)] + (["--no-bare"] if args.no_bare else [])
+        child = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
+        results.append(json.loads(child.stdout.strip().splitlines()[-1]))
+        if not args.json:
+            print(f"size {size} done", file=sys.stderr, flush=True)
+    print(json.dumps(results, indent=2) if args.json else report(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
