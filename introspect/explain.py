@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
-from kube_manager.db import Database
+from kube_manager.db import Database, PodRecord
 from kube_manager.manifests import Manifests
 from kube_manager.translator.explain import Explainer
 
@@ -82,20 +82,25 @@ def db_translation(db: Database, cluster_name: str) -> Dict[str, Any]:
     }
 
 
-def db_manifests(db: Database) -> Manifests:
-    """The Kubernetes objects in the DB as manifests, for the Kubernetes side of the verdict."""
+def _pod_manifest(pod: PodRecord) -> Dict[str, Any]:
+    return pod.manifest or {"kind": "Pod", "metadata": {"namespace": pod.namespace, "name": pod.name,
+                                                         "uid": pod.uid, "labels": dict(pod.labels)},
+                            "status": {"podIP": pod.ip}}
+
+
+def db_manifests(db: Database, pods: Optional[List[PodRecord]] = None) -> Manifests:
+    """The Kubernetes objects in the DB as manifests, for the Kubernetes side of the verdict;
+    `pods` limits the pods to those (the pod page needs one, and every namespace and policy)."""
     namespaces = [{"kind": "Namespace", "metadata": {"name": ns.name, "uid": ns.uid,
                                                      "labels": dict(ns.labels)}}
                   for _name, ns in sorted(db.namespaces.items())]
-    pods = [p.manifest or {"kind": "Pod", "metadata": {"namespace": p.namespace, "name": p.name,
-                                                        "uid": p.uid, "labels": dict(p.labels)},
-                           "status": {"podIP": p.ip}}
-            for _key, p in sorted(db.pods.items())]
+    chosen = pods if pods is not None else [p for _key, p in sorted(db.pods.items())]
     policies = [n.manifest or {"kind": "NetworkPolicy",
                                "metadata": {"namespace": n.namespace, "name": n.name, "uid": n.uid},
                                "spec": n.spec}
                 for _key, n in sorted(db.network_policies.items())]
-    return Manifests(namespaces=namespaces, pods=pods, network_policies=policies)
+    return Manifests(namespaces=namespaces, pods=[_pod_manifest(p) for p in chosen],
+                     network_policies=policies)
 
 
 def db_explainer(db: Database, cluster_name: str) -> ExplainFn:

@@ -16,6 +16,7 @@ from kube_manager.translator.decode import describe
 from kube_manager.translator.k8s_semantics import (EGRESS, INGRESS, Endpoint, KubernetesModel,
                                                    Policy, RuleBlock)
 from kube_manager.translator.trace import peer_text
+from introspect.contrail import paced
 from introspect.decoded import selectors_of
 from introspect.explain import db_manifests
 from introspect.lists import TAGS, Snapshot, href, policy_detail_href
@@ -41,14 +42,15 @@ def pod_detail(snapshot: Snapshot, namespace: str, name: str) -> Optional[Row]:
     record = db.pods.get((namespace, name))
     if record is None:
         return None
-    manifests = db_manifests(db)
+    # Every namespace and policy, but only this pod: a peer is matched against this pod alone.
+    manifests = db_manifests(db, [record])
     model = KubernetesModel.build(manifests.namespaces, manifests.pods, manifests.network_policies)
     pod = model.pod(namespace, name)
     endpoint = Endpoint(pod, pod.ip if pod else None)
     selected_by: List[Row] = []
     admits_to: List[Row] = []    # traffic to this pod
     admits_from: List[Row] = []  # traffic from this pod
-    for policy_namespace in sorted(model.namespace_labels):
+    for policy_namespace in paced(sorted(model.namespace_labels)):  # the daemon's loop keeps running
         for policy in model.policies(policy_namespace):
             selects = (pod is not None and policy.namespace == namespace
                        and policy.selector.matches(pod.labels))
