@@ -150,3 +150,26 @@ def test_run_once_beside_a_leader_stands_by_writes_nothing_and_names_the_leader(
     assert f"this instance is not the leader (leader: {leader.identity})" in line, line
     assert rig.writes().get(f"{USER_AGENT} {identity}", 0) == 0
     assert rig.holder() == leader.identity
+
+
+def test_a_leader_that_lost_its_term_starts_a_new_one_with_a_resync(rig: ElectionRig) -> None:
+    (daemon,) = rig.start(1)
+    rig.wait_single_leader()
+    rig.env.wait_converged()
+    rig.env.kube.call(lambda store: store.leases.fail_writes_from(daemon.identity, "hang"))
+    wait_until(lambda: not daemon.status()["is_leader"], "stepping down", 2 * SHORT.lease)
+    stepped_down = rig.writes_of(daemon)
+    rig.env.apply(policy("shop", "while-standing-by", allow_from("api", "web", 443)))
+
+    def translated() -> bool:  # the standby saw the event and keeps its translation warm
+        rows = daemon.process.get("/Snh_NetworkPolicyDatabaseList?format=json")["network_policies"]
+        return any(row["name"] == "while-standing-by" and row["rules"] for row in rows)
+    wait_until(translated, "the standby translating the new policy")
+    assert rig.env.problems() != []
+    assert rig.writes_of(daemon) == stepped_down      # nothing written while it stands by
+    rig.env.kube.call(lambda store: store.leases.clear_faults())
+    wait_until(lambda: daemon.status()["is_leader"], "leading again", 4 * SHORT.lease)
+    rig.env.wait_converged()                          # the new term's start-up resync
+    assert daemon.status()["transitions"] == 3
+    assert "kube_manager_leader_transitions_total 3.0" in daemon.process.get("/metrics")
+    assert sum("leading: start-up resync" in line for line in daemon.process.log()) == 2
