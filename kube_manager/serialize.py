@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, List, Tuple
 
 import yaml
+
+from kube_manager.yaml_block import BlockWriter, Unsupported
 
 try:
     import orjson
@@ -121,20 +123,29 @@ def _dump(data: Any, dumper: Any) -> bytes:
 
 
 def yaml_bytes(data: Any) -> bytes:
-    """PyYAML's block-style dump of `data` without aliases, keys in their order; libyaml when it agrees.
+    """PyYAML's block-style dump of `data` without aliases, keys in their order.
 
     A top-level mapping is dumped key by key, and a long list under a simple key CHUNK items at a
     time (PyYAML prints a sequence under a simple key of a top-level mapping without indenting it,
-    so a chunk dumped as a top-level sequence is the same bytes): the node graph of the whole translation took 2.3 GB.
+    so a chunk dumped as a top-level sequence is the same bytes): the node graph of the whole
+    translation took 2.3 GB. Each part is written by yaml_block when it can (names and numbers),
+    else by libyaml when every string is printable ASCII, else by PyYAML's own emitter.
     """
-    dumper = _FastPlainDumper if _plain_strings(data) else _PlainDumper
     if not isinstance(data, dict) or not data:
-        return _dump(data, dumper)
-    parts = []
+        return _dump(data, _FastPlainDumper if _plain_strings(data) else _PlainDumper)
+    parts: List[Any] = []
     for key, value in data.items():
         if isinstance(value, list) and len(value) > CHUNK and isinstance(key, str) and key.isidentifier():
-            parts.append(_dump({key: value[:CHUNK]}, dumper))
-            parts += [_dump(value[start:start + CHUNK], dumper) for start in range(CHUNK, len(value), CHUNK)]
+            parts.append({key: value[:CHUNK]})
+            parts += [value[start:start + CHUNK] for start in range(CHUNK, len(value), CHUNK)]
         else:
-            parts.append(_dump({key: value}, dumper))
-    return b"".join(parts)
+            parts.append({key: value})
+    writer = BlockWriter()
+    return b"".join(_yaml_part(part, writer) for part in parts)
+
+
+def _yaml_part(part: Any, writer: BlockWriter) -> bytes:
+    try:
+        return writer.document(part)
+    except Unsupported:
+        return _dump(part, _FastPlainDumper if _plain_strings(part) else _PlainDumper)

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from kube_manager import serialize
 from kube_manager.manifests import load_manifests
 from kube_manager.serialize import json_bytes, yaml_bytes
+from kube_manager.yaml_block import BlockWriter, Unsupported
 from kube_manager.translator import translate
 from test_cmd_translate import EXAMPLES
 
@@ -65,3 +66,29 @@ def test_any_data_prints_the_reference_bytes(monkeypatch, data):
     # orjson and libyaml differ from the reference; the serialisers must hide it.
     assert json_bytes(data) == reference_json(data)
     assert yaml_bytes(data) == reference_yaml(data)
+
+
+WORDS = st.one_of(st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7e), min_size=1, max_size=30),
+                  st.sampled_from(["yes", "No", "null", "~", "1.5", "0x1F", "1_000", "2024-01-01", "-", "-a", "?",
+                                   "?a", ":", "a:", "a:b", "#x", "a#b", "'q'", '"d"', "---", "...", "=", "<<", "!t",
+                                   "&a", "*a", "[x]", "{x}", ",", "|", ">", "%", "@", "`", "1e3", ".inf", "0o17"]))
+BLOCK_VALUES = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | WORDS | st.just(""),
+                            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(WORDS, inner, max_size=3),
+                            max_leaves=25)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.dictionaries(WORDS, BLOCK_VALUES, min_size=1, max_size=4),
+                 st.lists(BLOCK_VALUES, min_size=1, max_size=4)))
+def test_the_block_writer_prints_what_pyyaml_prints(data):
+    # Names, numbers and the strings YAML reads as something else (quoted), nested every way.
+    assert BlockWriter().document(data) == reference_yaml(data)
+
+
+def test_the_block_writer_takes_the_translation_and_refuses_what_it_cannot_print(examples_translation):
+    writer = BlockWriter()
+    without_errors = dict(examples_translation, errors=[])
+    assert writer.document(without_errors) == reference_yaml(without_errors)
+    for refused in ({"a": "two words"}, {"a": "caf\u00e9"}, {"": 1}, {"a": 1.5}, {"k" * 128: 1}, {1: "a"}):
+        with pytest.raises(Unsupported):
+            writer.document(refused)
