@@ -17,7 +17,7 @@ SUBCOMMANDS = {
     "translate": ("kube_manager.cmd_translate", "translate manifests offline to Contrail objects"),
     "explain": ("kube_manager.cmd_explain", "explain the verdict for one flow, offline"),
     "what-if": ("kube_manager.cmd_whatif", "the flows a change of manifests opens or closes, offline"),
-    "vnc-server": ("vnc_client.server.cmd", "run the embedded in-memory config API server"),
+    "vnc-server": ("kube_manager.sim.vnc_api.cmd", "run the embedded in-memory config API server"),
 }
 
 

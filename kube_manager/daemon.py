@@ -125,7 +125,7 @@ class Daemon:
         log.info("kube-manager starting", extra=kv(cluster=config.cluster_name, owner=config.kubernetes_cluster_owner,
                                                    resync_interval=config.kube_timer_interval))
         if config.embedded_vnc:
-            from vnc_client.server.runner import EmbeddedServer
+            from kube_manager.sim.vnc_api.runner import EmbeddedServer
             server = EmbeddedServer("127.0.0.1", config.vnc_endpoint_port)
             server.start()
             self._running.stoppers.append(server.stop)
@@ -198,8 +198,8 @@ class Daemon:
         """Start the emulated API server (and CNI) when configured; its URL, else None."""
         if not self.config.emulated_kubernetes:
             return None
-        from kube_manager.cni_emulator import CniEmulator
-        from kube_manager.kube.emulator_runner import EmulatorRunner
+        from kube_manager.sim.cni import CniEmulator
+        from kube_manager.sim.kube_api.runner import EmulatorRunner
         manifests = load_manifests(self.config.emulated_manifests) if self.config.emulated_manifests else None
         runner = EmulatorRunner(port=self.config.kubernetes_api_port)
         runner.start()

@@ -21,15 +21,15 @@ import threading
 import urllib.request
 from typing import Any, Callable, Dict, List, Optional
 
-from kube_manager.cni_emulator import CniEmulator
-from kube_manager.kube.emulator import DEFAULT_BOOKMARK_INTERVAL
-from kube_manager.kube.emulator_runner import EmulatorRunner
+from kube_manager.sim.cni import CniEmulator
+from kube_manager.sim.kube_api.server import DEFAULT_BOOKMARK_INTERVAL
+from kube_manager.sim.kube_api.runner import EmulatorRunner
 from kube_manager.manifests import Manifests
 from kube_manager.translator import translate
 from tests.kube_helpers import wait_until
 from tests.reconciler_support import InProcessApi, differences, expected_objects
 from vnc_client.client import VncClient
-from vnc_client.server.runner import BackgroundServer, run_in_background
+from kube_manager.sim.vnc_api.runner import BackgroundServer, run_in_background
 
 DEADLINE = 20.0
 STOP_LIMIT = 10.0  # SPEC section 8: a clean stop within 10 s

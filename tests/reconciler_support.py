@@ -19,8 +19,8 @@ from kube_manager.db import Database
 from kube_manager.reconciler.ownership import OWNED_TYPES, Marks
 from kube_manager.translator import ClusterTranslator
 from vnc_client.errors import ServerError, VncConnectionError, error_for_status
-from vnc_client.server.api import ConfigApi, ListQuery
-from vnc_client.server.errors import ApiError
+from kube_manager.sim.vnc_api.api import ConfigApi, ListQuery
+from kube_manager.sim.vnc_api.errors import ApiError
 
 VN = ["default-domain", "default-project", "k8s-default-pod-network"]
 MARKS = Marks(owner="k8s", cluster="k8s")

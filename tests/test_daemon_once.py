@@ -9,7 +9,7 @@ from typing import Iterator
 
 import pytest
 
-from kube_manager.kube.emulator_runner import EmulatorRunner
+from kube_manager.sim.kube_api.runner import EmulatorRunner
 from tests.e2e_support import closed_port, write_config
 
 RUN = [sys.executable, "-m", "kube_manager", "run"]

@@ -11,7 +11,7 @@ from kubernetes import client
 
 from kube_manager.config import Config, ConfigError
 from kube_manager.kube.client_factory import build_api_client
-from kube_manager.kube.emulator_runner import EmulatorRunner
+from kube_manager.sim.kube_api.runner import EmulatorRunner
 
 TOKEN = "tok-0123456789-secret"
 

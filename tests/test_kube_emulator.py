@@ -14,8 +14,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
 from kube_manager.kube.client_factory import api_client_for_url
-from kube_manager.kube.emulator_runner import EmulatorRunner
-from kube_manager.kube.emulator_store import ApiError, KubeStore
+from kube_manager.sim.kube_api.runner import EmulatorRunner
+from kube_manager.sim.kube_api.store import ApiError, KubeStore
 from kube_manager.manifests import load_manifests
 from kube_helpers import namespace, pod, policy, wait_until
 
@@ -354,7 +354,7 @@ def test_runner_stop_breaks_open_watches() -> None:
 def test_command_line_server(tmp_path: Path) -> None:
     (tmp_path / "ns.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: demo}\n")
     process = subprocess.Popen(
-        [sys.executable, "-m", "kube_manager.kube.emulator", "-f", str(tmp_path),
+        [sys.executable, "-m", "kube_manager.sim.kube_api.server", "-f", str(tmp_path),
          "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         url = process.stdout.readline().strip()  # type: ignore[union-attr]

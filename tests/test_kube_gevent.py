@@ -20,7 +20,7 @@ SCRIPT = textwrap.dedent("""
 
     from kube_manager.db import Database
     from kube_manager.kube.client_factory import api_client_for_url
-    from kube_manager.kube.emulator_runner import EmulatorRunner
+    from kube_manager.sim.kube_api.runner import EmulatorRunner
     from kube_manager.kube.watcher import WatchSettings, make_watchers
 
     events = []

@@ -13,7 +13,7 @@ from kube_helpers import (Recorder, ScriptedServer, http_response, namespace, po
                           wait_until, watcher)
 from kube_manager.db import Database
 from kube_manager.kube.client_factory import api_client_for_url
-from kube_manager.kube.emulator_runner import EmulatorRunner
+from kube_manager.sim.kube_api.runner import EmulatorRunner
 from kube_manager.kube.watcher import TRIMMERS, WatchSettings, make_watchers
 from kube_manager.metrics import Metrics
 

@@ -16,7 +16,7 @@ import pytest
 
 from kube_manager.db import LeaderStatus
 from kube_manager.kube.client_factory import api_client_for_url
-from kube_manager.kube.emulator_runner import EmulatorRunner
+from kube_manager.sim.kube_api.runner import EmulatorRunner
 from kube_manager.leader.elector import ElectionSettings, LeaderElector
 from kube_manager.leader.gate import WriteGate
 from kube_manager.leader.lock import LeaseLock, LeaseRecord, LockError

@@ -15,7 +15,7 @@ from vnc_client import objects as o
 from vnc_client.client import LIST_BULK_THRESHOLD, VncClient
 from vnc_client.errors import BadRequest, Conflict, NotFound, ServerError, VncConnectionError
 from vnc_client.retry import RetryPolicy
-from vnc_client.server.runner import BackgroundServer, run_in_background
+from kube_manager.sim.vnc_api.runner import BackgroundServer, run_in_background
 
 PM = ["default-policy-management"]
 PROJECT = ["default-domain", "default-project"]

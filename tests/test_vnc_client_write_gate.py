@@ -9,7 +9,7 @@ import pytest
 
 from vnc_client.client import USER_AGENT, VncClient
 from vnc_client.errors import WriteRefused
-from vnc_client.server.runner import BackgroundServer, run_in_background
+from kube_manager.sim.vnc_api.runner import BackgroundServer, run_in_background
 
 NOTE = {"key_value_pair": [{"key": "k", "value": "v"}]}
 TAG = {"fq_name": ["label=web"], "tag_type_name": "label", "tag_value": "web"}

@@ -20,7 +20,7 @@ from vnc_api.gen.resource_xsd import (ActionListType, FirewallRuleEndpointType, 
                                       SubnetListType, SubnetType)
 from vnc_api.vnc_api import VncApi
 
-from vnc_client.server.runner import BackgroundServer, run_in_background
+from kube_manager.sim.vnc_api.runner import BackgroundServer, run_in_background
 
 UNKNOWN = "11111111-2222-4333-8444-555555555555"
 

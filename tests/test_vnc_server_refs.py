@@ -9,9 +9,9 @@ from typing import Any, Dict, Iterator, List
 
 import pytest
 
-from vnc_client.server.api import ConfigApi
-from vnc_client.server.errors import ApiError
-from vnc_client.server.store import Store
+from kube_manager.sim.vnc_api.api import ConfigApi
+from kube_manager.sim.vnc_api.errors import ApiError
+from kube_manager.sim.vnc_api.store import Store
 
 PM = ["default-policy-management"]
 PROJECT = ["default-domain", "default-project"]

@@ -14,9 +14,9 @@ import pytest
 import requests
 
 from test_vnc_server_support import PM, expect_error, group_body, http, rule_body, server  # noqa: F401
-from vnc_client.server.cmd import parse_listen
-from vnc_client.server.faults import DROP, FAIL, FaultInjector, ServerOptions
-from vnc_client.server.runner import run_in_background
+from kube_manager.sim.vnc_api.cmd import parse_listen
+from kube_manager.sim.vnc_api.faults import DROP, FAIL, FaultInjector, ServerOptions
+from kube_manager.sim.vnc_api.runner import run_in_background
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -65,7 +65,7 @@ def test_it_also_works_after_gevent_monkey_patching():
     script = (
         "from gevent import monkey; monkey.patch_all()\n"
         "import gevent, requests\n"
-        "from vnc_client.server.runner import run_in_background\n"
+        "from kube_manager.sim.vnc_api.runner import run_in_background\n"
         "with run_in_background() as s:\n"
         "    jobs = [gevent.spawn(requests.get, s.url + '/projects', timeout=5) for _ in range(5)]\n"
         "    gevent.joinall(jobs, raise_error=True)\n"

@@ -11,8 +11,8 @@ from vnc_api.gen import resource_common, resource_xsd
 from vnc_api.utils import CamelCase
 
 from vnc_client.schema import RESOURCE_TYPES, SEQUENCED_REFS
-from vnc_client.server.api import ConfigApi
-from vnc_client.server.validation import COMPLEX_TYPES, PROPERTIES, FieldSpec
+from kube_manager.sim.vnc_api.api import ConfigApi
+from kube_manager.sim.vnc_api.validation import COMPLEX_TYPES, PROPERTIES, FieldSpec
 
 _XSD_KIND = {"string": "string", "integer": "integer", "boolean": "boolean"}
 

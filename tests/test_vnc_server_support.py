@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterator, List, Optional
 import pytest
 import requests
 
-from vnc_client.server.runner import BackgroundServer, run_in_background
+from kube_manager.sim.vnc_api.runner import BackgroundServer, run_in_background
 
 PM = ["default-policy-management"]
 PROJECT = ["default-domain", "default-project"]

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any, Dict
 
-from vnc_client.server.api import ConfigApi
-from vnc_client.server.store import copy_json
-from vnc_client.server.views import ListQuery
+from kube_manager.sim.vnc_api.api import ConfigApi
+from kube_manager.sim.vnc_api.store import copy_json
+from kube_manager.sim.vnc_api.views import ListQuery
 
 PM = ["default-policy-management"]
 

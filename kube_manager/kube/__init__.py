@@ -1,1 +1,1 @@
-"""Kubernetes side: watchers on the official client and the emulated API server."""
+"""Kubernetes side: the watchers on the official client, the client factory and the resource table."""

@@ -23,8 +23,8 @@ import gevent
 import gevent.event
 from gevent import monkey
 
-from kube_manager.kube.emulator import DEFAULT_BOOKMARK_INTERVAL, EmulatedApiServer
-from kube_manager.kube.emulator_store import DEFAULT_HISTORY_LIMIT, KubeStore
+from kube_manager.sim.kube_api.server import DEFAULT_BOOKMARK_INTERVAL, EmulatedApiServer
+from kube_manager.sim.kube_api.store import DEFAULT_HISTORY_LIMIT, KubeStore
 from kube_manager.manifests import Manifests
 
 T = TypeVar("T")

@@ -17,7 +17,7 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from ..schema import SEQUENCED_REFS
+from vnc_client.schema import SEQUENCED_REFS
 from .errors import bad_request
 
 

@@ -12,10 +12,10 @@ real `kubernetes` client, the way the real API server does where kube-manager ca
   server does;
 - get, create (POST), replace (PUT, with the resourceVersion precondition) and delete of one object,
   so that the client's write calls work too; errors are `Status` objects;
-- `coordination.k8s.io/v1` Leases (`emulator_leases`), so that several daemons can elect a leader.
+- `coordination.k8s.io/v1` Leases (`leases`), so that several daemons can elect a leader.
 
-Runs on gevent.pywsgi in the calling hub (`EmulatedApiServer`); `emulator_runner.EmulatorRunner`
-starts it in the background for blocking code. `python -m kube_manager.kube.emulator -f DIR` serves
+Runs on gevent.pywsgi in the calling hub (`EmulatedApiServer`); `runner.EmulatorRunner` starts it
+in the background for blocking code. `python -m kube_manager.sim.kube_api.server -f DIR` serves
 manifests from the command line.
 """
 from __future__ import annotations
@@ -35,8 +35,8 @@ from urllib.parse import parse_qs
 from gevent.pywsgi import WSGIServer
 from gevent.queue import Empty
 
-from kube_manager.kube.emulator_leases import lease_route
-from kube_manager.kube.emulator_store import (CLOSE, DROP, FREEZE, ApiError, Bookmark, KubeStore,
+from kube_manager.sim.kube_api.leases import lease_route
+from kube_manager.sim.kube_api.store import (CLOSE, DROP, FREEZE, ApiError, Bookmark, KubeStore,
                                               Subscription, event_line, expired)
 from kube_manager.kube.resources import RESOURCES, Resource
 from kube_manager.logging_setup import kv, setup_logging
@@ -332,8 +332,8 @@ class EmulatedApiServer:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """Serve manifests until interrupted: `python -m kube_manager.kube.emulator -f examples/`."""
-    parser = argparse.ArgumentParser(prog="python -m kube_manager.kube.emulator",
+    """Serve manifests until interrupted: `python -m kube_manager.sim.kube_api.server -f examples/`."""
+    parser = argparse.ArgumentParser(prog="python -m kube_manager.sim.kube_api.server",
                                      description="Emulated Kubernetes API server")
     parser.add_argument("-f", "--filename", action="append", default=[], metavar="PATH",
                         help="manifest file or directory (repeatable)")

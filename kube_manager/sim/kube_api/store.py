@@ -7,7 +7,7 @@ compacted away. Writers are the tests and the emulator's HTTP handlers; readers 
 and watch handlers, and in-process listeners (the emulated CNI).
 
 It lives in one gevent hub: every method must be called from that hub's thread (the runner in
-`emulator_runner` marshals calls from other threads). Watch subscriptions are gevent queues filled
+`runner` marshals calls from other threads). Watch subscriptions are gevent queues filled
 synchronously at write time, so a watcher sees every event exactly once and in order.
 
 Objects are stored as the API server returns them: plain JSON dicts with `kind`, `apiVersion`,
@@ -117,7 +117,7 @@ class KubeStore:
         self._subs: Dict[int, Subscription] = {}
         self._listeners: List[Listener] = []
         self._creations: Counter = Counter()
-        from kube_manager.kube.emulator_leases import LeaseStore  # it imports ApiError from here
+        from kube_manager.sim.kube_api.leases import LeaseStore  # it imports ApiError from here
         self.leases = LeaseStore()  # served apart: not watched, no shared resourceVersion
 
     # --- reading ---------------------------------------------------------------------------------

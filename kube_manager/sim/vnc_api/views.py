@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set
 
-from ..schema import RESOURCE_TYPES, ResourceType
+from vnc_client.schema import RESOURCE_TYPES, ResourceType
 from .errors import bad_request
 from .store import Store, StoredObject, copy_json
 

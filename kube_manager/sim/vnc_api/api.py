@@ -30,7 +30,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
-from ..schema import RESOURCE_TYPES, ResourceType
+from vnc_client.schema import RESOURCE_TYPES, ResourceType
 from .errors import ApiError, bad_request, conflict, fq_repr, not_found, unknown_id
 from .hooks import Change, ResourceHooks, Undo, VirtualMachineInterfaceHooks
 from .security import ApplicationPolicySetHooks, FirewallPolicyHooks, FirewallRuleHooks, SecurityHooks

@@ -17,7 +17,7 @@ from typing import Any, Dict, Tuple
 
 import gevent
 
-from kube_manager.kube.emulator_store import ApiError
+from kube_manager.sim.kube_api.store import ApiError
 
 API_VERSION = "coordination.k8s.io/v1"
 KIND = "Lease"

@@ -23,8 +23,8 @@ from urllib.parse import parse_qs
 
 import gevent
 
-from .. import jsoncodec
-from ..schema import RESOURCE_TYPES, type_for_plural
+from vnc_client import jsoncodec
+from vnc_client.schema import RESOURCE_TYPES, type_for_plural
 from .api import ConfigApi
 from .views import ListQuery, parse_filters
 from .errors import ApiError
