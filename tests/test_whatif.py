@@ -118,9 +118,16 @@ def outside_as_region(flows: Dict[tuple, Any]) -> Set[tuple]:
             if src not in PODS or dst not in PODS}
 
 
+RELABELLED = ManifestSet(namespaces=[], network_policies=[],
+                         pods=[pod("x", "b", {"app": "a"}, PODS["x/b"], [("http", 8080, "TCP")])])
+NAMESPACE_RELABELLED = ManifestSet(namespaces=[namespace("z", {"team": "y"})], pods=[],
+                                   network_policies=[])
+
+
 @pytest.mark.parametrize("name, change_set", [
     ("added", change(ADDED)), ("replaced", change(REPLACED)), ("deleted", change(DELETED)),
-    ("all three", change(ADDED, REPLACED, DELETED))])
+    ("all three", change(ADDED, REPLACED, DELETED)), ("pod relabelled", RELABELLED),
+    ("namespace relabelled", NAMESPACE_RELABELLED)])
 def test_what_if_equals_brute_force(name, change_set):
     expected, got = brute_force(change_set), reported(change_set)
     assert expected, f"{name}: the change must change something for the test to mean anything"
