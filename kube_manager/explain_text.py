@@ -58,6 +58,8 @@ def render(result: Mapping[str, Any]) -> str:
         if bystanders:
             lines.append(f"  not isolating {side} (policyTypes), so not deciding: "
                          f"{', '.join(bystanders)}")
+    if result.get("rejected_policies"):
+        lines.append(f"rejected whole, so selecting nothing: {', '.join(result['rejected_policies'])}")
     selectors: Mapping[str, Mapping[str, Any]] = result.get("selectors") or {}
     for tag, decoded in sorted(selectors.items()):
         lines.append(f"{tag}: {decoded.get('text')}")
@@ -65,9 +67,11 @@ def render(result: Mapping[str, Any]) -> str:
 
 
 def flow_errors(errors: Sequence[Mapping[str, str]], result: Mapping[str, Any]) -> List[str]:
-    """The translation errors that concern this flow: those of a policy in its trace or of one of
-    its two pods. Others (a bad policy in another namespace) are noise here."""
+    """The translation errors that concern this flow: those of a policy in its trace or rejected
+    whole in the namespace of one of its pods, or of one of its two pods. Others (a bad policy
+    elsewhere) are noise here."""
     policies = {s.get("policy") for s in result.get("trace") or ()}
+    policies.update(result.get("rejected_policies") or ())
     pods = {result[end].get("pod") for end in ("from", "to")} - {None}
     concerned: Dict[str, None] = {}
     for error in errors:

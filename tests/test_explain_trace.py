@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from conformance.cluster import ManifestSet, namespace, pod, policy
+from kube_manager.explain_text import flow_errors, render
 from kube_manager.translator import translate
 from kube_manager.translator.explain import Explainer
 
@@ -142,3 +143,18 @@ def test_block_index_counts_rejected_blocks():
     result = answer(cluster(bad_then_good), "x/a", "y/b")
     (step,) = steps(result, "ingress")
     assert [b["index"] for b in step["blocks"]] == [1] and step["allows"] is True
+
+
+def test_a_policy_rejected_whole_is_named_with_its_reason():
+    broken = policy("y", "broken", {"podSelector": {"matchExpressions": [
+        {"key": "app", "operator": "Sometimes"}]}, "ingress": [{}]})
+    elsewhere = policy("x", "broken-too", {"podSelector": {"matchExpressions": [
+        {"key": "app", "operator": "Sometimes"}]}})
+    manifests = cluster(B_FROM_X, broken, elsewhere)
+    result = answer(manifests, "y/d", "y/b")
+    assert result["rejected_policies"] == ["y/broken"]  # x is neither end's namespace
+    assert "y/broken" not in {s["policy"] for s in result["trace"]}
+    translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies)
+    warnings = flow_errors(translation.errors, result)
+    assert warnings and all(w.startswith("NetworkPolicy y/broken: ") for w in warnings)
+    assert "rejected whole, so selecting nothing: y/broken" in render(result)

@@ -6,7 +6,7 @@ import pytest
 from introspect.app import create_app
 from introspect.explain import db_explainer, db_manifests, db_translation
 
-from introspect_support import (FP_DB, R_DB_DENY, R_MON_DENY, R_MONITORING, R_WEB_TO_DB, build_db,
+from introspect_support import (FP_DB, R_DB_DENY, R_MON_DENY, R_MONITORING, R_WEB_TO_DB, XSS, build_db,
                                 call, policy_sequence)
 
 
@@ -159,3 +159,11 @@ def test_the_explain_index_is_kept_until_the_cache_changes_the_db(monkeypatch):
     with pytest.raises(ValueError, match="no such pod"):
         explain("a/client", "a/web", "80", "TCP")
     assert len(builds) == 3
+
+
+def test_a_policy_rejected_whole_in_an_ends_namespace_is_named_escaped(app):
+    status, data = explain_json(app, "from=tools/debug&to=shop/db&port=5432&protocol=TCP")
+    assert status == 200 and data["rejected_policies"] == [f"tools/{XSS}"]
+    html = call(app, "/explain?from=tools/debug&to=shop/db&port=5432&protocol=TCP").text
+    assert "rejected whole (select nothing)" in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and XSS not in html

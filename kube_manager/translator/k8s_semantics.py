@@ -571,6 +571,13 @@ class KubernetesModel:
             self._policies[namespace], self._rejections[namespace] = compiled, rejected
         return self._policies[namespace]
 
+    def rejected_whole(self, namespace: str) -> List[str]:
+        """"ns/name" of the namespace's policies rejected whole (an invalid own podSelector or
+        policyTypes): they select nothing, though their author meant them to."""
+        valid = {p.name for p in self.policies(namespace)}
+        return sorted({f"{namespace}/{r.name}" for r in self._rejections[namespace]
+                       if r.name not in valid})
+
     def rejections(self) -> List[Rejection]:
         """Every rejected part of every policy (compiles them all)."""
         for namespace in sorted(self._policy_manifests):
