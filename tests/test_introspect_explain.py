@@ -6,8 +6,8 @@ import pytest
 from introspect.app import create_app
 from introspect.explain import db_explainer, db_manifests, db_translation
 
-from introspect_support import (FP_DB, R_DB_DENY, R_MON_DENY, R_MONITORING, R_WEB_TO_DB, XSS, build_db,
-                                call, policy_sequence)
+from introspect_support import (FP_DB, R_DB_DENY, R_MON_DENY, R_MONITORING, R_WEB_TO_DB, XSS,
+                                build_db, call, policy_sequence)
 
 
 @pytest.fixture
