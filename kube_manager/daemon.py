@@ -47,6 +47,7 @@ from kube_manager.translator import ClusterTranslator
 from vnc_client.auth import KeystoneCredentials
 from vnc_client.client import VncClient
 from vnc_client.errors import VncError
+from vnc_client.ratelimit import ExponentialRateLimiter
 
 log = logging.getLogger(__name__)
 
@@ -273,13 +274,13 @@ class Daemon:
     def _first_resync(self, end: gevent.event.Event) -> bool:
         """The start-up resync of a term, retried with backoff while the config API is unreachable;
         False when the term ends first."""
-        delay = START_RETRY[0]
+        backoff = ExponentialRateLimiter(*START_RETRY)
         while not end.is_set():
             if self._resync():
                 return not end.is_set()
+            delay = backoff.when("start-up resync")
             log.warning("config API not reachable at start, will retry", extra=kv(retry_in=delay))
             end.wait(delay)
-            delay = min(delay * 2, START_RETRY[1])
         return False
 
     def _resync(self) -> bool:

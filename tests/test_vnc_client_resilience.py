@@ -160,7 +160,8 @@ def test_a_request_that_can_never_work_is_a_vnc_error_without_retry(rsps, sleepe
     assert len(rsps.calls) == 1 and sleeper.delays == []
 
 
-@pytest.mark.parametrize("kwargs", [{"attempts": 0}, {"base_delay": -1}, {"max_delay": -0.5}])
+@pytest.mark.parametrize("kwargs", [{"attempts": 0}, {"base_delay": -1}, {"max_delay": -0.5}, {"base_delay": 0},
+                                    {"base_delay": 2.0, "max_delay": 1.0}])
 def test_bad_retry_policies_are_refused(kwargs):
     with pytest.raises(ValueError):
         RetryPolicy(**kwargs)

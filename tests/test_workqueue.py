@@ -4,7 +4,7 @@ from __future__ import annotations
 import gevent
 import pytest
 
-from kube_manager.reconciler.workqueue import Backoff, ShutDown, WorkQueue
+from kube_manager.reconciler.workqueue import ShutDown, WorkQueue
 
 
 def test_repeated_adds_of_a_waiting_key_coalesce():
@@ -88,25 +88,3 @@ def test_depth_observer_sees_every_change():
     queue.add("b")
     queue.get(timeout=0)
     assert depths[-1] == 1 and max(depths) == 2
-
-
-def test_backoff_doubles_up_to_the_cap_and_forget_restarts():
-    backoff = Backoff(base=0.5, cap=4.0, rng=lambda low, high: high)
-    assert [backoff.next_delay("k") for _ in range(6)] == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
-    assert backoff.next_delay("other") == 0.5  # per key
-    backoff.forget("k")
-    assert backoff.next_delay("k") == 0.5
-
-
-def test_backoff_jitter_stays_within_half_to_full_delay():
-    backoff = Backoff(base=1.0, cap=8.0)
-    delays = [backoff.next_delay("k") for _ in range(10)]
-    caps = [1, 2, 4, 8, 8, 8, 8, 8, 8, 8]
-    assert all(cap / 2 <= d <= cap for d, cap in zip(delays, caps, strict=True))
-
-
-def test_backoff_rejects_nonsense():
-    with pytest.raises(ValueError):
-        Backoff(base=0, cap=1)
-    with pytest.raises(ValueError):
-        Backoff(base=2, cap=1)

@@ -32,7 +32,8 @@ from . import jsoncodec
 from .auth import KeystoneAuth, KeystoneCredentials, redact
 from .errors import InvalidResponse, VncConnectionError, VncError, error_for_status
 from .objects import VncObject
-from .retry import RETRYABLE_STATUSES, Jitter, RetryPolicy, full_jitter
+from .ratelimit import Jitter, full_jitter
+from .retry import RETRYABLE_STATUSES, RetryPolicy
 from .schema import ResourceType, resource_type
 from .session import VncSession
 
@@ -437,6 +438,7 @@ class VncClient:
         n = len(self._endpoints)
         index = self._current
         failures = 0
+        delays = self._retry.limiter(self._jitter)  # one backoff per call: its rounds of attempts
         reauthenticated = False
         gated = self._write_gate is not None and method != "GET" and path not in _READ_POSTS
         while True:
@@ -478,7 +480,7 @@ class VncClient:
                         method, template, self._endpoints[index], failure, failures, self._retry.attempts)
             index = (index + 1) % n
             if failures % n == 0:
-                self._sleep(self._jitter(self._retry.cap(failures // n - 1)))
+                self._sleep(delays.when(path))
 
     def _auth_headers(self) -> Tuple[Optional[str], Optional[Dict[str, str]]]:
         if self._auth is None:

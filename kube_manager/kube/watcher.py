@@ -56,6 +56,7 @@ from kube_manager.db import ConnectionStatus, Database
 from kube_manager.kube.resources import NAMESPACES, NETWORK_POLICIES, PODS, RESOURCES, Resource
 from kube_manager.logging_setup import kv
 from kube_manager.metrics import Metrics
+from vnc_client.ratelimit import ExponentialRateLimiter
 
 log = logging.getLogger(__name__)
 
@@ -81,23 +82,6 @@ class WatchSettings:
     page_size: int = 500
 
 
-class Backoff:
-    """Delays `initial`, 2x, 4x ... capped at `cap`; `reset` after a success."""
-
-    def __init__(self, initial: float, cap: float) -> None:
-        self._initial = initial
-        self._cap = cap
-        self._next = initial
-
-    def next(self) -> float:
-        delay = self._next
-        self._next = min(self._cap, self._next * 2)
-        return delay
-
-    def reset(self) -> None:
-        self._next = self._initial
-
-
 class WatchError(Exception):
     """An ERROR event other than 410, or a line that is not a watch event."""
 
@@ -109,6 +93,9 @@ class _Gone(Exception):
 class _Silent(Exception):
     """Neither an event nor a bookmark within `silence_timeout`: the watch is stuck."""
 
+
+# The two backoff items of a watcher: errors (reset by any progress) and 410s right after a re-list.
+_FAILED, _EXPIRED = "failed", "expired"
 
 # Failures after which the watch is retried with backoff.
 RETRYABLE = (urllib3.exceptions.HTTPError, ApiException, OSError, WatchError, ValueError)
@@ -208,8 +195,8 @@ class KubeWatcher:
         self._sleep = sleep if sleep is not None else self._stopped.wait
         self._rand = rand if rand is not None else random.Random()
         self._clock = clock
-        self._backoff = Backoff(settings.initial_backoff, settings.max_backoff)
-        self._expiry_backoff = Backoff(settings.initial_backoff, settings.max_backoff)
+        # Two items with their own counts: connection/API errors, and expiries right after a re-list.
+        self._backoff = ExponentialRateLimiter(settings.initial_backoff, settings.max_backoff)
         self._expired_again = False  # no watch event since the last 410
         self._known: Dict[Key, Dict[str, Any]] = {}
         self._rv: Optional[str] = None
@@ -234,7 +221,7 @@ class KubeWatcher:
                 self._rv = None
                 # The first expiry re-lists at once; one right after a re-list (a server whose
                 # watch cache lags its lists) backs off, so as not to list the cluster in a loop.
-                delay = self._expiry_backoff.next() if self._expired_again else 0.0
+                delay = self._backoff.when(_EXPIRED) if self._expired_again else 0.0
                 self._expired_again = True
                 log.info("watch expired, re-listing", extra=kv(resource=self.resource.name,
                                                                relist_in=delay))
@@ -249,7 +236,7 @@ class KubeWatcher:
                     break
                 reason = "timeout" if isinstance(exc, urllib3.exceptions.TimeoutError) else "error"
                 self._restarted(reason, f"{type(exc).__name__}: {exc}")
-                delay = self._backoff.next()
+                delay = self._backoff.when(_FAILED)
                 log.warning("watch failed, retrying", extra=kv(
                     resource=self.resource.name, error=self.status.last_error, retry_in=delay))
                 self._sleep(delay)
@@ -290,7 +277,7 @@ class KubeWatcher:
         if self._metrics is not None:  # objects a list delivered: type LISTED, one per object
             self._metrics.kube_events.labels(resource=self.resource.name, type=LISTED).inc(len(items))
         self._mark_connected(rv)
-        self._backoff.reset()
+        self._backoff.forget(_FAILED)
         self._apply_list(items)
         signal = RELISTED if self._listed else LISTED
         self._listed = True
@@ -355,7 +342,7 @@ class KubeWatcher:
             self._response = None
             response.close()  # never hand a half-read stream back to the pool
             response.release_conn()
-        self._backoff.reset()  # a clean end of the stream: the server's timeout
+        self._backoff.forget(_FAILED)  # a clean end of the stream: the server's timeout
 
     def _handle(self, line: str) -> None:
         try:
@@ -386,8 +373,8 @@ class KubeWatcher:
         if rv and isinstance(rv, str):
             self._rv = rv
             self.status.resource_version = rv
-        self._backoff.reset()
-        self._expiry_backoff.reset()
+        self._backoff.forget(_FAILED)
+        self._backoff.forget(_EXPIRED)
         self._expired_again = False
 
     # --- shared ----------------------------------------------------------------------------------

@@ -48,6 +48,7 @@ import gevent.event
 from kube_manager.db import PARKED, PENDING, RETRYING, SYNCED, Database, FqName
 from kube_manager.logging_setup import kv
 from vnc_client.errors import Conflict, NotFound, VncError, WriteRefused, is_temporary
+from vnc_client.ratelimit import ExponentialRateLimiter, half_jitter
 from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
 
 from . import diff
@@ -56,7 +57,7 @@ from .executor import Executor
 from .ownership import OWNED_TYPES, SHARED_TYPES, Lister, Marks, list_objects
 from .pods import HOST_NETWORK, POD, PodTagger, VmiApi, pod_key
 from .reflists import RefListIndex
-from .workqueue import Backoff, WorkQueue
+from .workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 
@@ -178,10 +179,11 @@ class Reconciler:
         self.queue: WorkQueue[ObjKey] = WorkQueue(on_depth=observer.queue_depth if observer else None)
         self.executor: Executor[ObjKey] = Executor(
             self.queue, self._handle, concurrency=settings.concurrency,
-            backoff=Backoff(settings.retry_base, settings.retry_cap),
+            backoff=ExponentialRateLimiter(settings.retry_base, settings.retry_cap, half_jitter),
             on_error=self._failed, on_handled=self._timed)
         self.pods = PodTagger(client, db, self, self._managed_tag)
-        self._pod_backoff = Backoff(settings.retry_base, max(settings.retry_base, settings.pod_retry_cap))
+        pod_cap = max(settings.retry_base, settings.pod_retry_cap)
+        self._pod_backoff = ExponentialRateLimiter(settings.retry_base, pod_cap, half_jitter)
         pm = tuple(DEFAULT_POLICY_MANAGEMENT)
         self.aps_key: ObjKey = ("application-policy-set", pm + (marks.cluster,))
         self.denyall_key: ObjKey = ("firewall-policy", pm + (f"{marks.cluster}-denyall",))
@@ -461,7 +463,7 @@ class Reconciler:
             self._pod_backoff.forget(key)
             self._set_status(key, None)
         else:
-            self.queue.add_after(key, self._pod_backoff.next_delay(key))
+            self.queue.add_after(key, self._pod_backoff.when(key))
             self._set_status(key, BLOCKED)
         return True
 
@@ -600,7 +602,7 @@ class Reconciler:
         log.log(logging.INFO if isinstance(exc, WriteRefused) else logging.WARNING,
                 "config API write failed, will retry", extra=kv(
                     key=describe(key), error=f"{type(exc).__name__}: {exc}", retry_in=round(delay, 3),
-                    failures=self.executor.backoff.failures(key)))
+                    failures=self.executor.backoff.num_requeues(key)))
         if key[0] == POD and key[1] in self.db.pods:
             record = self.db.pods[key[1]]
             record.vmi_state, record.vmi_error = RETRYING, f"{type(exc).__name__}: {exc}"

@@ -14,8 +14,9 @@ from typing import Callable, Generic, Hashable, List, Optional, TypeVar
 import gevent
 
 from kube_manager.logging_setup import kv
+from vnc_client.ratelimit import ExponentialRateLimiter, half_jitter
 
-from .workqueue import Backoff, ShutDown, WorkQueue
+from .workqueue import ShutDown, WorkQueue
 
 log = logging.getLogger(__name__)
 
@@ -33,13 +34,13 @@ class Executor(Generic[K]):
     """`concurrency` workers taking keys from `queue` and running `handler` on each."""
 
     def __init__(self, queue: WorkQueue[K], handler: Handler, *, concurrency: int = 8,
-                 backoff: Optional[Backoff] = None, on_error: Optional[ErrorHook] = None,
+                 backoff: Optional[ExponentialRateLimiter] = None, on_error: Optional[ErrorHook] = None,
                  on_handled: Optional[TimingHook] = None) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self.queue = queue
         self.concurrency = concurrency
-        self.backoff = backoff or Backoff()
+        self.backoff = backoff or ExponentialRateLimiter(0.2, 30.0, half_jitter)
         self._handler = handler
         self._on_error = on_error
         self._on_handled = on_handled
@@ -65,7 +66,7 @@ class Executor(Generic[K]):
 
     def retry_later(self, key: K) -> float:
         """Schedule `key` again after its backoff; returns the delay."""
-        delay = self.backoff.next_delay(key)
+        delay = self.backoff.when(key)
         self.queue.add_after(key, delay)
         return delay
 

@@ -1,4 +1,4 @@
-"""A per-key coalescing work queue for gevent workers, with per-key retry backoff.
+"""A per-key coalescing work queue for gevent workers.
 
 The semantics are those of client-go's workqueue, because they are what makes a level-triggered
 reconciler both correct and cheap:
@@ -15,9 +15,7 @@ Everything runs in one gevent hub, so plain sets suffice; waiting is on gevent e
 """
 from __future__ import annotations
 
-import random
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Callable, Deque, Dict, Generic, Hashable, Optional, Set, TypeVar
 
 import gevent
@@ -163,35 +161,3 @@ class WorkQueue(Generic[K]):
 
 def _now() -> float:
     return gevent.get_hub().loop.now()
-
-
-@dataclass
-class Backoff:
-    """Per-key capped exponential backoff with jitter: `base * 2**failures`, at most `cap`.
-
-    The jitter draws the delay in [d/2, d] so that retries of many keys that failed together spread
-    out, while a delay never collapses to zero (which would hammer a server that just failed).
-    """
-
-    base: float = 0.2
-    cap: float = 30.0
-    rng: Callable[[float, float], float] = random.uniform
-    _failures: Dict[Hashable, int] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.base <= 0 or self.cap < self.base:
-            raise ValueError(f"backoff needs 0 < base <= cap, got base={self.base} cap={self.cap}")
-
-    def next_delay(self, key: Hashable) -> float:
-        """Record one more failure of `key` and return how long to wait before retrying it."""
-        failures = self._failures.get(key, 0)
-        self._failures[key] = failures + 1
-        delay = min(self.cap, self.base * (2 ** min(failures, 32)))
-        return self.rng(delay / 2, delay)
-
-    def failures(self, key: Hashable) -> int:
-        return self._failures.get(key, 0)
-
-    def forget(self, key: Hashable) -> None:
-        """The key succeeded: its next failure starts again from `base`."""
-        self._failures.pop(key, None)
