@@ -197,7 +197,7 @@ def _existing_file(text: str) -> str:
 
 def _existing_paths(text: str) -> List[str]:
     paths = [os.path.expanduser(item) for item in _split_list(text)]
-    missing = [path for path in paths if not os.path.exists(path)]
+    missing = [path for path in paths if path != "-" and not os.path.exists(path)]  # -: standard input
     if missing:
         raise ValueError(f"no such file or directory: {', '.join(missing)}")
     return paths

@@ -131,6 +131,16 @@ def test_an_unreadable_file_in_a_directory_is_named(tmp_path):
     assert_one_line_exit_2(done, "translate", str(tmp_path / "sub" / "bad.json"), "not UTF-8 text")
 
 
+def test_run_demo_reads_standard_input():
+    stdin = b"\n---\n".join(path.read_bytes() for path in sorted(Path(DEMO).glob("*.yaml")))
+    done = subprocess.run([sys.executable, "-m", "kube_manager", "run", "--demo", "-", "--once",
+                           "--http-server-port", "0"], input=stdin, capture_output=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    demo = load_manifests([DEMO])
+    assert (f'msg="emulated API server loaded" namespaces={len(demo.namespaces)} pods={len(demo.pods)} '
+            f'network_policies={len(demo.network_policies)}').encode() in done.stderr
+
+
 def test_run_demo_with_an_unreadable_file_exits_2(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_bytes(b"\x00\x01")
