@@ -16,9 +16,13 @@ own with `--latency` added to every answer - and reports:
 - `/explain` over HTTP on introspect: the first question after a change (the index is built) and
   then p50 and p99 of questions on an unchanged DB;
 - memory: this process's RSS (translator, DB, reconciler, client, and the synthetic manifests,
-  reported apart) after the cold start, and its peak.
+  reported apart) after the translation of the initial lists and after the cold start, and its peak.
 
-    python bench/bench_daemon.py [--sizes 150:600,1500:6000] [--concurrency 8] [--events 30]
+`--cache-sizes` adds sizes measured without a config API (the watch events through `KubeCache` and
+the translator only): `/explain` and memory where a full cold start would take too long, such as
+XLarge (75000:100000).
+
+    python bench/bench_daemon.py [--sizes 150:600,1500:6000] [--cache-sizes 5000:20000] [--events 30]
 
 Figures depend on the machine's load; compare CPU per request and ratios between versions.
 """
@@ -86,7 +90,7 @@ class Daemon:
         self.cache.sink = self.reconciler
         self.states: Optional[gevent.Greenlet] = None
 
-    def converge(self, cluster: Any) -> Tuple[float, float, float]:
+    def converge(self, cluster: Any, translated_hook: Callable[[], Any] = lambda: None) -> Tuple[float, float, float]:
         """Feed the cluster, start, resync, wait: (translation seconds, reconcile seconds, CPU
         seconds of this process while reconciling)."""
         started = time.perf_counter()
@@ -94,6 +98,7 @@ class Daemon:
         translated = time.perf_counter()
         gc.collect()  # as the daemon does after its initial lists
         gc.freeze()
+        translated_hook()
         cpu = time.process_time()
         self.reconciler.start()
         self.states = gevent.spawn(refresh_states, self.cache, self.reconciler)
@@ -180,13 +185,13 @@ def one_size(policies: int, pods: int, concurrency: int, latency: float, events:
     with embedded_server("process", latency) as srv:
         populate_vmis(srv.url, cluster)
         daemon = Daemon(srv.url, concurrency)
-        translate_s, reconcile_s, cpu_s = daemon.converge(cluster)
+        translate_s, reconcile_s, cpu_s = daemon.converge(cluster, lambda: result.update(translated_rss=rss_mb()))
         result["cold_start"] = {"translate_s": round(translate_s, 2), "wall_s": round(reconcile_s, 2),
                                 "requests": daemon.count.requests, "writes": daemon.count.writes,
                                 "cpu_ms_per_request": round(cpu_s * 1000 / daemon.count.requests, 3),
                                 "objects": sum(len(v) for v in daemon.db.desired.values())}
-        result["memory_mb"] = {"rss": round(rss_mb(), 1), "peak": round(rss_mb("VmHWM"), 1),
-                               "manifests": round(manifests_mb, 1)}
+        result["memory_mb"] = {"translated": round(result.pop("translated_rss"), 1), "rss": round(rss_mb(), 1),
+                               "peak": round(rss_mb("VmHWM"), 1), "manifests": round(manifests_mb, 1)}
         restart = Daemon(srv.url, concurrency)
         started = time.perf_counter()
         restart.converge(cluster)
@@ -207,28 +212,51 @@ def one_size(policies: int, pods: int, concurrency: int, latency: float, events:
     return result
 
 
+def cache_only(policies: int, pods: int) -> Dict[str, Any]:
+    """The watch events through the cache and translator, no config API: /explain and memory."""
+    base = rss_mb()
+    cluster = synthetic(policies, pods)
+    manifests_mb = rss_mb() - base
+    db = Database()
+    started = time.perf_counter()
+    feed(KubeCache(db, ClusterTranslator("k8s", "k8s")), cluster)
+    translate_s = time.perf_counter() - started
+    gc.collect()
+    gc.freeze()
+    memory = {"translated": round(rss_mb(), 1), "peak": round(rss_mb("VmHWM"), 1), "manifests": round(manifests_mb, 1)}
+    return {"policies": policies, "pods": pods, "namespaces": len(cluster.namespaces), "cache_only": True,
+            "cold_start": {"translate_s": round(translate_s, 2)}, "memory_mb": memory,
+            "explain": explain_latency(db, cluster)}
+
+
 def report(results: List[Dict[str, Any]]) -> str:
     """The figures of every size side by side, one row per figure."""
+    def cold(name: str) -> Callable[[Dict[str, Any]], Any]:
+        return lambda r: r["cold_start"].get(name, "-")
+
     rows: List[Tuple[str, Callable[[Dict[str, Any]], Any]]] = [
         ("namespaces / pods / NetworkPolicies", lambda r: f"{r['namespaces']} / {r['pods']} / {r['policies']}"),
-        ("objects written at cold start", lambda r: r["cold_start"]["objects"]),
-        ("translation of the initial lists (s)", lambda r: r["cold_start"]["translate_s"]),
-        ("cold start: daemon writes (s)", lambda r: r["cold_start"]["wall_s"]),
+        ("objects written at cold start", cold("objects")),
+        ("translation of the initial lists (s)", cold("translate_s")),
+        ("cold start: daemon writes (s)", cold("wall_s")),
         ("cold start: bare client, same writes (s)", lambda r: r.get("bare_client", {}).get("wall_s", "-")),
-        ("cold start: daemon / bare client", lambda r: r["cold_start"].get("vs_bare_client", "-")),
+        ("cold start: daemon / bare client", cold("vs_bare_client")),
         ("cold start CPU per request: daemon / bare (ms)", lambda r: "{} / {}".format(
-            r["cold_start"]["cpu_ms_per_request"], r.get("bare_client", {}).get("cpu_ms_per_request", "-"))),
-        ("cold start: requests (writes)", lambda r: f"{r['cold_start']['requests']} ({r['cold_start']['writes']})"),
-        ("restart, nothing changed (s)", lambda r: r["restart"]["wall_s"]),
-        ("restart: requests (writes)", lambda r: f"{r['restart']['requests']} ({r['restart']['writes']})"),
-        ("restart / cold start (translation + writes)", lambda r: round(
+            r["cold_start"].get("cpu_ms_per_request", "-"), r.get("bare_client", {}).get("cpu_ms_per_request", "-"))),
+        ("cold start: requests (writes)", lambda r: "-" if "requests" not in r["cold_start"] else
+         f"{r['cold_start']['requests']} ({r['cold_start']['writes']})"),
+        ("restart, nothing changed (s)", lambda r: r.get("restart", {}).get("wall_s", "-")),
+        ("restart: requests (writes)", lambda r: "-" if "restart" not in r else
+         f"{r['restart']['requests']} ({r['restart']['writes']})"),
+        ("restart / cold start (translation + writes)", lambda r: "-" if "restart" not in r else round(
             r["restart"]["wall_s"] / (r["cold_start"]["translate_s"] + r["cold_start"]["wall_s"]), 3)),
-        ("event -> last write p50 (ms)", lambda r: (r["event"] or {}).get("p50_ms", "-")),
-        ("event -> last write p99 (ms)", lambda r: (r["event"] or {}).get("p99_ms", "-")),
-        ("requests per event", lambda r: (r["event"] or {}).get("requests_per_event", "-")),
+        ("event -> last write p50 (ms)", lambda r: (r.get("event") or {}).get("p50_ms", "-")),
+        ("event -> last write p99 (ms)", lambda r: (r.get("event") or {}).get("p99_ms", "-")),
+        ("requests per event", lambda r: (r.get("event") or {}).get("requests_per_event", "-")),
         ("/explain first after a change (ms)", lambda r: r["explain"]["first_ms"]),
         ("/explain p50 / p99, unchanged DB (ms)", lambda r: f"{r['explain']['p50_ms']} / {r['explain']['p99_ms']}"),
-        ("RSS after cold start / peak (MB)", lambda r: f"{r['memory_mb']['rss']} / {r['memory_mb']['peak']}"),
+        ("RSS after translation (MB)", lambda r: r["memory_mb"]["translated"]),
+        ("RSS after cold start / peak (MB)", lambda r: f"{r['memory_mb'].get('rss', '-')} / {r['memory_mb']['peak']}"),
         ("  of which synthetic manifests (MB)", lambda r: r["memory_mb"]["manifests"]),
     ]
     width = max(len(name) for name, _ in rows)
@@ -245,17 +273,26 @@ def main(argv: "List[str] | None" = None) -> int:
     parser.add_argument("--concurrency", type=int, default=8, help="vnc_max_concurrency of daemon and bare client")
     parser.add_argument("--latency", type=float, default=0.002, help="seconds the server adds to every answer")
     parser.add_argument("--events", type=int, default=30, help="single-NetworkPolicy events timed per size")
+    parser.add_argument("--cache-sizes", default="",
+                        help="comma list of NETWORKPOLICIES:PODS measured without a config API (/explain, memory)")
     parser.add_argument("--no-bare", action="store_true", help="skip the bare-client comparison")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a child: one size, JSON on stdout
+    parser.add_argument("--one-cache", help=argparse.SUPPRESS)  # a child: one cache-only size
     args = parser.parse_args(argv)
     if args.one:
         policies, pods = (int(n) for n in args.one.split(":"))
         print(json.dumps(one_size(policies, pods, args.concurrency, args.latency, args.events, not args.no_bare)))
         return 0
+    if args.one_cache:
+        policies, pods = (int(n) for n in args.one_cache.split(":"))
+        print(json.dumps(cache_only(policies, pods)))
+        return 0
     results = []
-    for size in args.sizes.split(","):
-        command = [sys.executable, os.path.abspath(__file__), "--one", size, "--concurrency", str(args.concurrency),
+    runs = [("--one", size) for size in args.sizes.split(",") if size]
+    runs += [("--one-cache", size) for size in args.cache_sizes.split(",") if size]
+    for flag, size in runs:
+        command = [sys.executable, os.path.abspath(__file__), flag, size, "--concurrency", str(args.concurrency),
                    "--latency", str(args.latency), "--events", str(args.events)] + (["--no-bare"] if args.no_bare else [])
         child = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
         results.append(json.loads(child.stdout.strip().splitlines()[-1]))
