@@ -176,12 +176,25 @@ def explain_latency(db: Database, cluster: Any) -> Dict[str, Any]:
     return {"first_ms": round(first, 1), "p50_ms": percentile(times, 0.5), "p99_ms": percentile(times, 0.99)}
 
 
-def one_size(policies: int, pods: int, concurrency: int, latency: float, events: int, bare: bool) -> Dict[str, Any]:
+def one_size(policies: int, pods: int, concurrency: int, latency: float, events: int, bare: bool,
+             repeat: int) -> Dict[str, Any]:
     base = rss_mb()
     cluster = synthetic(policies, pods)
     manifests_mb = rss_mb() - base
     result: Dict[str, Any] = {"policies": policies, "pods": pods, "namespaces": len(cluster.namespaces),
                               "concurrency": concurrency, "latency_s": latency}
+    daemon_walls: List[float] = []
+    bare_runs: List[Dict[str, Any]] = []
+    for _ in range(repeat - 1):  # extra rounds, alternating, against the neighbours' load
+        with embedded_server("process", latency) as srv:
+            populate_vmis(srv.url, cluster)
+            extra = Daemon(srv.url, concurrency)
+            daemon_walls.append(round(extra.converge(cluster)[1], 2))
+            extra.close()
+        if bare:
+            with embedded_server("process", latency) as srv:
+                populate_vmis(srv.url, cluster)
+                bare_runs.append(bare_client(srv.url, extra.db.desired, extra.db.pods, concurrency))
     with embedded_server("process", latency) as srv:
         populate_vmis(srv.url, cluster)
         daemon = Daemon(srv.url, concurrency)
@@ -203,12 +216,15 @@ def one_size(policies: int, pods: int, concurrency: int, latency: float, events:
         desired = {t: dict(objects) for t, objects in daemon.db.desired.items()}
         records = dict(daemon.db.pods)
         daemon.close()
+    daemon_walls.append(result["cold_start"]["wall_s"])
+    result["cold_start"]["walls_s"] = daemon_walls
     if bare:
         with embedded_server("process", latency) as srv:
             populate_vmis(srv.url, cluster)
-            result["bare_client"] = bare_client(srv.url, desired, records, concurrency)
-        result["cold_start"]["vs_bare_client"] = round(
-            result["cold_start"]["wall_s"] / result["bare_client"]["wall_s"], 2)
+            bare_runs.append(bare_client(srv.url, desired, records, concurrency))
+        result["bare_client"] = min(bare_runs, key=lambda run: run["wall_s"])
+        result["bare_client"]["walls_s"] = [run["wall_s"] for run in bare_runs]
+        result["cold_start"]["vs_bare_client"] = round(min(daemon_walls) / result["bare_client"]["wall_s"], 2)
     return result
 
 
@@ -238,9 +254,9 @@ def report(results: List[Dict[str, Any]]) -> str:
         ("namespaces / pods / NetworkPolicies", lambda r: f"{r['namespaces']} / {r['pods']} / {r['policies']}"),
         ("objects written at cold start", cold("objects")),
         ("translation of the initial lists (s)", cold("translate_s")),
-        ("cold start: daemon writes (s)", cold("wall_s")),
-        ("cold start: bare client, same writes (s)", lambda r: r.get("bare_client", {}).get("wall_s", "-")),
-        ("cold start: daemon / bare client", cold("vs_bare_client")),
+        ("cold start: daemon writes, each run (s)", cold("walls_s")),
+        ("cold start: bare client, each run (s)", lambda r: r.get("bare_client", {}).get("walls_s", "-")),
+        ("cold start: daemon / bare client (best runs)", cold("vs_bare_client")),
         ("cold start CPU per request: daemon / bare (ms)", lambda r: "{} / {}".format(
             r["cold_start"].get("cpu_ms_per_request", "-"), r.get("bare_client", {}).get("cpu_ms_per_request", "-"))),
         ("cold start: requests (writes)", lambda r: "-" if "requests" not in r["cold_start"] else
@@ -248,8 +264,8 @@ def report(results: List[Dict[str, Any]]) -> str:
         ("restart, nothing changed (s)", lambda r: r.get("restart", {}).get("wall_s", "-")),
         ("restart: requests (writes)", lambda r: "-" if "restart" not in r else
          f"{r['restart']['requests']} ({r['restart']['writes']})"),
-        ("restart / cold start (translation + writes)", lambda r: "-" if "restart" not in r else round(
-            r["restart"]["wall_s"] / (r["cold_start"]["translate_s"] + r["cold_start"]["wall_s"]), 3)),
+        ("restart / best cold start (translation + writes)", lambda r: "-" if "restart" not in r else round(
+            r["restart"]["wall_s"] / (r["cold_start"]["translate_s"] + min(r["cold_start"]["walls_s"])), 3)),
         ("event -> last write p50 (ms)", lambda r: (r.get("event") or {}).get("p50_ms", "-")),
         ("event -> last write p99 (ms)", lambda r: (r.get("event") or {}).get("p99_ms", "-")),
         ("requests per event", lambda r: (r.get("event") or {}).get("requests_per_event", "-")),
@@ -262,7 +278,7 @@ def report(results: List[Dict[str, Any]]) -> str:
     width = max(len(name) for name, _ in rows)
     lines = []
     for name, value in rows:
-        lines.append(f"{name:<{width}}  " + "  ".join(f"{str(value(r)):>22}" for r in results))
+        lines.append(f"{name:<{width}}  " + "  ".join(f"{str(value(r)):>24}" for r in results))
     return "\n".join(lines)
 
 
@@ -276,13 +292,16 @@ def main(argv: "List[str] | None" = None) -> int:
     parser.add_argument("--cache-sizes", default="",
                         help="comma list of NETWORKPOLICIES:PODS measured without a config API (/explain, memory)")
     parser.add_argument("--no-bare", action="store_true", help="skip the bare-client comparison")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="cold starts of daemon and bare client each, alternating; the best of each compared")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a child: one size, JSON on stdout
     parser.add_argument("--one-cache", help=argparse.SUPPRESS)  # a child: one cache-only size
     args = parser.parse_args(argv)
     if args.one:
         policies, pods = (int(n) for n in args.one.split(":"))
-        print(json.dumps(one_size(policies, pods, args.concurrency, args.latency, args.events, not args.no_bare)))
+        print(json.dumps(one_size(policies, pods, args.concurrency, args.latency, args.events, not args.no_bare,
+                                  args.repeat)))
         return 0
     if args.one_cache:
         policies, pods = (int(n) for n in args.one_cache.split(":"))
@@ -293,7 +312,8 @@ def main(argv: "List[str] | None" = None) -> int:
     runs += [("--one-cache", size) for size in args.cache_sizes.split(",") if size]
     for flag, size in runs:
         command = [sys.executable, os.path.abspath(__file__), flag, size, "--concurrency", str(args.concurrency),
-                   "--latency", str(args.latency), "--events", str(args.events)] + (["--no-bare"] if args.no_bare else [])
+                   "--latency", str(args.latency), "--events", str(args.events), "--repeat", str(args.repeat)]
+        command += ["--no-bare"] if args.no_bare else []
         child = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
         results.append(json.loads(child.stdout.strip().splitlines()[-1]))
         if not args.json:
