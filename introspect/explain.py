@@ -7,6 +7,7 @@ is complete and turns failures into a 400 with that message, never a traceback.
 """
 from __future__ import annotations
 
+import gc
 import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional
@@ -113,10 +114,25 @@ def db_explainer(db: Database, cluster_name: str) -> ExplainFn:
     def explain(source: str, destination: str, port: str, protocol: str) -> Mapping[str, Any]:
         explainer = cached.get(db.generation)
         if explainer is None:
-            explainer = Explainer(db_translation(db, cluster_name), db_manifests(db), cluster_name,
-                                  db.selectors)
             cached.clear()
-            cached[db.generation] = explainer
+            explainer = cached[db.generation] = _build_explainer(db, cluster_name)
         return explainer.explain(source, destination, port, protocol)
 
     return explain
+
+
+def _build_explainer(db: Database, cluster_name: str) -> Explainer:
+    """The index, built with the cyclic garbage collector paused and followed by one full
+    collection. Every object of the index survives, so collecting while building only costs time
+    (half of the build at 20,000 pods), and the collector's first full pass over a new index
+    (0.4 s there) then happens here, in the question that pays for the build anyway, instead of
+    in a later question that should take milliseconds."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        explainer = Explainer(db_translation(db, cluster_name), db_manifests(db), cluster_name, db.selectors)
+    finally:
+        if paused:
+            gc.enable()
+    gc.collect()
+    return explainer

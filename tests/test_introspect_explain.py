@@ -167,3 +167,29 @@ def test_a_policy_rejected_whole_in_an_ends_namespace_is_named_escaped(app):
     html = call(app, "/explain?from=tools/debug&to=shop/db&port=5432&protocol=TCP").text
     assert "rejected whole (select nothing)" in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and XSS not in html
+
+
+def test_building_the_index_leaves_the_garbage_collector_as_it_found_it(db, monkeypatch):
+    import gc
+
+    from introspect import explain as explain_module
+
+    seen = []
+    real = explain_module.Explainer
+
+    def spy(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(explain_module, "Explainer", spy)
+    assert gc.isenabled()
+    db_explainer(db, "k8s")("shop/web", "shop/db", "5432", "TCP")
+    assert seen == [False] and gc.isenabled()  # paused while building, running again after
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("index bug")
+
+    monkeypatch.setattr(explain_module, "Explainer", broken)
+    with pytest.raises(RuntimeError):
+        db_explainer(db, "k8s")("shop/web", "shop/db", "5432", "TCP")
+    assert gc.isenabled()
