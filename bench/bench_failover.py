@@ -29,14 +29,14 @@ from dataclasses import asdict, dataclass
 from typing import Dict, List
 
 from kube_manager.manifests import Manifests
+from tests.builders import HTTP_8080, allow_from, namespace, pod, policy
 from tests.leader_support import DEFAULT, SHORT, ElectionRig, Timings, log_time
-from tests.reconciler_support import allow_from, namespace, pod, policy
 
 TIMINGS: Dict[str, Timings] = {"short": SHORT, "default": DEFAULT}
 BASE = Manifests(
     namespaces=[namespace("shop", team="shop")],
-    pods=[pod("shop", f"web-{n}", f"10.1.0.{n + 1}", app="web") for n in range(5)]
-    + [pod("shop", "api", "10.1.1.1", app="api")],
+    pods=[pod("shop", f"web-{n}", f"10.1.0.{n + 1}", app="web", ports=HTTP_8080) for n in range(5)]
+    + [pod("shop", "api", "10.1.1.1", app="api", ports=HTTP_8080)],
     network_policies=[policy("shop", f"api-from-web-{n}", allow_from("web", "api", 8000 + n)) for n in range(5)])
 
 

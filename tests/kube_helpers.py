@@ -1,4 +1,5 @@
-"""Helpers for the Kubernetes-side tests: object builders, an event recorder, a watcher thread."""
+"""Helpers for the Kubernetes-side tests: an event recorder, a watcher thread, scripted servers
+(manifests come from builders.py)."""
 from __future__ import annotations
 
 import contextlib
@@ -11,25 +12,6 @@ from kube_manager.db import Database
 from kube_manager.kube.watcher import KubeWatcher
 
 DEADLINE = 10.0  # seconds any awaited condition may take before the test fails
-
-
-def namespace(name: str, **labels: str) -> Dict[str, Any]:
-    return {"kind": "Namespace", "metadata": {"name": name, "labels": dict(labels)}}
-
-
-def pod(ns: str, name: str, ip: Optional[str] = None, **labels: str) -> Dict[str, Any]:
-    obj: Dict[str, Any] = {"kind": "Pod", "metadata": {"name": name, "namespace": ns,
-                                                      "labels": dict(labels)},
-                           "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
-    if ip:
-        obj["status"] = {"podIP": ip, "phase": "Running"}
-    return obj
-
-
-def policy(ns: str, name: str, spec: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    return {"kind": "NetworkPolicy", "apiVersion": "networking.k8s.io/v1",
-            "metadata": {"name": name, "namespace": ns},
-            "spec": spec if spec is not None else {"podSelector": {}}}
 
 
 def wait_until(predicate: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:

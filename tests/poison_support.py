@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from kube_manager.translator import translate
-from test_translator_oracle import namespace, pod, policy
+from builders import namespace, pod, policy
 
 VALID_NAMESPACES = [namespace("a", team="x"), namespace("b", team="y")]
 VALID_PODS = [pod("a", "web", "10.0.0.1", {"app": "web"}, [("http", 80, "TCP")]),

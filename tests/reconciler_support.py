@@ -8,7 +8,6 @@ every write in order, and can fail chosen calls, for the ordering and failure te
 from __future__ import annotations
 
 import copy
-import uuid as uuid_lib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -169,28 +168,6 @@ def connection_error() -> Exception:
 
 
 # --- a small cluster, fed to a translator and a DB as the daemon does --------------------------
-
-
-def namespace(name: str, **labels: str) -> Dict[str, Any]:
-    return {"kind": "Namespace", "metadata": {"name": name, "uid": f"ns-{name}", "labels": labels}}
-
-
-def pod(ns: str, name: str, ip: str, **labels: str) -> Dict[str, Any]:
-    uid = str(uuid_lib.uuid5(uuid_lib.NAMESPACE_URL, f"{ns}/{name}"))
-    return {"kind": "Pod", "metadata": {"namespace": ns, "name": name, "uid": uid, "labels": labels},
-            "spec": {"containers": [{"name": "c", "ports": [{"name": "http", "containerPort": 8080}]}]},
-            "status": {"podIP": ip}}
-
-
-def policy(ns: str, name: str, spec: Dict[str, Any]) -> Dict[str, Any]:
-    return {"kind": "NetworkPolicy", "metadata": {"namespace": ns, "name": name, "uid": f"np-{ns}-{name}"},
-            "spec": spec}
-
-
-def allow_from(app: str, to: str, port: int = 80) -> Dict[str, Any]:
-    return {"podSelector": {"matchLabels": {"app": to}}, "policyTypes": ["Ingress"],
-            "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": app}}}],
-                         "ports": [{"protocol": "TCP", "port": port}]}]}
 
 
 RESOURCE_OF = {"Namespace": "namespaces", "Pod": "pods", "NetworkPolicy": "networkpolicies"}

@@ -12,7 +12,7 @@ from kube_manager.translator.explain import Explainer
 from kube_manager.translator import render as render_module
 from poison_support import (CLEAN, POISONS, VALID_KEYS, VALID_NAMESPACES, VALID_PODS, VALID_POLICIES,
                             assert_others_converge, cluster_with, fuzz, identify)
-from test_translator_oracle import pod, policy
+from builders import pod, policy
 
 
 

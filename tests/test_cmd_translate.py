@@ -13,7 +13,7 @@ import yaml
 from kube_manager.cli import main
 from kube_manager.manifests import load_manifests
 from kube_manager.translator import translate
-from test_translator_oracle import assert_translation_valid
+from schema_oracle import assert_translation_valid
 
 ROOT = os.path.join(os.path.dirname(__file__), os.pardir)
 EXAMPLES = os.path.join(ROOT, "examples")

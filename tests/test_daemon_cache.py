@@ -6,7 +6,7 @@ from typing import List
 from kube_manager.cache import KubeCache
 from kube_manager.db import PENDING, REJECTED, RETRYING, SYNCED, Database
 from kube_manager.translator import ClusterTranslator, RefChange
-from tests.reconciler_support import allow_from, namespace, pod, policy
+from builders import HTTP_8080, allow_from, namespace, pod, policy
 
 PM = "default-policy-management"
 
@@ -44,7 +44,7 @@ def test_events_before_the_first_lists_are_held_then_applied_in_dependency_order
                                "ingress": [{"ports": [{"port": "http"}]}]})
     cache.on_event("networkpolicies", "ADDED", named)
     cache.on_event("networkpolicies", "LISTED", {"resourceVersion": "3"})
-    cache.on_event("pods", "ADDED", pod("a", "web", "10.0.0.1", app="web"))
+    cache.on_event("pods", "ADDED", pod("a", "web", "10.0.0.1", app="web", ports=HTTP_8080))
     assert sink.objects == [] and db.pods == {}  # held: the picture is incomplete
     cache.on_event("pods", "LISTED", {"resourceVersion": "3"})
     cache.on_event("namespaces", "ADDED", namespace("a"))
@@ -60,8 +60,8 @@ def test_records_follow_events_and_the_desired_state_is_the_translators():
     db, sink, cache = make()
     listed(cache)
     cache.on_event("namespaces", "ADDED", namespace("a", team="x"))
-    cache.on_event("pods", "ADDED", pod("a", "web", "10.0.0.1", app="web"))
-    cache.on_event("pods", "ADDED", pod("a", "client", "10.0.0.2", app="client"))
+    cache.on_event("pods", "ADDED", pod("a", "web", "10.0.0.1", app="web", ports=HTTP_8080))
+    cache.on_event("pods", "ADDED", pod("a", "client", "10.0.0.2", app="client", ports=HTTP_8080))
     cache.on_event("networkpolicies", "ADDED", policy("a", "np", allow_from("client", "web")))
     record = db.network_policies[("a", "np")]
     assert record.firewall_policy == [PM, "k8s-a-np"]
@@ -69,9 +69,9 @@ def test_records_follow_events_and_the_desired_state_is_the_translators():
     assert db.desired is cache.translator.desired()
     assert "app=client" in db.pods[("a", "client")].tags
     sink.pods.clear()
-    cache.on_event("pods", "MODIFIED", pod("a", "client", "10.0.0.2", app="other"))
+    cache.on_event("pods", "MODIFIED", pod("a", "client", "10.0.0.2", app="other", ports=HTTP_8080))
     assert sink.pods == [("a", "client")] and "app=client" not in db.pods[("a", "client")].tags
-    cache.on_event("pods", "DELETED", pod("a", "client", "10.0.0.2"))
+    cache.on_event("pods", "DELETED", pod("a", "client", "10.0.0.2", ports=HTTP_8080))
     cache.on_event("networkpolicies", "DELETED", policy("a", "np", {}))
     assert ("a", "client") not in db.pods and ("a", "np") not in db.network_policies
     assert ("firewall-policy", (PM, "k8s-a-np")) in sink.objects
@@ -141,7 +141,7 @@ def test_the_initial_lists_are_translated_in_one_flush_then_read_once_each():
     cache = KubeCache(db, recorder, sink)  # type: ignore[arg-type]
     cache.on_event("namespaces", "ADDED", namespace("a"))
     for i in range(5):
-        cache.on_event("pods", "ADDED", pod("a", f"web-{i}", f"10.0.0.{i + 1}", app="web"))
+        cache.on_event("pods", "ADDED", pod("a", f"web-{i}", f"10.0.0.{i + 1}", app="web", ports=HTTP_8080))
         cache.on_event("networkpolicies", "ADDED", policy("a", f"np-{i}", allow_from("client", "web", 80 + i)))
     recorder.calls.clear()
     listed(cache)
@@ -153,7 +153,7 @@ def test_the_initial_lists_are_translated_in_one_flush_then_read_once_each():
     assert all("app=web" in db.pods[("a", f"web-{i}")].tags for i in range(5))
     # from then on, the errors are read again only when some may have come or gone
     recorder.calls.clear()
-    cache.on_event("pods", "MODIFIED", pod("a", "web-0", "10.0.0.1", app="client"))
+    cache.on_event("pods", "MODIFIED", pod("a", "web-0", "10.0.0.1", app="client", ports=HTTP_8080))
     cache.on_event("networkpolicies", "ADDED", policy("a", "np-9", allow_from("client", "web", 99)))
     cache.on_event("networkpolicies", "DELETED", policy("a", "np-1", {}))
     assert "errors" not in recorder.calls
@@ -166,15 +166,15 @@ def test_the_initial_lists_are_translated_in_one_flush_then_read_once_each():
 def test_rejected_pods_are_listed_until_fixed_or_deleted():
     db, sink, cache = make()
     listed(cache)
-    cache.on_event("pods", "ADDED", pod("a", "web", "10.0.0.300", app="web"))
+    cache.on_event("pods", "ADDED", pod("a", "web", "10.0.0.300", app="web", ports=HTTP_8080))
     assert [(e["kind"], e["name"]) for e in db.errors] == [("Pod", "web")]
-    cache.on_event("pods", "MODIFIED", pod("a", "web", "10.0.0.3", app="web"))
+    cache.on_event("pods", "MODIFIED", pod("a", "web", "10.0.0.3", app="web", ports=HTTP_8080))
     assert db.errors == [] and "app=web" not in db.pods[("a", "web")].tags
-    cache.on_event("pods", "ADDED", pod("a", "other", "not-an-ip"))
+    cache.on_event("pods", "ADDED", pod("a", "other", "not-an-ip", ports=HTTP_8080))
     cache.on_event("networkpolicies", "ADDED", policy("a", "bad", {
         "podSelector": {"matchExpressions": [{"key": "k", "operator": "Sometimes"}]}}))
     assert db.errors == cache.translator.errors() and len(db.errors) == 2
-    cache.on_event("pods", "DELETED", pod("a", "other", "not-an-ip"))
+    cache.on_event("pods", "DELETED", pod("a", "other", "not-an-ip", ports=HTTP_8080))
     cache.on_event("networkpolicies", "DELETED", policy("a", "bad", {}))
     assert db.errors == []
 
@@ -183,9 +183,9 @@ def test_a_recreated_pod_keeps_its_tags_when_they_do_not_change():
     db, sink, cache = make()
     listed(cache)
     cache.on_event("networkpolicies", "ADDED", policy("a", "np", allow_from("client", "web")))
-    cache.on_event("pods", "ADDED", pod("a", "web", "10.0.0.1", app="web"))
+    cache.on_event("pods", "ADDED", pod("a", "web", "10.0.0.1", app="web", ports=HTTP_8080))
     tags = list(db.pods[("a", "web")].tags)
-    recreated = pod("a", "web", "10.0.0.2", app="web")
+    recreated = pod("a", "web", "10.0.0.2", app="web", ports=HTTP_8080)
     recreated["metadata"]["uid"] = "another-uid"
     cache.on_event("pods", "MODIFIED", recreated)
     assert db.pods[("a", "web")].uid == "another-uid" and db.pods[("a", "web")].tags == tags

@@ -19,7 +19,7 @@ from kube_manager.kube.watcher import TRIMMERS
 from kube_manager.translator import ClusterTranslator
 from poison_support import (CLEAN, POISONS, VALID_KEYS, VALID_NAMESPACES, VALID_PODS, VALID_POLICIES,
                             assert_others_converge, fuzz, identify)
-from test_translator_oracle import policy
+from builders import policy
 from tests.introspect_support import call
 
 PM = "default-policy-management"

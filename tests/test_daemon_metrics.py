@@ -6,7 +6,8 @@ from typing import Dict
 
 from prometheus_client import CollectorRegistry
 
-from kube_helpers import Recorder, namespace, pod, running, wait_until, watcher
+from builders import namespace, pod
+from kube_helpers import Recorder, running, wait_until, watcher
 from kube_manager.db import Database
 from kube_manager.kube.client_factory import api_client_for_url
 from kube_manager.sim.kube_api.runner import EmulatorRunner

@@ -7,13 +7,13 @@ import pytest
 
 from kube_manager.manifests import Manifests
 from tests.e2e_support import Environment, wait_until
-from tests.reconciler_support import allow_from, namespace, pod, policy
+from builders import HTTP_8080, allow_from, namespace, pod, policy
 
 NS_SHOP = namespace("shop", team="shop")
 NS_OPS = namespace("ops", team="ops")
-WEB = pod("shop", "web", "10.1.0.1", app="web")
-API = pod("shop", "api", "10.1.0.2", app="api")
-MONITOR = pod("ops", "monitor", "10.2.0.1", app="monitor")
+WEB = pod("shop", "web", "10.1.0.1", app="web", ports=HTTP_8080)
+API = pod("shop", "api", "10.1.0.2", app="api", ports=HTTP_8080)
+MONITOR = pod("ops", "monitor", "10.2.0.1", app="monitor", ports=HTTP_8080)
 API_FROM_WEB = policy("shop", "api-from-web", allow_from("web", "api", 8080))
 
 
@@ -58,11 +58,11 @@ def test_changes_to_policies_pods_and_labels_converge_to_translate(shared):
     # a new policy, then a pod it selects, created after it
     env.apply(policy("shop", "cache-from-api", allow_from("api", "cache", 6379)))
     env.wait_converged()
-    env.apply(pod("shop", "cache", "10.1.0.3", app="cache"))
+    env.apply(pod("shop", "cache", "10.1.0.3", app="cache", ports=HTTP_8080))
     env.wait_converged()
     # a changed policy, a pod's labels, a namespace's labels
     env.apply(policy("shop", "cache-from-api", allow_from("web", "cache", 6380)))
-    env.apply(pod("shop", "api", "10.1.0.2", app="api", version="2"))
+    env.apply(pod("shop", "api", "10.1.0.2", app="api", version="2", ports=HTTP_8080))
     env.wait_converged()
     env.apply(namespace("ops", team="shop-ops"), monitoring("shop-ops"))
     env.wait_converged()
@@ -81,7 +81,7 @@ def test_changes_to_policies_pods_and_labels_converge_to_translate(shared):
 
 def test_a_vmi_that_appears_late_is_shown_pending_then_tagged(shared):
     env, daemon = shared
-    late = pod("shop", "late-worker", "10.1.0.9", app="api")
+    late = pod("shop", "late-worker", "10.1.0.9", app="api", ports=HTTP_8080)
     env.apply(late)
 
     def shown_without_vm() -> bool:
@@ -124,7 +124,7 @@ def test_a_rule_deleted_by_hand_comes_back_at_the_next_resync(shared):
 def test_a_watch_that_gets_410_relists_and_loses_no_event(shared):
     env, daemon = shared
 
-    env.apply(pod("ops", "relist-me", "10.2.0.5", app="monitor"))
+    env.apply(pod("ops", "relist-me", "10.2.0.5", app="monitor", ports=HTTP_8080))
     env.wait_converged()
 
     def change_while_disconnected_then_expire(store) -> None:  # one step in the emulator's loop
@@ -139,7 +139,7 @@ def test_a_watch_that_gets_410_relists_and_loses_no_event(shared):
 
 def test_config_api_errors_and_dropped_connections_delay_but_lose_nothing(shared):
     env, daemon = shared
-    env.apply(pod("shop", "batch", "10.1.0.7", app="batch"), policy("shop", "doomed", allow_from("batch", "web")))
+    env.apply(pod("shop", "batch", "10.1.0.7", app="batch", ports=HTTP_8080), policy("shop", "doomed", allow_from("batch", "web")))
     env.wait_converged()  # the CNI (in this process) shares the server: let it finish first
     before = env.vnc.counters.statuses()
     env.vnc.faults.fail_next(10)   # a burst of 503s...
@@ -149,7 +149,7 @@ def test_config_api_errors_and_dropped_connections_delay_but_lose_nothing(shared
         env.apply(policy("shop", "web-from-api", allow_from("api", "web", 80)),
                   policy("shop", "batch-egress", {"podSelector": {"matchLabels": {"app": "batch"}},
                                                   "policyTypes": ["Egress"], "egress": [{}]}),
-                  pod("shop", "batch", "10.1.0.7", app="batch", tier="low"))
+                  pod("shop", "batch", "10.1.0.7", app="batch", tier="low", ports=HTTP_8080))
         env.delete("NetworkPolicy", "shop", "doomed")
 
         def faults_served() -> bool:
@@ -182,7 +182,7 @@ def test_an_invalid_policy_is_reported_and_everything_else_converges(shared):
 
 
 def test_a_host_network_pod_is_never_tagged_and_once_still_exits_0():
-    node_agent = pod("ops", "node-agent", "192.168.0.10", app="monitor")
+    node_agent = pod("ops", "node-agent", "192.168.0.10", app="monitor", ports=HTTP_8080)
     node_agent["spec"]["hostNetwork"] = True  # the CNI never gives it a VM
     manifests = Manifests(namespaces=BASE.namespaces, pods=BASE.pods + [node_agent],
                           network_policies=BASE.network_policies)

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from kube_manager.manifests import Manifests
 from tests.e2e_support import Environment, wait_until
-from tests.reconciler_support import allow_from, namespace, pod, policy
+from builders import HTTP_8080, allow_from, namespace, pod, policy
 
 BAD_TYPES = policy("shop", "bad-types", {"podSelector": {}, "policyTypes": [["Ingress"]]})
 BAD_TYPES_REASON = "spec.policyTypes[0]: expected a string, got list; the policy is rejected whole"
 CLUSTER = Manifests(
     namespaces=[namespace("shop", team="shop"), namespace("ops", team="ops")],
-    pods=[pod("shop", "web", "10.1.0.1", app="web"), pod("shop", "api", "10.1.0.2", app="api")],
+    pods=[pod("shop", "web", "10.1.0.1", app="web", ports=HTTP_8080), pod("shop", "api", "10.1.0.2", app="api", ports=HTTP_8080)],
     network_policies=[policy("shop", "api-from-web", allow_from("web", "api", 8080)), BAD_TYPES,
                       policy("ops", "deny-all", {"podSelector": {}})])
 
@@ -36,7 +36,7 @@ def test_poisoned_objects_in_the_initial_list_and_in_watch_events_are_rejected_a
         lines = [line for line in daemon.log() if "name=bad-types" in line]
         assert len(lines) == 1 and "kind=NetworkPolicy" in lines[0] and "namespace=shop" in lines[0]
 
-        odd = pod("shop", "odd", "10.1.0.9", app="web")
+        odd = pod("shop", "odd", "10.1.0.9", app="web", ports=HTTP_8080)
         odd["metadata"]["labels"] = ["app=web"]
         env.apply(policy("shop", "bad-selector", {"podSelector": "app=web", "ingress": [{}]}), odd,
                   policy("shop", "bad-port", {"podSelector": {"matchLabels": {"app": "api"}},

@@ -7,7 +7,7 @@ import urllib.error
 import urllib.request
 
 from tests.e2e_support import Environment, wait_until
-from tests.reconciler_support import allow_from, policy
+from builders import allow_from, policy
 from tests.test_e2e import BASE
 
 SILENCE = "1"  # --watch-silence-timeout for these tests (production: 60 s)

@@ -132,7 +132,7 @@ def test_the_explain_index_is_kept_until_the_cache_changes_the_db(monkeypatch):
     from kube_manager.cache import KubeCache
     from kube_manager.db import Database
     from kube_manager.translator import ClusterTranslator
-    from tests.reconciler_support import allow_from, namespace, pod, policy
+    from builders import HTTP_8080, allow_from, namespace, pod, policy
 
     builds = []
     real = explain_module.Explainer
@@ -142,8 +142,8 @@ def test_the_explain_index_is_kept_until_the_cache_changes_the_db(monkeypatch):
     for resource in ("namespaces", "pods", "networkpolicies"):
         cache.on_event(resource, "LISTED", {"resourceVersion": "1"})
     cache.on_event("namespaces", "ADDED", namespace("a"))
-    cache.on_event("pods", "ADDED", pod("a", "web", "10.0.0.1", app="web"))
-    cache.on_event("pods", "ADDED", pod("a", "client", "10.0.0.2", app="client"))
+    cache.on_event("pods", "ADDED", pod("a", "web", "10.0.0.1", app="web", ports=HTTP_8080))
+    cache.on_event("pods", "ADDED", pod("a", "client", "10.0.0.2", app="client", ports=HTTP_8080))
     explain = db_explainer(db, "k8s")
 
     assert explain("a/client", "a/web", "80", "TCP")["allowed"] is True  # nothing isolates web
@@ -155,7 +155,7 @@ def test_the_explain_index_is_kept_until_the_cache_changes_the_db(monkeypatch):
     assert explain("a/client", "a/web", "80", "TCP")["allowed"] is True
     assert len(builds) == 2
 
-    cache.on_event("pods", "DELETED", pod("a", "client", "10.0.0.2", app="client"))
+    cache.on_event("pods", "DELETED", pod("a", "client", "10.0.0.2", app="client", ports=HTTP_8080))
     with pytest.raises(ValueError, match="no such pod"):
         explain("a/client", "a/web", "80", "TCP")
     assert len(builds) == 3

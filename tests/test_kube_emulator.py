@@ -17,7 +17,8 @@ from kube_manager.kube.client_factory import api_client_for_url
 from kube_manager.sim.kube_api.runner import EmulatorRunner
 from kube_manager.sim.kube_api.store import ApiError, KubeStore
 from kube_manager.manifests import load_manifests
-from kube_helpers import namespace, pod, policy, wait_until
+from builders import namespace, pod, policy
+from kube_helpers import wait_until
 
 
 @pytest.fixture
@@ -268,15 +269,15 @@ def test_bad_requests_get_status_objects(kube: EmulatorRunner, core: client.Core
 def test_objects_are_kept_as_given_and_uids_are_stable(kube: EmulatorRunner) -> None:
     spec = {"podSelector": None, "ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.1/8"}}]}]}
     kube.store.create(namespace("dev"))
-    first = kube.store.create(policy("dev", "np", spec))
+    first = kube.store.create(policy("dev", "np", spec, uid=None))
     assert first["spec"] == spec  # no defaulting of policyTypes, protocols or selectors
     assert first["apiVersion"] == "networking.k8s.io/v1"
     kube.store.delete("networkpolicies", "dev", "np")
-    second = kube.store.create(policy("dev", "np", spec))
+    second = kube.store.create(policy("dev", "np", spec, uid=None))
     assert second["metadata"]["uid"] != first["metadata"]["uid"]
     other = KubeStore()
     other.create(namespace("dev"))
-    assert other.create(policy("dev", "np", spec))["metadata"]["uid"] == first["metadata"]["uid"]
+    assert other.create(policy("dev", "np", spec, uid=None))["metadata"]["uid"] == first["metadata"]["uid"]
     given = kube.store.create(dict(pod("dev", "p"), metadata={"name": "p", "namespace": "dev",
                                                               "uid": "fixed-uid"}))
     assert given["metadata"]["uid"] == "fixed-uid"

@@ -4,24 +4,17 @@ from __future__ import annotations
 import json
 import socket
 import threading
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, List, Tuple
 
-import pytest
 from prometheus_client import CollectorRegistry
 
-from kube_helpers import (Recorder, ScriptedServer, http_response, namespace, pod, policy, running,
-                          wait_until, watcher)
+from builders import namespace, pod, policy
+from kube_helpers import Recorder, ScriptedServer, http_response, running, wait_until, watcher
 from kube_manager.db import Database
 from kube_manager.kube.client_factory import api_client_for_url
 from kube_manager.sim.kube_api.runner import EmulatorRunner
 from kube_manager.kube.watcher import TRIMMERS, WatchSettings, make_watchers
 from kube_manager.metrics import Metrics
-
-
-@pytest.fixture
-def kube() -> Iterator[EmulatorRunner]:
-    with EmulatorRunner() as runner:
-        yield runner
 
 
 class GatedSleeper:
@@ -159,7 +152,7 @@ def test_bookmarks_advance_the_version_so_a_resume_needs_no_relist(kube: Emulato
 def test_410_relists_and_loses_no_event(kube: EmulatorRunner) -> None:
     kube.store.create(namespace("dev"))
     for name in ("keep", "change", "remove", "recreate"):
-        kube.store.create(pod("dev", name, app=name))
+        kube.store.create(pod("dev", name, app=name, uid=None))  # the emulator gives each its uid
     rec, db, sleeper = Recorder(), Database(), GatedSleeper(closed=True)
     metrics = Metrics(CollectorRegistry())
     with running([watcher(api_client_for_url(kube.url), "pods", rec, db, sleep=sleeper,
@@ -172,7 +165,7 @@ def test_410_relists_and_loses_no_event(kube: EmulatorRunner) -> None:
         kube.store.update(pod("dev", "change", "10.9.9.9", app="changed"))
         kube.store.delete("pods", "dev", "remove")
         kube.store.delete("pods", "dev", "recreate")
-        kube.store.create(pod("dev", "recreate", app="again"))
+        kube.store.create(pod("dev", "recreate", app="again", uid=None))  # a new uid
         kube.store.create(pod("dev", "new", app="new"))
         kube.store.compact()
         sleeper.open()

@@ -13,12 +13,12 @@ import pytest
 from kube_manager.manifests import Manifests
 from tests.e2e_support import wait_until
 from tests.leader_support import SHORT, ElectionRig, log_time, parse_time
-from tests.reconciler_support import allow_from, namespace, pod, policy
+from builders import HTTP_8080, allow_from, namespace, pod, policy
 from vnc_client.client import USER_AGENT
 
 BASE = Manifests(
     namespaces=[namespace("shop", team="shop")],
-    pods=[pod("shop", "web", "10.1.0.1", app="web"), pod("shop", "api", "10.1.0.2", app="api")],
+    pods=[pod("shop", "web", "10.1.0.1", app="web", ports=HTTP_8080), pod("shop", "api", "10.1.0.2", app="api", ports=HTTP_8080)],
     network_policies=[policy("shop", "api-from-web", allow_from("web", "api", 8080))])
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime
 import time
-from typing import Any, Callable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import gevent
 import pytest
@@ -31,12 +31,6 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture
-def kube() -> Iterator[EmulatorRunner]:
-    with EmulatorRunner() as runner:
-        yield runner
 
 
 def _candidate(kube: EmulatorRunner, identity: str, *, clock: Callable[[], float] = time.monotonic,

@@ -9,15 +9,15 @@ import pytest
 from kube_manager.db import SYNCED
 from kube_manager.reconciler.core import Reconciler, Settings
 from kube_manager.reconciler.pods import NO_VM
-from tests.reconciler_support import (
-    MARKS, Cluster, InProcessApi, allow_from, connection_error, differences, expected_objects, namespace,
-    pod, policy, server_error, wait_for)
+from builders import HTTP_8080, allow_from, namespace, pod, policy
+from tests.reconciler_support import (MARKS, Cluster, InProcessApi, connection_error, differences,
+                                      expected_objects, server_error, wait_for)
 
 NS_A = namespace("a", team="x")
 NS_B = namespace("b")
-WEB = pod("a", "web", "10.0.0.1", app="web")
-CLIENT = pod("a", "client", "10.0.0.2", app="client")
-DB = pod("b", "db", "10.0.1.1", app="db")
+WEB = pod("a", "web", "10.0.0.1", app="web", ports=HTTP_8080)
+CLIENT = pod("a", "client", "10.0.0.2", app="client", ports=HTTP_8080)
+DB = pod("b", "db", "10.0.1.1", app="db", ports=HTTP_8080)
 ALLOW_CLIENT = policy("a", "allow-client", allow_from("client", "web"))
 FROM_TEAM = policy("b", "from-team", {
     "podSelector": {"matchLabels": {"app": "db"}},
@@ -277,7 +277,7 @@ def test_pod_label_change_retags_its_vmi(setup):
     s = setup().start()
     s.converge()
     s.api.writes.clear()
-    s.cluster.apply(pod("a", "client", "10.0.0.2", app="web"))
+    s.cluster.apply(pod("a", "client", "10.0.0.2", app="web", ports=HTTP_8080))
     s.converge()
     assert [w.op for w in s.api.writes if w.obj_type == "virtual-machine-interface"] == ["set-tag"]
     assert "app=web" in s.api.vmi_tags(CLIENT["metadata"]["uid"])
@@ -344,7 +344,7 @@ def test_deny_rules_wait_for_the_pods_being_given_the_tags_their_policy_uses(set
     client_vmi = s.api.api.lookup("virtual-machine-interface", ["default-domain", "default-project", "client"])
     # tagging the client pod is slow: its new tag must be on it before the new deny rule applies
     s.api.fault = lambda op, t, fq: gevent.sleep(0.2) if op == "set-tag" and fq == tuple(client_vmi.fq_name) else None
-    s.cluster.apply(pod("a", "client", "10.0.0.2", app="client", role="reader"),
+    s.cluster.apply(pod("a", "client", "10.0.0.2", app="client", role="reader", ports=HTTP_8080),
                     policy("a", "web-from-readers", {
                         "podSelector": {"matchLabels": {"app": "web"}},
                         "ingress": [{"from": [{"podSelector": {"matchLabels": {"role": "reader"}}}]}]}))
@@ -432,7 +432,7 @@ def test_a_name_taken_in_the_listing_costs_no_request_at_each_resync(setup):
 
 def test_a_host_network_pod_is_left_alone_and_does_not_hold_convergence(setup):
     from kube_manager.reconciler.pods import HOST_NETWORK
-    agent = pod("a", "node-agent", "192.168.0.10", app="web")
+    agent = pod("a", "node-agent", "192.168.0.10", app="web", ports=HTTP_8080)
     agent["spec"]["hostNetwork"] = True
     s = setup(vmis=False)
     for manifest in PODS:
@@ -444,7 +444,7 @@ def test_a_host_network_pod_is_left_alone_and_does_not_hold_convergence(setup):
     wait_for(s.rec.converged, what="convergence without the host-network pod's VM")
     record = s.cluster.db.pods[("a", "node-agent")]
     assert record.vmi_state == HOST_NETWORK and record.tags == [] and reads == []
-    s.cluster.apply(pod("a", "node-agent", "192.168.0.10", app="client") | {"spec": agent["spec"]})
+    s.cluster.apply(pod("a", "node-agent", "192.168.0.10", app="client", ports=HTTP_8080) | {"spec": agent["spec"]})
     s.rec.resync()
     wait_for(s.rec.converged, what="convergence after a relabel and a resync")
     assert record.vmi_state == HOST_NETWORK and reads == []
@@ -453,7 +453,7 @@ def test_a_host_network_pod_is_left_alone_and_does_not_hold_convergence(setup):
 def test_host_network_is_kept_by_the_watcher_and_marks_the_pod():
     from kube_manager.kube.watcher import trim_pod
     from kube_manager.reconciler.pods import HOST_NETWORK
-    manifest = pod("a", "agent", "192.168.0.10", app="web")
+    manifest = pod("a", "agent", "192.168.0.10", app="web", ports=HTTP_8080)
     manifest["spec"]["hostNetwork"] = True
     assert trim_pod(manifest)["spec"]["hostNetwork"] is True
     assert "hostNetwork" not in trim_pod(WEB)["spec"]

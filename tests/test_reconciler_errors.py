@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import List, Tuple
 
 from kube_manager.db import PARKED, RETRYING
-from tests.reconciler_support import policy, server_error, wait_for
+from builders import policy
+from tests.reconciler_support import server_error, wait_for
 from tests.test_reconciler import ALLOW_CLIENT, allow_from, setup  # noqa: F401  (the fixture)
 from vnc_client.errors import BadRequest
 

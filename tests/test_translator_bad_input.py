@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from test_translator_oracle import pod, policies_by_name, policy, rule_refs, rules, run
+from builders import pod, policy
+from schema_oracle import policies_by_name, rule_refs, rules, run
 
 
 def pass_rules(result, ns="n", name="p"):

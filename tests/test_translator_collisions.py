@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from kube_manager.translator import ClusterTranslator, translate
 from kube_manager.translator.naming import collision_label
-from test_translator_oracle import policy
+from builders import policy
 
 # Namespaces and names chosen so that names often meet: `a`/`a-b`/`a-b-c` extend each other
 # (`a-b/c-0`, `a/b-c-0` and `a-b-c/0` are all `k8s-a-b-c-0`), `a-ingress/c` and `a/ingress-c` share

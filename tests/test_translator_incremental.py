@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kube_manager.translator import ClusterTranslator, translate
-from test_translator_oracle import assert_schema_valid, namespace, pod, policy
+from builders import namespace, pod, policy
+from schema_oracle import assert_schema_valid
 
 PM = "default-policy-management"
 

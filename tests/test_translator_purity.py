@@ -11,7 +11,7 @@ import sys
 
 import kube_manager.translator as package
 from kube_manager.translator import ClusterTranslator, translate
-from test_translator_oracle import namespace, pod, policy
+from builders import namespace, pod, policy
 
 FORBIDDEN = ("gevent", "requests", "kubernetes", "vnc_client", "urllib3", "socket", "kube_manager.db")
 # The modules of the translation itself (flow/explain modules are tested by their own suites).

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from test_translator_oracle import (namespace, pod, policies_by_name, policy, rule_refs, rules, run,
-                                    tag_names, workload_tags)
+from builders import namespace, pod, policy
+from schema_oracle import policies_by_name, rule_refs, rules, run, tag_names, workload_tags
 
 PM = "default-policy-management"
 
@@ -85,7 +85,7 @@ def test_firewall_policy_marks_name_the_network_policy():
     assert marks(policies_by_name(result)["k8s-web-p"]) == {
         "cluster": "k8s", "k8s_uuid": "1234", "kind": "firewall-policy", "name": "p", "namespace": "web",
         "owner": "k8s", "spec_sha256": hashlib.sha256(canonical(spec).encode()).hexdigest()}
-    assert marks(policies_by_name(run(policies=[policy("web", "p", spec)]))["k8s-web-p"])["k8s_uuid"] == ""
+    assert marks(policies_by_name(run(policies=[policy("web", "p", spec, uid=None)]))["k8s-web-p"])["k8s_uuid"] == ""
 
 
 def test_owner_is_configurable():

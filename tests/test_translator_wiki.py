@@ -13,7 +13,7 @@ import pytest
 
 from kube_manager.manifests import load_manifests
 from kube_manager.translator import translate
-from test_translator_oracle import assert_translation_valid, rule_refs, rules, tag_names
+from schema_oracle import assert_translation_valid, rule_refs, rules, tag_names
 
 WIKI = os.path.join(os.path.dirname(__file__), os.pardir, "examples", "wiki")
 ANY = {"protocol": "any", "src_ports": {"start_port": 0, "end_port": 65535},

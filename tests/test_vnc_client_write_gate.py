@@ -3,23 +3,16 @@ before it is sent, retries included, and a refusal sends nothing; reads never as
 server counts writes by User-Agent, which carries the instance's `agent`."""
 from __future__ import annotations
 
-from typing import Iterator, List
+from typing import List
 
 import pytest
 
 from vnc_client.client import USER_AGENT, VncClient
 from vnc_client.errors import WriteRefused
-from kube_manager.sim.vnc_api.runner import BackgroundServer, run_in_background
+from kube_manager.sim.vnc_api.runner import BackgroundServer
 
 NOTE = {"key_value_pair": [{"key": "k", "value": "v"}]}
 TAG = {"fq_name": ["label=web"], "tag_type_name": "label", "tag_value": "web"}
-
-
-@pytest.fixture
-def server() -> Iterator[BackgroundServer]:
-    background = run_in_background()
-    yield background
-    background.stop()
 
 
 class Gate:

@@ -9,7 +9,7 @@ expected errors (409 duplicate, 404 unknown, 409 delete of a referenced object) 
 """
 from __future__ import annotations
 
-from typing import Iterator, List
+from typing import List
 
 import pytest
 from vnc_api.exceptions import BadRequest, NoIdError, RefsExistError
@@ -20,15 +20,9 @@ from vnc_api.gen.resource_xsd import (ActionListType, FirewallRuleEndpointType, 
                                       SubnetListType, SubnetType)
 from vnc_api.vnc_api import VncApi
 
-from kube_manager.sim.vnc_api.runner import BackgroundServer, run_in_background
+from kube_manager.sim.vnc_api.runner import BackgroundServer
 
 UNKNOWN = "11111111-2222-4333-8444-555555555555"
-
-
-@pytest.fixture
-def server() -> Iterator[BackgroundServer]:
-    with run_in_background() as srv:
-        yield srv
 
 
 @pytest.fixture

@@ -5,8 +5,7 @@ import uuid as uuid_lib
 
 import pytest
 
-from test_vnc_server_support import (PM, PROJECT, expect_error, group_body, http, make_workload,  # noqa: F401
-                                     rule_body, server, tag_body)
+from vnc_server_support import PM, PROJECT, expect_error, group_body, make_workload, rule_body, tag_body
 from vnc_client.schema import RESOURCE_TYPES
 
 UNKNOWN = "11111111-2222-4333-8444-555555555555"

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_vnc_server_support import (PM, PROJECT, expect_error, group_body, http, make_workload,  # noqa: F401
-                                     rule_body, server, tag_body)
+from vnc_server_support import PM, PROJECT, expect_error, group_body, make_workload, rule_body, tag_body
 
 
 def tag_refs(http, obj_type, uuid):

@@ -13,7 +13,7 @@ from typing import List
 import pytest
 import requests
 
-from test_vnc_server_support import PM, expect_error, group_body, http, rule_body, server  # noqa: F401
+from vnc_server_support import PM, expect_error, group_body, rule_body
 from kube_manager.sim.vnc_api.cmd import parse_listen
 from kube_manager.sim.vnc_api.faults import DROP, FAIL, FaultInjector, ServerOptions
 from kube_manager.sim.vnc_api.runner import run_in_background

@@ -1,16 +1,15 @@
-"""Fixtures and builders shared by the embedded config API tests (no tests of its own).
+"""Builders and an HTTP helper shared by the embedded config API tests.
 
-Each test gets a fresh server in its own thread (`server`) and a plain `requests` session on it
-(`http`), so the tests exercise the real HTTP path exactly as a client does.
+Each test gets a fresh server in its own thread (the `server` fixture of conftest.py) and a plain
+`requests` session on it (`http`, an `Http`), so the tests exercise the real HTTP path exactly as a
+client does.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, List, Optional
 
-import pytest
 import requests
 
-from kube_manager.sim.vnc_api.runner import BackgroundServer, run_in_background
 
 PM = ["default-policy-management"]
 PROJECT = ["default-domain", "default-project"]
@@ -99,14 +98,3 @@ def make_workload(http: Http, name: str) -> Dict[str, str]:
     return {"vn": vn["uuid"], "vm": vm["uuid"], "vmi": vmi["uuid"]}
 
 
-@pytest.fixture
-def server() -> Iterator[BackgroundServer]:
-    with run_in_background() as srv:
-        yield srv
-
-
-@pytest.fixture
-def http(server: BackgroundServer) -> Iterator[Http]:
-    client = Http(server.url)
-    yield client
-    client.session.close()
