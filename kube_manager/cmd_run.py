@@ -78,8 +78,6 @@ def main(args: argparse.Namespace) -> int:
         print(f"contrail-kube-manager: configuration error: [DEFAULTS] log_file: {exc}", file=sys.stderr)
         return 2
     config.log_findings(log)
-    # The reconciler logs every write with its fq_name and why; the client's own line would repeat it.
-    logging.getLogger("vnc_client.client").setLevel(max(config.log_level, logging.WARNING))
     from kube_manager.daemon import Daemon
     daemon = Daemon(config)
     try:

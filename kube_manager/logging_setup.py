@@ -18,7 +18,7 @@ import time
 from typing import Any, Dict, Iterable, Optional
 
 from kube_manager.config import Config, ConfigError
-from kube_manager.logfields import FIELDS_ATTR, kv  # noqa: F401 (kv re-exported: the house import)
+from kvlog import FIELDS_ATTR, kv  # noqa: F401 (kv re-exported: the house import)
 
 HANDLER_NAME = "kube-manager"
 REDACTED = "***"

@@ -2,6 +2,7 @@
 
 - `vnc_client` is a library: it imports nothing from `kube_manager` or `introspect`, not even lazily
   inside a function, so it can be used (and tested) without the application.
+- `kvlog` (the structured log fields every layer uses) imports nothing of the project at all.
 - The simulators (`kube_manager.sim`) are loaded only by the commands and daemon branches that use
   them: importing every product module leaves them unloaded, so `run` against a real cluster never
   imports an emulator.
@@ -50,6 +51,15 @@ def test_vnc_client_imports_nothing_from_the_application() -> None:
     offenders = [f"{path.relative_to(ROOT)}:{line} imports {name}"
                  for path in files for line, name in _imported_names(path)
                  if name.split(".")[0] in ("kube_manager", "introspect")]
+    assert offenders == []
+
+
+def test_kvlog_stands_alone() -> None:
+    files = sorted((ROOT / "kvlog").rglob("*.py"))
+    assert files
+    offenders = [f"{path.relative_to(ROOT)}:{line} imports {name}"
+                 for path in files for line, name in _imported_names(path)
+                 if name.split(".")[0] in ("kube_manager", "introspect", "vnc_client")]
     assert offenders == []
 
 

@@ -12,6 +12,7 @@ import pytest
 import responses
 from responses import matchers
 
+from kvlog import FIELDS_ATTR
 from vnc_client.client import LIST_BULK_THRESHOLD, VncClient, encode_filters
 from vnc_client.errors import InvalidResponse
 from vnc_client.objects import ActionList, FirewallEndpoint, FirewallRule, Tag
@@ -267,27 +268,31 @@ def test_create_answer_without_the_object_is_an_invalid_response(rsps, client):
         client.create("tag", Tag.named("namespace", "default"))
 
 
-def test_every_write_is_logged_at_info_with_type_and_fq_name(rsps, client, caplog):
+def test_every_write_is_logged_once_at_debug_with_type_and_fq_name(rsps, client, caplog):
+    """The reconciler owns the INFO line of each write; the client's own line is DEBUG."""
     rsps.post(f"{BASE}/firewall-rules", json={"firewall-rule": {"uuid": "u-1", "fq_name": RULE_FQ}})
     rsps.put(f"{BASE}/firewall-rule/u-1", json={"firewall-rule": {"uuid": "u-1"}})
     rsps.post(f"{BASE}/fqname-to-id", json={"uuid": "u-1"})
     rsps.delete(f"{BASE}/firewall-rule/u-1", body="")
     rsps.post(f"{BASE}/ref-update", json={"uuid": "fp-1"})
     rsps.post(f"{BASE}/set-tag", json={})
-    with caplog.at_level(logging.INFO, logger="vnc_client.client"):
+    with caplog.at_level(logging.DEBUG, logger="vnc_client.client"):
         client.create("firewall-rule", RULE_BODY)
         client.update("firewall-rule", "u-1", {"fq_name": RULE_FQ, "direction": "<>"})
         client.delete("firewall-rule", RULE_FQ)
         client.ref_update("firewall-policy", "fp-1", "firewall-rule", "u-1", attr={"sequence": "00000.0"})
         client.set_tag("virtual-machine-interface", "v-1", "namespace", "default")
-    writes = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    writes = [getattr(r, FIELDS_ATTR) for r in caplog.records if r.getMessage() == "vnc write"]
     fq = ":".join(RULE_FQ)
-    assert writes[0] == f"vnc write op=create type=firewall-rule fq_name={fq} uuid=u-1"
-    assert writes[1] == f"vnc write op=update type=firewall-rule fq_name={fq} uuid=u-1 fields=direction,fq_name"
-    assert writes[2] == f"vnc write op=delete type=firewall-rule fq_name={fq} uuid=u-1"
-    assert writes[3].startswith("vnc write op=ref-add type=firewall-policy uuid=fp-1 ref_type=firewall-rule ref=u-1")
-    assert writes[4].startswith("vnc write op=set-tag type=virtual-machine-interface uuid=v-1")
+    assert writes[0] == {"op": "create", "type": "firewall-rule", "fq_name": fq, "uuid": "u-1"}
+    assert writes[1] == {"op": "update", "type": "firewall-rule", "fq_name": fq, "uuid": "u-1",
+                         "fields": "direction,fq_name"}
+    assert writes[2] == {"op": "delete", "type": "firewall-rule", "fq_name": fq, "uuid": "u-1"}
+    assert {k: writes[3][k] for k in ("op", "type", "uuid", "ref_type", "ref")} == {
+        "op": "ref-add", "type": "firewall-policy", "uuid": "fp-1", "ref_type": "firewall-rule", "ref": "u-1"}
+    assert (writes[4]["op"], writes[4]["type"], writes[4]["uuid"]) == ("set-tag", "virtual-machine-interface", "v-1")
     assert len(writes) == 5
+    assert [r.levelname for r in caplog.records] == ["DEBUG"] * 5
 
 
 def test_observer_sees_every_attempt_with_a_path_template(rsps):

@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 
 import requests
 
+from kvlog import kv
+
 from .errors import InvalidResponse, VncConnectionError, error_for_status
 
 log = logging.getLogger(__name__)
@@ -114,12 +116,12 @@ class KeystoneAuth:
         if response.status_code not in (200, 201):
             body = redact(response.text, creds.password)
             error = error_for_status("POST", urlsplit(url).path, response.status_code, body)
-            log.warning("keystone authentication failed url=%s user=%s status=%s", url, creds.user,
-                        response.status_code)
+            log.warning("keystone authentication failed", extra=kv(url=url, user=creds.user,
+                                                                  status=response.status_code))
             raise error
         token = response.headers.get("X-Subject-Token")
         if not token:
             raise InvalidResponse(f"Keystone at {url} answered {response.status_code} without X-Subject-Token")
-        log.info("keystone authentication succeeded url=%s user=%s tenant=%s", url, creds.user, creds.tenant)
+        log.info("keystone authentication succeeded", extra=kv(url=url, user=creds.user, tenant=creds.tenant))
         return token
 

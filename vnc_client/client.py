@@ -28,6 +28,8 @@ from urllib.parse import quote, urlsplit
 import requests
 from requests.adapters import HTTPAdapter
 
+from kvlog import kv
+
 from . import jsoncodec
 from .auth import KeystoneAuth, KeystoneCredentials, redact
 from .errors import InvalidResponse, VncConnectionError, VncError, error_for_status
@@ -222,8 +224,8 @@ class VncClient:
         path = f"/{rt.plural}"
         created = self._unwrap("POST", path, obj_type, self._call("POST", path, path, json_body={obj_type: data}))
         result = {**data, **created}
-        log.info("vnc write op=create type=%s fq_name=%s uuid=%s", obj_type, _fq_str(result.get("fq_name")),
-                 result.get("uuid"))
+        log.debug("vnc write", extra=kv(op="create", type=obj_type, fq_name=_fq_str(result.get("fq_name")),
+                                        uuid=result.get("uuid")))
         return result
 
     def read(
@@ -256,8 +258,8 @@ class VncClient:
         uuid = self._uuid_of(obj_type, ident)
         path = f"/{rt.name}/{quote(uuid, safe='')}"
         result = self._call("PUT", path, f"/{rt.name}/{{uuid}}", json_body={obj_type: data})
-        log.info("vnc write op=update type=%s fq_name=%s uuid=%s fields=%s", obj_type,
-                 _fq_str(data.get("fq_name") or ident), uuid, ",".join(sorted(data)))
+        log.debug("vnc write", extra=kv(op="update", type=obj_type, fq_name=_fq_str(data.get("fq_name") or ident),
+                                        uuid=uuid, fields=",".join(sorted(data))))
         # The server answers an empty update (nothing to change) with an empty body.
         return {} if result is None else self._unwrap("PUT", path, obj_type, result)
 
@@ -267,7 +269,7 @@ class VncClient:
         uuid = self._uuid_of(obj_type, ident)
         path = f"/{rt.name}/{quote(uuid, safe='')}"
         self._call("DELETE", path, f"/{rt.name}/{{uuid}}")
-        log.info("vnc write op=delete type=%s fq_name=%s uuid=%s", obj_type, _fq_str(ident), uuid)
+        log.debug("vnc write", extra=kv(op="delete", type=obj_type, fq_name=_fq_str(ident), uuid=uuid))
 
     def list(
         self,
@@ -364,8 +366,8 @@ class VncClient:
             body["ref-fq-name"] = list(ref_fq_name)
         body["attr"] = dict(attr) if attr is not None else None
         answer = self._action("/ref-update", body)
-        log.info("vnc write op=ref-%s type=%s uuid=%s ref_type=%s ref=%s attr=%s", operation.lower(), obj_type,
-                 uuid, ref_type, ref_uuid or _fq_str(ref_fq_name), json.dumps(body["attr"]))
+        log.debug("vnc write", extra=kv(op=f"ref-{operation.lower()}", type=obj_type, uuid=uuid, ref_type=ref_type,
+                                        ref=ref_uuid or _fq_str(ref_fq_name), attr=json.dumps(body["attr"])))
         return self._field("/ref-update", answer, "uuid")
 
     def set_tags(self, obj_type: str, obj_uuid: str, changes: Mapping[str, Optional[Mapping[str, Any]]]) -> None:
@@ -381,8 +383,8 @@ class VncClient:
         body: Dict[str, Any] = {"obj_type": obj_type, "obj_uuid": obj_uuid}
         body.update({tag_type: (dict(c) if c is not None else None) for tag_type, c in changes.items()})
         self._action("/set-tag", body)
-        log.info("vnc write op=set-tag type=%s uuid=%s tags=%s", obj_type, obj_uuid,
-                 json.dumps(body, sort_keys=True, separators=(",", ":")))
+        log.debug("vnc write", extra=kv(op="set-tag", type=obj_type, uuid=obj_uuid,
+                                        tags=json.dumps(body, sort_keys=True, separators=(",", ":"))))
 
     def set_tag(self, obj_type: str, obj_uuid: str, tag_type: str, value: Optional[str], *,
                 is_global: bool = True) -> None:
@@ -465,7 +467,7 @@ class VncClient:
                         return _decode(method, path, response)
                     if status == 401 and self._auth is not None and not reauthenticated:
                         reauthenticated = True
-                        log.info("vnc token refused, re-authenticating method=%s path=%s", method, template)
+                        log.info("vnc token refused, re-authenticating", extra=kv(method=method, path=template))
                         self._auth.refresh(token)
                         continue
                     raise error_for_status(method, path, status, redact(response.text, token))
@@ -476,8 +478,9 @@ class VncClient:
                     raise VncConnectionError(
                         f"{method} {path}: no VNC endpoint answered after {failures} attempts (last: {failure})")
                 raise error_for_status(method, path, status, redact(response.text, token))
-            log.warning("vnc request failed, will retry method=%s path=%s endpoint=%s failure=%s attempt=%d/%d",
-                        method, template, self._endpoints[index], failure, failures, self._retry.attempts)
+            log.warning("vnc request failed, will retry", extra=kv(
+                method=method, path=template, endpoint=self._endpoints[index], failure=failure,
+                attempt=f"{failures}/{self._retry.attempts}"))
             index = (index + 1) % n
             if failures % n == 0:
                 self._sleep(delays.when(path))
@@ -494,7 +497,7 @@ class VncClient:
         try:
             self._observer(method, template, status, seconds)
         except Exception:  # a broken metrics hook must never break the API call
-            log.exception("vnc observer failed method=%s path=%s", method, template)
+            log.exception("vnc observer failed", extra=kv(method=method, path=template))
 
 
 def _resource(obj_type: str) -> ResourceType:

@@ -23,7 +23,7 @@ from operator import itemgetter
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple, TypeVar
 
-from kube_manager.logfields import kv
+from kvlog import kv
 
 from .bodies import (ADDRESS_GROUP, APPLICATION_POLICY_SET, FIREWALL_POLICY, FIREWALL_RULE,
                      PASS, RESOURCE_TYPES, TAG, Body, BodyFactory, FqName, global_fq_name, sequenced_ref)

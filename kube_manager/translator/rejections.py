@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Dict, ItemsView, Optional, Tuple
 
-from kube_manager.logfields import BoundLogger, bind, kv
+from kvlog import BoundLogger, bind, kv
 
 from .validation import InvalidInput
 

@@ -1,7 +1,9 @@
 """Structured log fields: `kv` for one record, `bind` for every record about one object.
 
-Apart from logging_setup (which imports the handlers, and with them sockets) so that the pure
-translator can log structured lines too.
+The one keyed logging style of the project: `log.info("msg", extra=kv(key=value, ...))`, rendered as
+`key=value` by kube_manager.logging_setup. A standalone package with no dependency, so that every
+layer can use it: the pure translator (which may import neither sockets nor vnc_client), the config
+API client (which may import nothing from kube_manager) and the daemon.
 """
 from __future__ import annotations
 
