@@ -193,3 +193,43 @@ def test_building_the_index_leaves_the_garbage_collector_as_it_found_it(db, monk
     with pytest.raises(RuntimeError):
         db_explainer(db, "k8s")("shop/web", "shop/db", "5432", "TCP")
     assert gc.isenabled()
+
+
+def test_a_replaced_index_is_freed_although_the_collector_froze_it(monkeypatch):
+    """The index is frozen out of the collector's reach; it must then hold no reference cycle, or
+    every change would leak the index it replaces."""
+    import gc
+    import weakref
+
+    from introspect import explain as explain_module
+    from kube_manager.cache import KubeCache
+    from kube_manager.db import Database
+    from kube_manager.translator import ClusterTranslator
+    from tests.reconciler_support import allow_from, namespace, pod, policy
+
+    built = []
+    real = explain_module.Explainer
+
+    def spy(*args, **kwargs):
+        made = real(*args, **kwargs)
+        built.append(weakref.ref(made))
+        return made
+
+    monkeypatch.setattr(explain_module, "Explainer", spy)
+    db = Database()
+    cache = KubeCache(db, ClusterTranslator("k8s", "k8s"))
+    for resource in ("namespaces", "pods", "networkpolicies"):
+        cache.on_event(resource, "LISTED", {"resourceVersion": "1"})
+    cache.on_event("namespaces", "ADDED", namespace("a"))
+    cache.on_event("pods", "ADDED", pod("a", "web", "10.0.0.1", app="web"))
+    cache.on_event("pods", "ADDED", pod("a", "client", "10.0.0.2", app="client"))
+    cache.on_event("networkpolicies", "ADDED", policy("a", "np", allow_from("client", "web")))
+    explain = db_explainer(db, "k8s")
+    try:
+        explain("a/client", "a/web", "80", "TCP")
+        assert gc.get_freeze_count() > 0 and built[0]() is not None
+        cache.on_event("pods", "ADDED", pod("a", "other", "10.0.0.3", app="other"))
+        explain("a/client", "a/web", "80", "TCP")
+        assert len(built) == 2 and built[0]() is None and built[1]() is not None
+    finally:
+        gc.unfreeze()
