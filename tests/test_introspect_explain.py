@@ -205,7 +205,7 @@ def test_a_replaced_index_is_freed_although_the_collector_froze_it(monkeypatch):
     from kube_manager.cache import KubeCache
     from kube_manager.db import Database
     from kube_manager.translator import ClusterTranslator
-    from tests.reconciler_support import allow_from, namespace, pod, policy
+    from builders import allow_from, namespace, pod, policy
 
     built = []
     real = explain_module.Explainer
