@@ -23,12 +23,13 @@ end of the initial lists go on as if it were any other rejected object.
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Protocol, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Set, Tuple
 
 from kube_manager.db import (PARKED, PENDING, REJECTED, RETRYING, SYNCED, Database, FqName, Key, NamespaceRecord,
                              PodRecord, PolicyRecord)
 from kube_manager.kube.resources import NAMESPACES, NETWORK_POLICIES, PODS
-from kube_manager.kube.watcher import ADDED, DELETED, LISTED, MODIFIED, RELISTED
+from kube_manager.kube.kinds import KindError, KindRegistry
+from kube_manager.kube.watcher import ADDED, DELETED, KINDS, LISTED, MODIFIED, RELISTED
 from kube_manager.logging_setup import kv
 from kube_manager.reconciler.pods import HOST_NETWORK
 from kube_manager.translator import Changes, ClusterTranslator, RefChange
@@ -38,9 +39,7 @@ log = logging.getLogger(__name__)
 ObjKey = Tuple[str, FqName]
 
 
-_ORDER = (NAMESPACES.name, PODS.name, NETWORK_POLICIES.name)
 POD_KIND = "Pod"  # the `kind` of a pod's translation errors
-_KIND = {resource.name: resource.kind for resource in (NAMESPACES, PODS, NETWORK_POLICIES)}
 
 
 class ChangeSink(Protocol):
@@ -80,8 +79,13 @@ def _mapping(value: Any) -> Dict[str, Any]:
 class KubeCache:
     """Keeps the DB and the translator in step with watch events; see the module docstring."""
 
-    def __init__(self, db: Database, translator: ClusterTranslator, sink: Optional[ChangeSink] = None) -> None:
+    def __init__(self, db: Database, translator: ClusterTranslator, sink: Optional[ChangeSink] = None,
+                 kinds: KindRegistry = KINDS) -> None:
         self.db = db
+        self._kinds = kinds
+        self._handlers: Dict[str, Callable[[Dict[str, Any], bool], None]] = {
+            NAMESPACES.name: self._namespace, PODS.name: self._pod, NETWORK_POLICIES.name: self._policy}
+        kinds.check_handlers(self._handlers, "KubeCache")  # KindError at start-up for any gap
         self.translator = translator
         self.sink = sink
         self.listed: Set[str] = set()  # resources whose first list has been delivered
@@ -115,13 +119,15 @@ class KubeCache:
                                                            resource_version=obj.get("resourceVersion", "")))
             if self._held is not None and self.initial_lists_done:
                 held, self._held = self._held, None
-                for name in _ORDER:
+                for name in self._kinds.names():
                     for held_type, held_obj in held.get(name, ()):
                         self._apply(name, held_type, held_obj)
                 self.flush()
             return
-        if event_type not in (ADDED, MODIFIED, DELETED) or resource not in _ORDER:
+        if event_type not in (ADDED, MODIFIED, DELETED):
             return
+        if resource not in self._kinds:  # a bug, never handled as some default kind
+            raise KindError(f"event of an unknown kind {resource!r}")
         if self._held is not None:
             self._held.setdefault(resource, []).append((event_type, obj))
             return
@@ -132,19 +138,14 @@ class KubeCache:
         deleted = event_type == DELETED
         self.db.generation += 1  # the records change now, the desired state at the next flush
         try:
-            if resource == NAMESPACES.name:
-                self._namespace(obj, deleted)
-            elif resource == PODS.name:
-                self._pod(obj, deleted)
-            else:
-                self._policy(obj, deleted)
+            self._handlers[resource](obj, deleted)
         except Exception as exc:  # the last line of defence: a bug, confined to this object
             self._failed(resource, obj, exc)
 
     def _failed(self, resource: str, obj: Dict[str, Any], exc: Exception) -> None:
         """Record the object as rejected with the exception (logged once, with its name), so that
         it shows on the introspect page and the other objects of the event go on."""
-        kind = _KIND[resource]
+        kind = self._kinds[resource].resource.kind
         namespace, name = ("", _name(obj)) if resource == NAMESPACES.name else _key(obj)
         self.translator.reject(kind, namespace, name, exc)
         self._errors_stale = True
@@ -155,7 +156,7 @@ class KubeCache:
 
     @property
     def initial_lists_done(self) -> bool:
-        return {NAMESPACES.name, PODS.name, NETWORK_POLICIES.name} <= self.listed
+        return set(self._kinds.names()) <= self.listed
 
     def flush(self) -> Changes:
         """Take the translator's change report, update the records, tell the sink."""

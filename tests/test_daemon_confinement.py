@@ -15,7 +15,7 @@ from hypothesis import given
 from introspect.app import create_app
 from kube_manager.cache import KubeCache
 from kube_manager.db import PENDING, REJECTED, SYNCED, Database
-from kube_manager.kube.watcher import TRIMMERS
+from kube_manager.kube.watcher import KINDS
 from kube_manager.translator import ClusterTranslator
 from poison_support import (CLEAN, POISONS, VALID_KEYS, VALID_NAMESPACES, VALID_PODS, VALID_POLICIES,
                             assert_others_converge, fuzz, identify)
@@ -55,7 +55,7 @@ def make() -> Tuple[Database, Sink, KubeCache]:
 def deliver(cache: KubeCache, kind: str, manifest: Any, event: str = "ADDED") -> None:
     """As the watcher delivers an object: trimmed to what the translator reads."""
     resource = RESOURCE[kind]
-    cache.on_event(resource, event, TRIMMERS[resource](manifest))
+    cache.on_event(resource, event, KINDS[resource].trimmer(manifest))
 
 
 def initial_lists(cache: KubeCache, extra: Tuple[Tuple[str, Any], ...] = ()) -> None:
@@ -146,7 +146,7 @@ def test_an_unexpected_error_handling_one_object_rejects_it_with_the_exception(m
 @given(POISONS)
 def test_fuzz_no_poisoned_object_raises_in_the_daemon_path_and_the_others_converge(poison):
     kind, manifest = poison
-    trimmed = TRIMMERS[RESOURCE[kind]](manifest)
+    trimmed = KINDS[RESOURCE[kind]].trimmer(manifest)
     for in_initial_list in (True, False):
         db, sink, cache = make()
         if in_initial_list:

@@ -13,7 +13,7 @@ from kube_helpers import Recorder, ScriptedServer, http_response, running, wait_
 from kube_manager.db import Database
 from kube_manager.kube.client_factory import api_client_for_url
 from kube_manager.sim.kube_api.runner import EmulatorRunner
-from kube_manager.kube.watcher import TRIMMERS, WatchSettings, make_watchers
+from kube_manager.kube.watcher import KINDS, WatchSettings, make_watchers
 from kube_manager.metrics import Metrics
 
 
@@ -43,7 +43,9 @@ class GatedSleeper:
 def emulator_state(kube: EmulatorRunner) -> Dict[Tuple[str, str, str], Dict[str, Any]]:
     """What a watcher should have delivered: every object of the emulator, trimmed."""
     state = {}
-    for resource, trim in TRIMMERS.items():
+    for resource in KINDS.names():
+        trim = KINDS[resource].trimmer
+        assert trim is not None
         for obj in kube.store.list(resource):
             meta = obj["metadata"]
             state[(resource, meta.get("namespace", ""), meta["name"])] = trim(obj)

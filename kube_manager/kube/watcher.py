@@ -53,7 +53,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
 from kube_manager.db import ConnectionStatus, Database
-from kube_manager.kube.resources import NAMESPACES, NETWORK_POLICIES, PODS, RESOURCES, Resource
+from kube_manager.kube.kinds import Kind, KindRegistry
+from kube_manager.kube.resources import NAMESPACES, NETWORK_POLICIES, PODS
 from kube_manager.logging_setup import kv
 from kube_manager.metrics import Metrics
 from vnc_client.ratelimit import ExponentialRateLimiter
@@ -149,20 +150,13 @@ def trim_network_policy(obj: Dict[str, Any]) -> Dict[str, Any]:
     return trimmed
 
 
-TRIMMERS: Dict[str, Callable[[Dict[str, Any]], Dict[str, Any]]] = {
-    NAMESPACES.name: trim_namespace,
-    PODS.name: trim_pod,
-    NETWORK_POLICIES.name: trim_network_policy,
-}
-
-
-def _lister(api_client: client.ApiClient, resource: Resource) -> Callable[..., Any]:
-    """The official client's cluster-wide list function for `resource` (also used to watch)."""
-    if resource is NAMESPACES:
-        return client.CoreV1Api(api_client).list_namespace
-    if resource is PODS:
-        return client.CoreV1Api(api_client).list_pod_for_all_namespaces
-    return client.NetworkingV1Api(api_client).list_network_policy_for_all_namespaces
+# The registry of the kinds watched, in the order the cache applies them after the initial lists.
+KINDS = KindRegistry([
+    Kind(NAMESPACES, lambda api: client.CoreV1Api(api).list_namespace, trim_namespace),
+    Kind(PODS, lambda api: client.CoreV1Api(api).list_pod_for_all_namespaces, trim_pod),
+    Kind(NETWORK_POLICIES, lambda api: client.NetworkingV1Api(api).list_network_policy_for_all_namespaces,
+         trim_network_policy),
+])
 
 
 def _key(obj: Dict[str, Any]) -> Key:
@@ -185,9 +179,11 @@ class KubeWatcher:
                  sleep: Optional[Callable[[float], None]] = None,
                  rand: Optional[random.Random] = None,
                  clock: Callable[[], float] = time.time) -> None:
-        self.resource = RESOURCES[resource]
-        self._list_fn = _lister(api_client, self.resource)
-        self._trim = TRIMMERS[resource]
+        kind = KINDS[resource]  # KindError for a kind that is not registered
+        self.resource = kind.resource
+        assert kind.lister is not None and kind.trimmer is not None  # checked when registered
+        self._list_fn = kind.lister(api_client)
+        self._trim = kind.trimmer
         self._on_event = on_event
         self._metrics = metrics
         self._settings = settings
@@ -414,4 +410,4 @@ class KubeWatcher:
 def make_watchers(api_client: client.ApiClient, on_event: OnEvent, db: Database,
                    **kwargs: Any) -> List[KubeWatcher]:
     """One watcher per resource (namespaces first), sharing `api_client`; call `run` on each."""
-    return [KubeWatcher(api_client, name, on_event, db, **kwargs) for name in RESOURCES]
+    return [KubeWatcher(api_client, name, on_event, db, **kwargs) for name in KINDS.names()]
