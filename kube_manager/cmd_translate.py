@@ -10,8 +10,9 @@ import argparse
 import sys
 from typing import Any
 
-from kube_manager.manifests import ManifestError, collector_paused, load_manifests
+from kube_manager.manifests import ManifestError, load_manifests
 from kube_manager.serialize import json_bytes, yaml_bytes
+from kube_manager.translator.translation import collector_paused
 
 USAGE_ERROR = 2
 FORMATS = ("table", "json", "yaml")

@@ -11,15 +11,15 @@ with a one-line message naming the file, never a parser's multi-line report or t
 """
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sys
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List
 
 import yaml
+
+from kube_manager.translator.translation import collector_paused
 
 try:
     import orjson
@@ -137,23 +137,6 @@ def parse_documents(data: bytes, name: str) -> List[Any]:
         raise ManifestError(f"{name}: not valid YAML: {_yaml_problem(exc)}") from None
     except RecursionError:
         raise ManifestError(f"{name}: not valid YAML: nested too deeply") from None
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off for a bulk job, as it was after.
-
-    Parsing, translating and printing a cluster dump allocate millions of long-lived containers and
-    no reference cycles; every full collection would rescan them all (a fifth of `translate`'s
-    time on a 5,000-namespace dump), for nothing to free.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def load_manifests(paths: Iterable[str]) -> Manifests:
