@@ -6,6 +6,7 @@ removing a NetworkPolicy never renumbers the others.
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Tuple
 
 from .encoding import sha1_hex
@@ -58,7 +59,7 @@ def rule_sequence(index: int) -> str:
 
 def hashed_sequence(name: str) -> str:
     """`1.<first 12 decimal digits of int(sha1(name), 16)>`: stable whatever else exists."""
-    return "1." + str(int(sha1_hex(name), 16))[:12]
+    return "1." + str(int.from_bytes(hashlib.sha1(name.encode("utf-8")).digest(), "big"))[:12]
 
 
 def sequence_key(sequence: str) -> Tuple[int, str]:

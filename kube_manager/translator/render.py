@@ -36,10 +36,11 @@ ScopedLabel = Tuple[str, str, LabelScope]  # (key, value, scope)
 ENDPOINT_CACHE_LIMIT = 65536
 PLAN_CACHE_LIMIT = 16384
 _NO_GROUPS: Mapping[FqName, IpBlock] = MappingProxyType({})  # shared by renderings without ipBlocks
+_NO_SCOPED: Mapping[ScopedLabel, None] = MappingProxyType({})
 # (endpoint body, the tags it references with their origins, the scope whose selectors' identities
 # key it: held, so that those identities cannot be reused while the entry exists, its pod labels
-# with the scope they select in)
-_Endpoint = Tuple[Body, Tuple[Tuple[str, TagOrigin], ...], PodScope, Tuple[ScopedLabel, ...]]
+# with the scope they select in); both as dicts, which a render merges into its own at C speed
+_Endpoint = Tuple[Body, Mapping[str, TagOrigin], PodScope, Mapping[ScopedLabel, None]]
 
 
 class PodView(Protocol):
@@ -150,7 +151,7 @@ class PolicyRenderer:
             self._endpoints[key] = found
         work.tags.update(found[1])
         if found[3]:
-            work.scoped_labels.update(dict.fromkeys(found[3]))
+            work.scoped_labels.update(found[3])
         return found[0]
 
     def _endpoint(self, scope: PodScope, namespace: Optional[str]) -> "_Endpoint":
@@ -158,7 +159,7 @@ class PolicyRenderer:
         if not scope.is_simple:
             definition = SelectorDef(scope if namespace is None else scope.bound(namespace))
             tag = self.selector_tag(definition)
-            return {"tags": [tag]}, ((tag, definition),), scope, ()
+            return {"tags": [tag]}, {tag: definition}, scope, _NO_SCOPED
         tags = {self.application_tag}
         origins: List[Tuple[str, TagOrigin]] = []
         label_scope: LabelScope = frozenset()
@@ -175,7 +176,7 @@ class PolicyRenderer:
                 origins.append((self.pod_label_tag(key, value), (POD_LABEL, key, value)))
                 scoped.append((key, value, label_scope))
         tags.update(tag for tag, _ in origins)
-        return {"tags": sorted(tags)}, tuple(origins), scope, tuple(scoped)
+        return {"tags": sorted(tags)}, dict(origins), scope, dict.fromkeys(scoped)
 
     # --- services -----------------------------------------------------------------------------
 
