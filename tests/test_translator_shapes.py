@@ -79,3 +79,13 @@ def test_a_closed_object_with_an_unknown_field_does_not_fit_and_is_refused():
     assert not shapes.IP_BLOCK.fits(raw)
     with pytest.raises(InvalidInput, match="unknown field 'exept'"):
         conform(raw, shapes.IP_BLOCK, "ipBlock")
+
+
+def test_well_formed_manifests_take_the_fast_path():
+    manifest = {"metadata": {"name": "p", "namespace": "a", "uid": "u", "labels": {"app": "web"},
+                             "annotations": {"x": "y"}},
+                "spec": {"containers": [{"name": "c", "ports": [{"name": "http", "containerPort": 80}]}]},
+                "status": {"podIP": "10.0.0.1", "phase": "Running"}}
+    assert conform(manifest, shapes.POD, "") is manifest
+    port = {"protocol": "TCP", "port": 80, "endPort": 90}
+    assert conform(port, shapes.POLICY_PORT, "p") is port

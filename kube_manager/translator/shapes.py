@@ -189,23 +189,39 @@ def _compile(shape: Shape) -> Callable[[Any], bool]:
         item = shape.item.fits
         return lambda raw: raw.__class__ is list and all(e is not None and item(e) for e in raw)
     if isinstance(shape, MapOf):
+        if isinstance(shape.value, Scalar):  # labels: no call per entry
+            values = frozenset(shape.value.types)
+            return lambda raw: raw.__class__ is dict and all(
+                k.__class__ is str and v.__class__ in values for k, v in raw.items())
         value = shape.value.fits
         return lambda raw: raw.__class__ is dict and all(
             k.__class__ is str and v is not None and value(v) for k, v in raw.items())
     assert isinstance(shape, Fields), shape
-    names, checks = shape.fields.keys(), tuple((k, s.fits) for k, s in shape.fields.items())
-    closed = shape.closed
+    names, closed = shape.fields.keys(), shape.closed
+    # Scalar fields by their classes, an absent field reading as _Absent (null's class is in no set).
+    scalars = tuple((k, frozenset(s.types) | {_Absent}) for k, s in shape.fields.items() if isinstance(s, Scalar))
+    nested = tuple((k, s.fits) for k, s in shape.fields.items() if not isinstance(s, Scalar))
 
     def fits(raw: Any) -> bool:
         if raw.__class__ is not dict or (closed and not names >= raw.keys()):
             return False
-        for key, check in checks:
-            if key in raw:
-                value = raw[key]
-                if value is None or not check(value):
-                    return False
+        get = raw.get
+        for key, classes in scalars:
+            if get(key, _ABSENT).__class__ not in classes:
+                return False
+        for key, check in nested:
+            value = get(key, _ABSENT)
+            if value is not _ABSENT and not check(value):  # a null fails every check
+                return False
         return True
     return fits
+
+
+class _Absent:
+    """The class of _ABSENT, what a missing field reads as in the fast checks."""
+
+
+_ABSENT = _Absent()
 
 
 # --- the table --------------------------------------------------------------------------------
