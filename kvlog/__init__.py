@@ -25,7 +25,7 @@ class BoundLogger(logging.LoggerAdapter):
 
     def process(self, msg: Any, kwargs: Any) -> Any:
         extra = kwargs.get("extra") or {}
-        kwargs["extra"] = {**extra, FIELDS_ATTR: {**self.extra, **extra.get(FIELDS_ATTR, {})}}
+        kwargs["extra"] = {**extra, FIELDS_ATTR: {**(self.extra or {}), **extra.get(FIELDS_ATTR, {})}}
         return msg, kwargs
 
 

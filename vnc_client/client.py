@@ -442,10 +442,10 @@ class VncClient:
         failures = 0
         delays = self._retry.limiter(self._jitter)  # one backoff per call: its rounds of attempts
         reauthenticated = False
-        gated = self._write_gate is not None and method != "GET" and path not in _READ_POSTS
+        gate = self._write_gate if method != "GET" and path not in _READ_POSTS else None
         while True:
-            if gated:
-                self._write_gate()  # type: ignore[misc]  (checked above)
+            if gate is not None:
+                gate()
             url = self._endpoints[index] + path
             token, headers = self._auth_headers()
             started = time.monotonic()

@@ -11,10 +11,13 @@ looks for ~/.netrc credentials per request; that costs a few stat calls, ~20 us.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, MutableMapping, Optional, Tuple, Union
 from urllib.parse import urlsplit
 
 import requests
+
+if TYPE_CHECKING:  # requests' stubs name the settings dict; it does not exist at run time
+    from requests.sessions import _Settings
 
 _Key = Tuple[str, str, Any, Any, Any]
 
@@ -29,11 +32,11 @@ class VncSession(requests.Session):
 
     def __init__(self) -> None:
         super().__init__()
-        self._environment: Dict[_Key, Dict[str, Any]] = {}
+        self._environment: Dict[_Key, _Settings] = {}
 
-    def merge_environment_settings(self, url: str, proxies: Optional[Dict[str, str]], stream: Any, verify: Any,
-                                   cert: Any) -> Dict[str, Any]:
-        if proxies or not self.trust_env:
+    def merge_environment_settings(self, url: Union[str, bytes, None], proxies: Optional[MutableMapping[str, str]],
+                                   stream: Optional[bool], verify: Any, cert: Any) -> _Settings:
+        if proxies or not self.trust_env or not isinstance(url, str):
             return super().merge_environment_settings(url, proxies, stream, verify, cert)
         parts = urlsplit(url)
         key = (parts.scheme, parts.netloc, stream, verify, cert)
@@ -42,4 +45,6 @@ class VncSession(requests.Session):
             settings = super().merge_environment_settings(url, {}, stream, verify, cert)
             self._environment[key] = settings
         # requests may add to the proxies mapping of one request; never to the cached one.
-        return {**settings, "proxies": dict(settings["proxies"])}
+        fresh = settings.copy()
+        fresh["proxies"] = dict(settings["proxies"])
+        return fresh
