@@ -6,6 +6,7 @@ is a 405 with an `Allow` header, so the server can never change the daemon's sta
 """
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from pathlib import Path
@@ -49,7 +50,7 @@ class IntrospectApp:
             "/metrics": pages.metrics,
         }
         for page in LIST_PAGES:
-            self.routes[page.path] = lambda request, page=page: pages.list_page(page, request)
+            self.routes[page.path] = functools.partial(pages.list_page, page)
         self.static = {f"/static/{path.name}": path for path in sorted(STATIC_DIR.glob("*"))
                        if path.suffix in STATIC_TYPES}
 

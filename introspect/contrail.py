@@ -184,7 +184,7 @@ class ContrailView:
         """Address group name -> names of the rules whose endpoints refer to it."""
         found: Dict[str, List[str]] = {}
         for rule in paced(self.objects(FIREWALL_RULE)):
-            for group in sorted({endpoint_address_group(rule.body.get(side)) for side in ENDPOINTS} - {None}):
+            for group in sorted({g for side in ENDPOINTS if (g := endpoint_address_group(rule.body.get(side))) is not None}):
                 found.setdefault(group, []).append(rule.name)
         return found
 

@@ -309,7 +309,7 @@ OBJECT_LEGEND = ((c.PRESENT, "in the config API"), (c.PENDING, "desired, not yet
 UUID = Column("uuid", "uuid", "code")
 OBJECT_STATE = Column("state", "state", "state")
 
-NETWORK_POLICIES = ListPage(
+NETWORK_POLICIES: ListPage = ListPage(  # named by its own column links, before it exists
     "/Snh_NetworkPolicyDatabaseList", "NetworkPolicies", "network_policies",
     ("uid", "namespace", "name", "spec", "firewall_policy", "rules", "state", "errors"),
     (Column("namespace", "namespace", link=lambda r: href(NETWORK_POLICIES.path, namespace=r["namespace"])),
@@ -331,7 +331,7 @@ NETWORK_POLICIES = ListPage(
      ("rejected", "invalid input; only the valid part (if any) is written")),
     count=lambda s: len(s.db.network_policies))
 
-PODS = ListPage(
+PODS: ListPage = ListPage(  # named by its own column links, before it exists
     "/Snh_PodDatabaseList", "Pods", "pods", ("uid", "namespace", "name", "ip", "tags", "vmi_state"),
     (Column("namespace", "namespace", link=lambda r: href(PODS.path, namespace=r["namespace"])),
      Column("name", "name", link=lambda r: pod_detail_href(r["namespace"], r["name"])),
@@ -387,7 +387,7 @@ ADDRESS_GROUPS = ListPage(
     OBJECT_LEGEND,
     count=lambda s: s.contrail.count(c.ADDRESS_GROUP))
 
-FIREWALL_POLICIES = ListPage(
+FIREWALL_POLICIES: ListPage = ListPage(  # named by its own column links, before it exists
     "/Snh_FirewallPolicyDatabaseList", "Firewall policies", "firewall_policies",
     ("name", "fq_name", "namespace", "network_policy", "sequence", "rules", "uuid", "state"),
     (Column("sequence", "APS sequence", "code"), Column("name", "name", "code"),
@@ -401,7 +401,7 @@ FIREWALL_POLICIES = ListPage(
     OBJECT_LEGEND,
     count=lambda s: s.contrail.count(c.FIREWALL_POLICY))
 
-FIREWALL_RULES = ListPage(
+FIREWALL_RULES: ListPage = ListPage(  # named by its own column links, before it exists
     "/Snh_FirewallRuleDatabaseList", "Firewall rules", "firewall_rules",
     ("name", "fq_name", "namespace", "policy", "sequence", "endpoint_1", "direction", "endpoint_2",
      "service", "action", "uuid", "state", "selectors"),

@@ -34,7 +34,7 @@ class Redactor:
     def __init__(self, config: Optional[Any] = None) -> None:
         mapping = _as_mapping(config) if config is not None else {}
         secrets = _secret_values(mapping)
-        if hasattr(config, "public_view") and hasattr(config, "secrets"):
+        if config is not None and hasattr(config, "public_view") and hasattr(config, "secrets"):
             # kube_manager.config.Config knows its own secrets and its page-safe view; the key
             # patterns above still apply to that view, as a second line of defence.
             secrets += [str(s) for s in config.secrets()]

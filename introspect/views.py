@@ -39,7 +39,7 @@ class Page:
 
     @classmethod
     def from_request(cls, request: Request, default_limit: Optional[int]) -> "Page":
-        offset = _non_negative(request, "offset", 0)
+        offset = _non_negative(request, "offset", 0) or 0
         limit = _non_negative(request, "limit", default_limit)
         if limit == 0:
             raise BadRequest("limit must be at least 1")

@@ -37,9 +37,15 @@ class ExplainError(ValueError):
 class ManifestSet(Protocol):
     """What explain needs of the manifests (kube_manager.manifests.Manifests fits)."""
 
-    namespaces: Sequence[Mapping[str, Any]]
-    pods: Sequence[Mapping[str, Any]]
-    network_policies: Sequence[Mapping[str, Any]]
+    # Read-only properties, so a class holding lists of dicts (as Manifests does) fits.
+    @property
+    def namespaces(self) -> Sequence[Mapping[str, Any]]: ...
+
+    @property
+    def pods(self) -> Sequence[Mapping[str, Any]]: ...
+
+    @property
+    def network_policies(self) -> Sequence[Mapping[str, Any]]: ...
 
 
 @dataclass(frozen=True)
