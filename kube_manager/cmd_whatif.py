@@ -58,9 +58,9 @@ def group(changes: List[FlowChange]) -> List[Row]:
         merged: Dict[Tuple[str, ...], List[str]] = {}
         for source, destinations in sources.items():
             merged.setdefault(tuple(sorted(destinations)), []).append(source)
-        for destinations, srcs in merged.items():
-            sample = FlowChange(srcs[0], destinations[0], protocol, ports, contrail, kubernetes)
-            rows.append((tuple(sorted(srcs)), destinations, sample))
+        for targets, srcs in merged.items():
+            sample = FlowChange(srcs[0], targets[0], protocol, ports, contrail, kubernetes)
+            rows.append((tuple(sorted(srcs)), targets, sample))
     rows.sort(key=lambda r: (r[0], r[1], r[2].protocol, r[2].ports))
     return rows
 

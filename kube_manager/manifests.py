@@ -24,7 +24,7 @@ from kube_manager.translator.translation import collector_paused
 try:
     import orjson
 except ImportError:  # pragma: no cover - orjson is a dependency; the stdlib parser is the fallback
-    orjson = None
+    orjson = None  # type: ignore[assignment]  # mypy types an optional import as always there
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 STDIN = "-"
@@ -47,6 +47,8 @@ class Manifests:
 
     def add(self, obj: Dict[str, Any]) -> None:
         kind = obj.get("kind")
+        if not isinstance(kind, str):
+            return  # not a kind we read (and a list or mapping would not even be a dict key)
         if kind == "List":
             for item in obj.get("items") or []:
                 if isinstance(item, dict):

@@ -24,7 +24,7 @@ from kube_manager.yaml_block import BlockWriter, Unsupported
 try:
     import orjson
 except ImportError:  # pragma: no cover - orjson is a dependency; the stdlib is the fallback
-    orjson = None
+    orjson = None  # type: ignore[assignment]  # mypy types an optional import as always there
 
 _NOT_PRINTABLE_ASCII = re.compile(rb"[^\x00-\x7e]+")
 # In orjson's compact output, any escape but \" and \\ means a string holds a control character.

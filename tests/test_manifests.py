@@ -41,6 +41,16 @@ def test_json_and_yaml_files_load_the_same_objects(tmp_path):
     assert from_yaml.network_policies, "the examples hold policies"
 
 
+
+def test_a_kind_that_is_not_a_string_is_skipped_like_any_unknown_kind(tmp_path):
+    # `kind: [Pod]` is valid YAML; it used to reach a dict lookup and crash with "unhashable type".
+    (tmp_path / "odd.yaml").write_text(
+        "kind: [Pod]\nmetadata: {name: a}\n---\nkind: {Pod: 1}\n---\n"
+        "kind: Pod\nmetadata: {name: b, namespace: n}\n", encoding="utf-8")
+    loaded = load_manifests([str(tmp_path)])
+    assert [p["metadata"]["name"] for p in loaded.pods] == ["b"]
+    assert not loaded.namespaces and not loaded.network_policies
+
 def test_json_is_read_by_a_json_parser_not_yaml():
     # YAML 1.1 reads the number 1e3 (no dot) as a string, and a JSON parser as 1000.0.
     assert parse_documents(b'{"kind": "Pod", "port": 1e3}', "x.json") == [{"kind": "Pod", "port": 1000.0}]

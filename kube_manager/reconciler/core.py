@@ -124,14 +124,28 @@ class Conflicting:
 
 
 class TranslatorRefChange(Protocol):
-    """One ref of a long list moved in the desired state (kube_manager.translator.RefChange fits)."""
+    """One ref of a long list moved in the desired state (kube_manager.translator.RefChange fits).
 
-    resource_type: str
-    fq_name: FqName
-    ref_type: str
-    operation: str  # "ADD" | "DELETE"
-    ref_fq_name: FqName
-    sequence: str
+    Read-only properties: RefChange is frozen, and a protocol's plain attributes would demand
+    writable ones, so the reconciler would not satisfy the cache's ChangeSink."""
+
+    @property
+    def resource_type(self) -> str: ...
+
+    @property
+    def fq_name(self) -> FqName: ...
+
+    @property
+    def ref_type(self) -> str: ...
+
+    @property
+    def operation(self) -> str: ...  # "ADD" | "DELETE"
+
+    @property
+    def ref_fq_name(self) -> FqName: ...
+
+    @property
+    def sequence(self) -> str: ...
 
 
 class PolicyIndex(Protocol):
