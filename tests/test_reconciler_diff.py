@@ -5,7 +5,7 @@ from typing import Dict, List, Optional, Set
 
 from kube_manager.reconciler.diff import (
     ObjKey, Progress, all_targets, changed_fields, matches, plan, same)
-from kube_manager.reconciler.ownership import Marks, annotations
+from kube_manager.reconciler.ownership import Marks, annotation_map
 
 PM = ("default-policy-management",)
 
@@ -197,7 +197,7 @@ def test_marks_decide_ownership_not_names():
     assert marks.owns(ours)
     assert not marks.owns(other_cluster)
     assert not marks.owns({"fq_name": ["k8s-ns-np"]})
-    assert annotations({"annotations": {"key_value_pair": [None, {"key": 3}]}}) == {}
+    assert annotation_map({"annotations": {"key_value_pair": [None, {"key": 3}]}}) == {}
     assert "c2" in marks.describe(other_cluster)
 
 

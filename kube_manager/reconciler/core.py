@@ -55,7 +55,7 @@ from . import diff
 from .diff import ObjKey, Progress, Step
 from .executor import Executor
 from .ownership import OWNED_TYPES, SHARED_TYPES, Lister, Marks, list_objects
-from .pods import HOST_NETWORK, POD, PodTagger, VmiApi, pod_key
+from .pods import HOST_NETWORK, POD, PodTagger, VmiApi, pod_key, pod_of
 from .reflists import RefListIndex
 from .workqueue import WorkQueue
 
@@ -296,14 +296,14 @@ class Reconciler:
             if not self._settled(key):
                 self._enqueue(key)
                 queued += 1
-        for key in sorted(self.db.pods):
-            if self.pods.untaggable(key):
+        for pod in sorted(self.db.pods):
+            if self.pods.untaggable(pod):
                 continue
-            if self.pods.needs_work(key):
-                self._enqueue(pod_key(*key))
+            if self.pods.needs_work(pod):
+                self._enqueue(pod_key(*pod))
                 queued += 1
             else:
-                self.db.pods[key].vmi_state = SYNCED
+                self.db.pods[pod].vmi_state = SYNCED
         self._synced_once.set()
         self._state_changes = None
         if self._observer is not None:
@@ -464,7 +464,7 @@ class Reconciler:
         return True
 
     def _handle_pod(self, key: ObjKey) -> bool:
-        outcome = self.pods.sync(key[1])
+        outcome = self.pods.sync(pod_of(key))
         if outcome.written:
             self.counters.wrote("set_tag", len(outcome.written))
         for vmi in outcome.written:
@@ -508,6 +508,8 @@ class Reconciler:
             try:
                 if change is None:
                     self.client.update(obj_type, step.uuid, step.body)
+                elif step.uuid is None:  # listed without one (never by a sound server): nothing to address
+                    raise VncError(f"{describe(key)} has no uuid to send a ref-update to")
                 else:
                     self.client.ref_update(obj_type, step.uuid, change.target[0], ref_fq_name=list(change.target[1]),
                                            operation=change.operation, attr=change.attr)
@@ -658,7 +660,7 @@ class Reconciler:
     def _track_tagging(self, key: ObjKey, active: bool) -> None:
         for tag in self._tagging.pop(key, ()):
             _unlink(self._tagging_by_tag, tag, key)
-        record = self.db.pods.get(key[1]) if active else None
+        record = self.db.pods.get(pod_of(key)) if active else None
         if record is not None:
             self._tagging[key] = tuple(record.tags)
             for tag in record.tags:
@@ -747,7 +749,7 @@ class Reconciler:
         return key in self._deferred and key[0] in SHARED_TYPES and self._desired(key) is None
 
     def _all_object_keys(self) -> Set[ObjKey]:
-        keys = set()
+        keys: Set[ObjKey] = set()
         for source in (self.db.desired, self.db.actual):
             for obj_type, objects in source.items():
                 keys.update((obj_type, fq) for fq in objects)

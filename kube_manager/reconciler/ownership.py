@@ -37,10 +37,10 @@ class Lister(Protocol):
              fields: Sequence[str] | None = None) -> List[Dict[str, Any]]: ...
 
 
-def annotations(body: Mapping[str, Any]) -> Dict[str, str]:
+def annotation_map(body: Mapping[str, Any]) -> Dict[str, Any]:
     """The `annotations.key_value_pair` list of a body as a dict (empty when absent or malformed)."""
     pairs = (body.get("annotations") or {}).get("key_value_pair") or []
-    result: Dict[str, str] = {}
+    result: Dict[str, Any] = {}
     for pair in pairs:
         if isinstance(pair, dict) and isinstance(pair.get("key"), str):
             result[pair["key"]] = pair.get("value")
@@ -55,12 +55,12 @@ class Marks:
     cluster: str
 
     def owns(self, body: Mapping[str, Any]) -> bool:
-        marks = annotations(body)
+        marks = annotation_map(body)
         return marks.get("owner") == self.owner and marks.get("cluster") == self.cluster
 
     def describe(self, body: Mapping[str, Any]) -> str:
         """Who owns `body`, for log lines about conflicts."""
-        marks = annotations(body)
+        marks = annotation_map(body)
         if "owner" not in marks and "cluster" not in marks:
             return "no owner marks"
         return f"owner={marks.get('owner')!r} cluster={marks.get('cluster')!r}"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
+from typing import AbstractSet, Any, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
 
 from kube_manager.db import PENDING, RETRYING, SYNCED, Database, Key
 from kube_manager.logging_setup import kv
@@ -47,6 +47,12 @@ class VmiApi(Protocol):
 
 def pod_key(namespace: str, name: str) -> ObjKey:
     return (POD, (namespace, name))
+
+
+def pod_of(key: ObjKey) -> Key:
+    """The `(namespace, name)` of a work-queue key made by `pod_key`."""
+    namespace, name = key[1]
+    return namespace, name
 
 
 def _split(tag: str) -> Tuple[str, str]:
@@ -115,7 +121,7 @@ class VmiIndex:
 
 
 def tag_changes(current: Set[str], desired: Set[str], managed: Callable[[str], bool],
-                skip: Set[str] = frozenset()) -> Dict[str, Optional[Dict[str, Any]]]:
+                skip: AbstractSet[str] = frozenset()) -> Dict[str, Optional[Dict[str, Any]]]:
     """The `set-tag` changes that turn `current` into `desired` on one VMI.
 
     Tags for which `managed` is false (not ours) are never removed. Tags in `skip` (not creatable yet)

@@ -45,7 +45,7 @@ def sequenced_ref(fq_name: FqName, sequence: str) -> Body:
     return {"to": list(fq_name), "attr": {"sequence": sequence}}
 
 
-def annotations(pairs: Dict[str, str]) -> Body:
+def annotations_body(pairs: Dict[str, str]) -> Body:
     """`annotations.key_value_pair`, sorted by key as vnc_client.objects writes them."""
     return {"key_value_pair": [{"key": k, "value": pairs[k]} for k in sorted(pairs)]}
 
@@ -56,7 +56,7 @@ class BodyFactory:
     def __init__(self, cluster_name: str, owner: str) -> None:
         self.cluster_name = cluster_name
         self.owner = owner
-        self._marks = {kind: annotations({"owner": owner, "cluster": cluster_name, "kind": kind})
+        self._marks = {kind: annotations_body({"owner": owner, "cluster": cluster_name, "kind": kind})
                        for kind in RESOURCE_TYPES}
         self._actions = {PASS: {"simple_action": PASS}, DENY: {"simple_action": DENY}}
         self._cluster_mark = {"key": "cluster", "value": cluster_name}
@@ -117,7 +117,7 @@ class BodyFactory:
         mark = self._mark
         pairs = [self._cluster_mark, {"key": "k8s_uuid", "value": uid}, self._kind_mark[FIREWALL_POLICY],
                  mark("name", name), mark("namespace", namespace), self._owner_mark,
-                 mark("spec_sha256", spec_sha256)]  # sorted by key, as annotations() writes them
+                 mark("spec_sha256", spec_sha256)]  # sorted by key, as annotations_body() writes them
         return {"fq_name": list(fq_name), "parent_type": POLICY_MANAGEMENT_TYPE,
                 "firewall_rule_refs": refs, "annotations": {"key_value_pair": pairs}}
 

@@ -210,8 +210,8 @@ class KubeStore:
     def load(self, manifests: Manifests) -> None:
         """Apply every object of `manifests`; namespaces referred to but not given are created, so
         that the cluster matches what `translate` assumes for the same manifests."""
-        for namespace in manifests.namespaces:
-            self.apply(namespace)
+        for namespace_obj in manifests.namespaces:
+            self.apply(namespace_obj)
         for obj in list(manifests.pods) + list(manifests.network_policies):
             namespace = (obj.get("metadata") or {}).get("namespace") or "default"
             if ("", namespace) not in self._objects[NAMESPACES.name]:

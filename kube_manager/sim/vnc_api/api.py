@@ -177,8 +177,8 @@ class ConfigApi:
             validate_props(rt.name, body, "http_put")
             validate_ref_attrs(rt.name, body, "http_put")
             change = Change(props={k: body[k] for k in PROPERTIES[rt.name] if k in body},
-                            refs=self._resolve_refs(rt, body, "update", security=True))
-            change.refs.update(self._resolve_refs(rt, body, "update", security=False))
+                            refs={**self._resolve_refs(rt, body, "update", security=True),
+                                  **self._resolve_refs(rt, body, "update", security=False)})
             self._apply_update(current, change)
             return {"uuid": uuid, "href": f"{base_url}/{rt.name}/{uuid}"}
 
@@ -380,7 +380,7 @@ class ConfigApi:
         self._touch(current, {})
         if add is not None:
             self.store.put_ref(current.uuid, ref_field, add)
-        else:
+        elif drop is not None:
             self.store.drop_ref(current.uuid, ref_field, drop)
         log.debug("config-api update type=%s fq_name=%s uuid=%s fields=%s", current.type,
                   ":".join(current.fq_name), current.uuid, ref_field)
@@ -448,17 +448,18 @@ class ConfigApi:
     def _ref_target(self, rt: ResourceType, ref_field: str, target: str, ref: Any, operation: str,
                     security: bool) -> StoredObject:
         to = ref.get("to") if isinstance(ref, dict) else None
+        fq_name: Optional[List[str]] = to if _is_fq_name(to) else None
         ref_uuid = ref.get("uuid") if isinstance(ref, dict) else None
-        if not _is_fq_name(to) and not isinstance(ref_uuid, str):
+        if security and isinstance(ref_uuid, str):  # the real server's pending-delete check reads it by uuid first: 404
+            return self._get_typed(target, ref_uuid, not_found(unknown_id(ref_uuid)))
+        if fq_name is not None:
+            found = self.lookup(target, fq_name)
+            if found is None and security:
+                raise not_found(unknown_id(f"{target.replace('-', '_')} {fq_repr(fq_name)}"))
+        elif isinstance(ref_uuid, str):
+            found = self.store.get(ref_uuid)
+        else:
             raise bad_request(f"Bad reference in {operation}: {ref_field} entry {ref!r} needs 'to' or 'uuid'")
-        if security:  # the real server's pending-delete check reads it by uuid first: 404
-            if isinstance(ref_uuid, str):
-                return self._get_typed(target, ref_uuid, not_found(unknown_id(ref_uuid)))
-            found = self.lookup(target, to)
-            if found is None:
-                raise not_found(unknown_id(f"{target.replace('-', '_')} {fq_repr(to)}"))
-            return found
-        found = self.lookup(target, to) if _is_fq_name(to) else self.store.get(ref_uuid)
         if found is None or found.type != target:
             raise bad_request(f"Unknown reference in resource {operation} {rt.name}: {ref_field} {ref!r}.")
         return found

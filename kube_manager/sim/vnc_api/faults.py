@@ -64,10 +64,11 @@ class FaultInjector:
     def configure(self, *, latency: Optional[float] = None, fail_rate: Optional[float] = None,
                   drop_rate: Optional[float] = None) -> None:
         """Change latency or fault rates from now on (unspecified ones keep their value)."""
-        changes = {k: v for k, v in (("latency", latency), ("fail_rate", fail_rate), ("drop_rate", drop_rate))
-                   if v is not None}
         with self._lock:
-            self._options = replace(self._options, **changes)
+            old = self._options
+            self._options = replace(old, latency=old.latency if latency is None else latency,
+                                    fail_rate=old.fail_rate if fail_rate is None else fail_rate,
+                                    drop_rate=old.drop_rate if drop_rate is None else drop_rate)
 
     def fail_next(self, count: int = 1, status: int = 503) -> None:
         """Answer the next `count` requests with `status` (a 5xx) and a plain-text body."""

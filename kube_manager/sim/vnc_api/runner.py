@@ -183,10 +183,11 @@ class BackgroundServer:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the server and wait for its thread to finish (idempotent)."""
-        if self._stopped:
+        stop_event = self._stop_event
+        if self._stopped or stop_event is None:  # stopped already, or its thread never started
             return
         self._stopped = True
-        self._loop.run_callback_threadsafe(self._stop_event.set)
+        self._loop.run_callback_threadsafe(stop_event.set)
         if not self._done.acquire(True, timeout):
             raise RuntimeError(f"embedded config API did not stop within {timeout}s")
 
