@@ -46,7 +46,8 @@ def subtract(cidr: Network, excepts: Tuple[Network, ...]) -> List[Network]:
             else:
                 kept.append(net)
         remaining = kept
-    return sorted(ipaddress.collapse_addresses(remaining), key=network_key)  # type: ignore[arg-type]
+    # typeshed types ipaddress' set operations per IP version, so a list of either does not fit.
+    return sorted(ipaddress.collapse_addresses(remaining), key=network_key)  # type: ignore[type-var]
 
 
 def cidr_text(net: Network) -> str:

@@ -675,13 +675,14 @@ class ClusterTranslator:
             return
         for rendering, register in ((old, False), (new, True)):
             for pods in rendering.destinations if rendering is not None else ():
-                if isinstance(pods, PodScope) and pods.namespace is not None:
-                    group = self._dependents_by_namespace.setdefault(pods.namespace, set())
+                namespace = pods.namespace if isinstance(pods, PodScope) else None
+                if namespace is not None:
+                    group = self._dependents_by_namespace.setdefault(namespace, set())
                 else:
                     group = self._cluster_dependents
                 if register:
                     group.add(key)
                 else:
                     group.discard(key)
-                    if not group and group is not self._cluster_dependents:
-                        del self._dependents_by_namespace[pods.namespace]  # type: ignore[union-attr]
+                    if not group and namespace is not None:
+                        del self._dependents_by_namespace[namespace]

@@ -64,7 +64,7 @@ class _Endpoint:
 
     kind: str
     tags: FrozenSet[str] = frozenset()
-    group: Optional[str] = None
+    group: str = ""  # the address group's name, for kind "group"
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ def _in_prefix(ip: IPAddress, prefix: Prefix) -> bool:
     return ip.version == version and int(ip) >> host_bits << host_bits == network
 
 
-def _by_fq_name(objects: Iterable[Mapping[str, Any]]) -> Dict[Tuple[str, ...], Mapping[str, Any]]:
+def _by_fq_name(objects: Optional[Iterable[Mapping[str, Any]]]) -> Dict[Tuple[str, ...], Mapping[str, Any]]:
     return {tuple(o.get("fq_name") or ()): o for o in objects or ()}
 
 

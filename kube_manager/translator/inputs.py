@@ -55,6 +55,7 @@ def parse_namespace(manifest: Any, cache: Optional[ParseCache] = None) -> Namesp
     problem = namespace_name_problem(name)
     if problem:
         raise InvalidInput(f"metadata.name: {problem}")
+    assert isinstance(name, str)  # the check above refuses anything else
     labels = check_labels(metadata.get("labels", {}), "metadata.labels", cache.labels if cache else None)
     return NamespaceInfo(name, uid, namespace_labels(name, labels))
 
@@ -94,6 +95,7 @@ def parse_pod(manifest: Any, cache: Optional[ParseCache] = None) -> PodInfo:
     problem = metadata_problem(namespace, name, cache.namespaces if cache else None)
     if problem:
         raise InvalidInput(problem)
+    assert isinstance(name, str)  # the check above refuses anything else
     labels = check_labels(metadata.get("labels", {}), "metadata.labels", cache.labels if cache else None)
     ip = body.get("status", {}).get("podIP")
     return PodInfo(namespace, name, uid, labels, canonical_ip(ip) if ip else None,

@@ -109,8 +109,8 @@ def _check_fields(obj: Any, allowed: set, what: str) -> Dict[str, Any]:
     return obj
 
 
-def _check_label(key: Any, values: Iterable[Any], what: str) -> None:
-    """Refuse a label key or value the API server would refuse in a selector."""
+def _check_label(key: Any, values: Iterable[Any], what: str) -> str:
+    """Refuse a label key or value the API server would refuse in a selector; the key, checked."""
     prefix, slash, name = key.rpartition("/") if isinstance(key, str) else ("", "", "")
     if (not name or len(name) > 63 or not _LABEL_NAME.match(name)
             or (slash and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)))):
@@ -118,6 +118,7 @@ def _check_label(key: Any, values: Iterable[Any], what: str) -> None:
     for value in values:
         if not isinstance(value, str) or len(value) > 63 or (value and not _LABEL_NAME.match(value)):
             raise Invalid(f"{what}: invalid label value {value!r} for {key}")
+    return key
 
 
 def compile_selector(raw: Any, what: str = "selector") -> Selector:
@@ -137,7 +138,7 @@ def compile_selector(raw: Any, what: str = "selector") -> Selector:
         expr = _check_fields(expr, _EXPRESSION_FIELDS, f"{what}.matchExpressions entry")
         key, operator = expr.get("key"), expr.get("operator")
         values = _as_list(expr.get("values"), f"{what}.matchExpressions values")
-        _check_label(key, values, f"{what}.matchExpressions")
+        key = _check_label(key, values, f"{what}.matchExpressions")
         if operator in ("In", "NotIn"):
             if not values:
                 raise Invalid(f"{what}.matchExpressions {key}: {operator} needs values")
@@ -264,7 +265,8 @@ class Peer:
         if self.namespace is not None:
             if pod.namespace != self.namespace:
                 return False
-        elif not self.namespace_selector.matches(namespace_labels.get(pod.namespace, {})):
+        elif self.namespace_selector is None or not self.namespace_selector.matches(
+                namespace_labels.get(pod.namespace, {})):
             return False
         return self.pod_selector is None or self.pod_selector.matches(pod.labels)
 
@@ -339,7 +341,8 @@ def _ipblock_peer(raw: Any) -> Peer:
     excepts = []
     for text in _as_list(raw.get("except"), "ipBlock.except"):
         excluded = _network(text, "ipBlock.except")
-        if (excluded.version != network.version or not excluded.subnet_of(network)
+        # typeshed types subnet_of per IP version; the version is compared first.
+        if (excluded.version != network.version or not excluded.subnet_of(network)  # type: ignore[arg-type]
                 or excluded == network):
             raise Invalid(f"ipBlock.except {text} is not a strict subset of {network}")
         excepts.append(excluded)
@@ -561,7 +564,8 @@ class KubernetesModel:
     def policies(self, namespace: str) -> List[Policy]:
         """The valid policies of a namespace (those rejected whole are left out)."""
         if namespace not in self._policies:
-            compiled, rejected = [], []
+            compiled: List[Policy] = []
+            rejected: List[Rejection] = []
             for manifest in self._policy_manifests.get(namespace, ()):
                 policy, reasons = compile_policy(manifest)
                 name = str((manifest.get("metadata") or {}).get("name") or "")

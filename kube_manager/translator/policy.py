@@ -15,7 +15,7 @@ from .cidr import parse_ip_block
 from .model import UNBOUND, Block, ParsedPolicy, Peer, PodScope, PolicySpec
 from .naming import EGRESS, INGRESS
 from .parsecache import ParseCache, content_key
-from .ports import ANY_SERVICE, PortSpec, parse_port
+from .ports import ANY_SERVICE, PortSpec, Service, parse_port
 from .selectors import parse_selector
 from .inputs import identity
 from .shapes import EGRESS_RULE, INGRESS_RULE, PEER, POLICY, POLICY_SPEC, as_object, conform, conform_field
@@ -72,7 +72,7 @@ def _parse_block(raw: Any, direction: str, index: int, namespace: str, errors: L
             except InvalidInput as exc:
                 errors.append(f"{exc}; the port is ignored")
         ports = tuple(kept_ports)
-    fixed = None
+    fixed: Optional[Tuple[Service, ...]] = None
     if ports is None:
         fixed = (ANY_SERVICE,)
     elif all(port.name is None for _, port in ports):
@@ -144,6 +144,7 @@ def parse_policy(manifest: Any, cache: Optional[ParseCache] = None) -> ParsedPol
     problem = metadata_problem(namespace, name, cache.namespaces)
     if problem:
         raise InvalidInput(problem)
+    assert isinstance(name, str)  # the check above refuses anything else
     raw_spec = manifest.get("spec")
     spec = cache.memo("spec", content_key(raw_spec),
                       lambda: parse_spec(raw_spec, sha256_hex(canonical_json(raw_spec)), cache))

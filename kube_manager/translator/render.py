@@ -185,6 +185,7 @@ class PolicyRenderer:
                     work: _Work) -> List[Tuple[Body, Optional[Body]]]:
         """One service (body) per number the name resolves to on the destination pods (SPEC 4), with the
         destination endpoint to use instead of the usual one (None: the usual one)."""
+        assert port.name is not None  # _services sends only named ports here
         work.destinations[destination] = None
         numbers: Counter = Counter()
         total = 0
@@ -258,10 +259,11 @@ class PolicyRenderer:
         ingress = block.direction == INGRESS
         namespace = policy.namespace
         services = plan.services
+        named: Sequence[Tuple[Body, Optional[Body]]] = ()
         if services is None and ingress:  # named ports resolve on the selected pods, the same for every peer
             selection = policy.selection
             assert selection is not None
-            services = self._services(block, selection, True, view, "selected pod", work)
+            named = self._services(block, selection, True, view, "selected pod", work)
         rule = self.bodies.rule
         rules, names = work.rules, work.names
         for peer_plan in plan.peers:
@@ -273,13 +275,13 @@ class PolicyRenderer:
                 work.address_groups[fq_name] = peer  # type: ignore[assignment]
             else:
                 endpoint = self.scope_endpoint(peer, namespace, work)  # type: ignore[arg-type]
-            if plan.services is None:
-                peer_services = services if ingress else self._peer_services(block, peer_plan, namespace, view, work)
+            if services is None:
+                peer_services = named if ingress else self._peer_services(block, peer_plan, namespace, view, work)
                 self._named_port_rules(peer_services, prefix + peer_plan.tail, endpoint, own, ingress, work)
                 continue
             stem = prefix + peer_plan.tail
             first, second = (endpoint, own) if ingress else (own, endpoint)
-            for s, service in services:  # type: ignore[union-attr]
+            for s, service in services:
                 name = stem + s
                 names.append(name)
                 fq_name = (POLICY_MANAGEMENT, name if len(name) <= MAX_NAME_LENGTH else shorten(name))

@@ -245,10 +245,11 @@ POD = fields(closed=False, metadata=OBJECT_META, spec=POD_SPEC, status=fields(cl
 POLICY = fields(closed=False, metadata=fields(closed=False, name=STRING, namespace=STRING, uid=STRING))
 REQUIREMENT = fields(key=STRING, operator=STRING, values=ListOf(STRING))
 LABEL_SELECTOR = fields(matchLabels=LABELS, matchExpressions=ListOf(REQUIREMENT))
-IP_BLOCK = fields(cidr=STRING, **{"except": ListOf(STRING)})
+# `except` and `from` are Python keywords, so those two shapes are built without fields().
+IP_BLOCK = Fields(MappingProxyType({"cidr": STRING, "except": ListOf(STRING)}))
 PEER = fields(podSelector=LABEL_SELECTOR, namespaceSelector=LABEL_SELECTOR, ipBlock=IP_BLOCK)
 POLICY_PORT = fields(protocol=STRING, port=INT_OR_STRING, endPort=INTEGER)
-INGRESS_RULE = fields(ports=ListOf(POLICY_PORT, each=True), **{"from": ListOf(PEER, each=True)})
+INGRESS_RULE = Fields(MappingProxyType({"ports": ListOf(POLICY_PORT, each=True), "from": ListOf(PEER, each=True)}))
 EGRESS_RULE = fields(ports=ListOf(POLICY_PORT, each=True), to=ListOf(PEER, each=True))
 # Open only so that an unknown spec field can be reported and ignored rather than reject the policy.
 POLICY_SPEC = fields(closed=False, podSelector=LABEL_SELECTOR, policyTypes=ListOf(STRING),

@@ -139,6 +139,7 @@ def port_rule_text(rule: PortRule) -> str:
 
 def _named_port_reason(rule: PortRule, port: int, destination: Endpoint) -> Tuple[bool, str]:
     """A named port of the flow's protocol against the flow's port: its number on that pod."""
+    assert rule.name is not None  # called for named ports only
     pod = destination.pod
     if pod is None:
         return False, (f'port "{rule.name}" is a named port; {destination.describe()} is not a '
