@@ -28,6 +28,10 @@ setup(
             "future",
             "six",
             "selenium>=4.15",
+            # Static type check run by .ci/run, with the stubs of the libraries that ship none.
+            "mypy>=2.4",
+            "types-PyYAML",
+            "types-requests",
         ],
     },
     entry_points={"console_scripts": ["contrail-kube-manager=kube_manager.cli:main"]},
