@@ -325,6 +325,14 @@ def test_load_creates_missing_namespaces(tmp_path: Path) -> None:
     assert store.get("networkpolicies", "default", "np")["metadata"]["namespace"] == "default"
 
 
+def test_a_kind_that_is_not_a_string_is_a_bad_request() -> None:
+    # It used to reach a dict lookup and raise TypeError ("unhashable type") out of the store.
+    for kind in (["Pod"], {"Pod": 1}):
+        with pytest.raises(ApiError) as info:
+            KubeStore().create({"kind": kind, "metadata": {"name": "a"}})
+        assert info.value.code == 400
+
+
 def test_store_errors_cross_the_thread_boundary(kube: EmulatorRunner) -> None:
     with pytest.raises(ApiError) as info:
         kube.store.get("pods", "dev", "nope")

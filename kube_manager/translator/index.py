@@ -48,14 +48,17 @@ class _LabelIndex:
             self._insert(item, labels)
 
     def remove(self, item: object, labels: Mapping[str, str]) -> None:
-        if self._by_label is None:
+        by_label, by_key = self._by_label, self._by_key
+        if by_label is None:
             return
         for pair in labels.items():
-            for table, key in ((self._by_label, pair), (self._by_key, pair[0])):
-                items = table[key]  # type: ignore[index]
-                items.discard(item)
-                if not items:
-                    del table[key]  # type: ignore[arg-type]
+            with_pair, with_key = by_label[pair], by_key[pair[0]]
+            with_pair.discard(item)
+            with_key.discard(item)
+            if not with_pair:
+                del by_label[pair]
+            if not with_key:
+                del by_key[pair[0]]
 
     def with_label(self, key: str, value: str) -> AbstractSet:
         return self._built().get((key, value), _NOTHING)
@@ -164,11 +167,12 @@ class ClusterIndex:
             universe = self.namespace_pods(names[0]) if len(names) == 1 else every_pod
         if selector is not None:
             universe = self._pod_labels.narrow(universe, selector)
+        candidates: Iterable[PodKey] = universe
         if universe is every_pod and len(namespaces) < len(self.namespaces):
             # No label narrows it down: walk the matching namespaces rather than every pod.
-            universe = [key for name in namespaces for key in self.namespace_pods(name)]  # type: ignore
+            candidates = [key for name in namespaces for key in self.namespace_pods(name)]
         result = []
-        for key in universe:
+        for key in candidates:
             pod = self.pods[key]
             if pod.namespace in namespaces and (selector is None or selector.matches(pod.labels)):
                 result.append(pod)

@@ -96,14 +96,15 @@ class EmulatorRunner:
         """Run `func(store)` in the emulator's hub and return (or raise) its outcome."""
         if self._server is None:
             raise RuntimeError("the emulator is not running")
+        store = self._server.store
         if not self.threaded:
-            return func(self._server.store)
+            return func(store)
         done = threading.Event()
         outcome: Dict[str, Any] = {}
 
         def run() -> None:
             try:
-                outcome["value"] = func(self._server.store)  # type: ignore[union-attr]
+                outcome["value"] = func(store)
             except BaseException as exc:  # handed back to the calling thread
                 outcome["error"] = exc
             finally:
@@ -123,8 +124,8 @@ class EmulatorRunner:
             return
         if not self.threaded:
             self._server.stop()
-        elif self._thread is not None:
-            self._loop.run_callback_threadsafe(self._stopping.set)  # type: ignore[union-attr]
+        elif self._thread is not None and self._stopping is not None:  # both set once it started
+            self._loop.run_callback_threadsafe(self._stopping.set)
             self._thread.join()
         self._server = None
 

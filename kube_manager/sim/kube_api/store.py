@@ -285,7 +285,8 @@ class KubeStore:
     def _prepare(self, obj: Dict[str, Any]) -> Tuple[Resource, Dict[str, Any]]:
         if not isinstance(obj, dict):
             raise ApiError(400, "BadRequest", "object must be a JSON object")
-        res = BY_KIND.get(obj.get("kind"))  # type: ignore[arg-type]
+        kind = obj.get("kind")
+        res = BY_KIND.get(kind) if isinstance(kind, str) else None  # a list is no key: a 400, not a crash
         if res is None:
             raise ApiError(400, "BadRequest", f"kind {obj.get('kind')!r} is not served here")
         new = _copy(obj)
