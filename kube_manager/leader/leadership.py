@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import socket
 import uuid
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import gevent
 import gevent.event
@@ -24,6 +24,9 @@ from kube_manager.logging_setup import kv
 
 from .elector import ElectionSettings, LeaderElector
 from .gate import WriteGate
+
+if TYPE_CHECKING:  # the client is needed only to elect, so it is imported only then
+    from kubernetes.client import ApiClient
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +54,7 @@ class Leadership:
         status.enabled, status.identity = self.enabled, self.identity
         status.namespace, status.name = config.leader_elect_namespace, config.lease_name
 
-    def start(self, api_client: object) -> None:
+    def start(self, api_client: ApiClient) -> None:
         """Begin: elect through the Lease over `api_client`, or lead at once without election."""
         if not self.enabled:
             log.info("leader election disabled: this instance writes alone", extra=kv(identity=self.identity))
@@ -63,7 +66,7 @@ class Leadership:
         config = self.config
         settings = ElectionSettings(self.identity, config.leader_elect_lease_duration,
                                     config.leader_elect_renew_deadline, config.leader_elect_retry_period)
-        lock = LeaseLock(api_client, config.leader_elect_namespace, config.lease_name)  # type: ignore[arg-type]
+        lock = LeaseLock(api_client, config.leader_elect_namespace, config.lease_name)
         self.elector = LeaderElector(lock, settings, self.gate, self.status, on_transition=self._transition)
         self._greenlet = gevent.spawn(self.elector.run)
 
