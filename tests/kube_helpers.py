@@ -14,8 +14,11 @@ from kube_manager.kube.watcher import KubeWatcher
 DEADLINE = 10.0  # seconds any awaited condition may take before the test fails
 
 
-def wait_until(predicate: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
-    """Poll `predicate` until it is truthy; fail naming `what` after `timeout`."""
+def wait_until(predicate: Callable[[], Any], what: str, timeout: float = DEADLINE,
+               sleep: Callable[[float], None] = time.sleep) -> Any:
+    """Poll `predicate` until it is truthy; fail naming `what` after `timeout`.
+
+    `sleep` is `gevent.sleep` where the awaited work runs in greenlets of the test's own hub."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -23,7 +26,7 @@ def wait_until(predicate: Callable[[], Any], what: str, timeout: float = DEADLIN
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
+        sleep(0.01)
 
 
 class Recorder:

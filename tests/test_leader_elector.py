@@ -8,6 +8,7 @@ greenlets with short timings, waited on by polling conditions with deadlines.
 from __future__ import annotations
 
 import datetime
+import functools
 import time
 from typing import Any, Callable, List, Optional, Tuple
 
@@ -17,6 +18,7 @@ import pytest
 from kube_manager.db import LeaderStatus
 from kube_manager.kube.client_factory import api_client_for_url
 from kube_manager.sim.kube_api.runner import EmulatorRunner
+from tests.kube_helpers import wait_until
 from kube_manager.leader.elector import ElectionSettings, LeaderElector
 from kube_manager.leader.gate import WriteGate
 from kube_manager.leader.lock import LeaseLock, LeaseRecord, LockError
@@ -171,16 +173,8 @@ def test_release_clears_the_holder_and_a_standby_takes_over_at_once(kube: Emulat
     assert _holder(kube) == "b"
 
 
-def _wait(predicate: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
-    """Poll while letting the elector's greenlets run."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        gevent.sleep(0.01)
+# Poll while letting the elector's greenlets run.
+_wait = functools.partial(wait_until, sleep=gevent.sleep)
 
 
 def _refused(gate: WriteGate, epoch: int) -> bool:
