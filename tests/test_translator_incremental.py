@@ -258,6 +258,26 @@ def test_a_collision_appears_and_disappears():
     assert t.policy_objects("a-b", "c").deny_rules == ((PM, "k8s-a-b-ingress-c-denyall"),)
 
 
+def test_a_name_handed_over_in_one_flush_stays_with_its_new_owner():
+    """a/b-c leaves (deleted, or rejected whole) in the flush that brings a-b/c: both want
+    `k8s-a-b-c`, and retracting the leaver's objects must not take the newcomer's with them."""
+    spec = {"podSelector": {}}
+    for leave in ("delete", "reject"):
+        t = ClusterTranslator()
+        t.upsert_policy(policy("a", "b-c", spec, uid="a/b-c"))
+        t.translation()
+        t.upsert_policy(policy("a-b", "c", spec, uid="a-b/c"))
+        if leave == "delete":
+            t.delete_policy("a", "b-c")
+            remaining = [policy("a-b", "c", spec, uid="a-b/c")]
+        else:
+            bad = policy("a", "b-c", {"podSelector": {"matchLabels": ["not", "a", "map"]}}, uid="a/b-c")
+            t.upsert_policy(copy.deepcopy(bad))
+            remaining = [policy("a-b", "c", spec, uid="a-b/c"), bad]
+        assert t.policy_objects("a-b", "c").firewall_policy == (PM, "k8s-a-b-c"), leave
+        assert json.dumps(t.translation().to_dict()) == json.dumps(translate([], [], remaining).to_dict()), leave
+
+
 def test_errors_of_rejected_objects_clear_when_fixed_or_deleted():
     t = ClusterTranslator()
     t.upsert_policy(policy("n", "p", {"podSelector": {"matchLabels": {"a": 1}}}))

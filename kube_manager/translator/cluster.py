@@ -538,7 +538,10 @@ class ClusterTranslator:
         for key in dirty:
             rendering = base[key] = self._render(key, False)
             affected.update(self._names.index(key, rendering.names if rendering is not None else ()))
-        for key in dirty:
+        # Retractions first: a deleted or rejected policy's old names can be the very names another
+        # policy takes in this flush (their collision ends), and dropping them afterwards would drop
+        # the survivor's objects with them.
+        for key in [key for key in dirty if base[key] is None] + [key for key in dirty if base[key] is not None]:
             rendering = base[key]
             suffixed = rendering is not None and collides(key)
             self._apply(key, self._render(key, True) if suffixed else rendering, suffixed)
