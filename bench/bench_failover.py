@@ -22,15 +22,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
 from dataclasses import asdict, dataclass
 from typing import Dict, List
 
-from kube_manager.manifests import Manifests
-from tests.builders import HTTP_8080, allow_from, namespace, pod, policy
-from tests.leader_support import DEFAULT, SHORT, ElectionRig, Timings, log_time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))  # tests/ as a package
+
+from kube_manager.manifests import Manifests  # noqa: E402
+from tests.builders import HTTP_8080, allow_from, namespace, pod, policy  # noqa: E402
+from tests.leader_support import DEFAULT, SHORT, ElectionRig, Timings, log_time  # noqa: E402
 
 TIMINGS: Dict[str, Timings] = {"short": SHORT, "default": DEFAULT}
 BASE = Manifests(
