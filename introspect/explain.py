@@ -15,6 +15,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 from kube_manager.db import Database, PodRecord
 from kube_manager.manifests import Manifests
 from kube_manager.translator.explain import Explainer
+from kube_manager.translator.translation import collector_paused
 
 log = logging.getLogger(__name__)
 
@@ -130,13 +131,8 @@ def _build_explainer(db: Database, cluster_name: str) -> Explainer:
     there is is collected once, and what lives is frozen (`gc.freeze`, as the daemon does after its
     initial lists). The index holds no reference cycles, so when a change replaces it, reference
     counting frees it although it is frozen (a test checks)."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         explainer = Explainer(db_translation(db, cluster_name), db_manifests(db), cluster_name, db.selectors)
-    finally:
-        if paused:
-            gc.enable()
     gc.collect()
     gc.freeze()
     return explainer
