@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from kube_manager.db import Database, PodRecord
 from kube_manager.manifests import Manifests
-from kube_manager.translator.explain import Explainer
+from kube_manager.explain.explainer import Explainer
 from kube_manager.translator.translation import collector_paused
 
 log = logging.getLogger(__name__)

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from kube_manager.translator.decode import describe
-from kube_manager.translator.k8s_semantics import (EGRESS, INGRESS, Endpoint, KubernetesModel,
+from kube_manager.explain.k8s_semantics import (EGRESS, INGRESS, Endpoint, KubernetesModel,
                                                    Policy, RuleBlock)
-from kube_manager.translator.trace import peer_text
+from kube_manager.explain.trace import peer_text
 from introspect.contrail import paced
 from introspect.decoded import selectors_of
 from introspect.explain import db_manifests

@@ -15,9 +15,9 @@ import json
 import logging
 import sys
 
-from kube_manager.explain_text import flow_errors, render
+from kube_manager.explain.text import flow_errors, render
 from kube_manager.manifests import ManifestError, load_manifests
-from kube_manager.translator.explain import MISMATCH, ExplainError, Explainer
+from kube_manager.explain.explainer import MISMATCH, ExplainError, Explainer
 
 log = logging.getLogger(__name__)
 

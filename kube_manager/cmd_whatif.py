@@ -16,7 +16,7 @@ import sys
 from typing import Dict, List, Tuple
 
 from kube_manager.manifests import ManifestError, load_manifests
-from kube_manager.translator.whatif import DELETE_ANNOTATION, DELETE_VALUE, FlowChange, WhatIfError
+from kube_manager.explain.whatif import DELETE_ANNOTATION, DELETE_VALUE, FlowChange, WhatIfError
 
 USAGE_ERROR = 2
 TRANSLATOR_LOGGER = "kube_manager.translator"
@@ -89,7 +89,7 @@ def render(rows: List[Row], flows: int, pairs: int, affected: int, max_rows: int
 
 
 def main(args: argparse.Namespace) -> int:
-    from kube_manager.translator.whatif import what_if  # the translator is large; load it here
+    from kube_manager.explain.whatif import what_if  # the translator is large; load it here
 
     translator_log = logging.getLogger(TRANSLATOR_LOGGER)
     level = translator_log.level

@@ -8,7 +8,7 @@ from hypothesis import given
 
 from kube_manager.manifests import Manifests
 from kube_manager.translator import ClusterTranslator, translate
-from kube_manager.translator.explain import Explainer
+from kube_manager.explain.explainer import Explainer
 from kube_manager.translator import render as render_module
 from poison_support import (CLEAN, POISONS, VALID_KEYS, VALID_NAMESPACES, VALID_PODS, VALID_POLICIES,
                             assert_others_converge, cluster_with, fuzz, identify)

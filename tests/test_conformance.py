@@ -22,7 +22,7 @@ from conformance.cases import ALL_PROBES, CASES, Case, Probe
 from conformance.checks import (ENDS, LEGEND, PairRun, PerPolicy, endpoint, model_of, run_pairs,
                                 truth_table)
 from conformance.cluster import ManifestSet, xyz_cluster
-from kube_manager.translator.explain import CLUSTER_WIDE
+from kube_manager.explain.explainer import CLUSTER_WIDE
 
 
 def manifests(case: Case, policies: Optional[Sequence[Dict[str, Any]]] = None) -> ManifestSet:

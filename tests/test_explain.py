@@ -12,9 +12,9 @@ import pytest
 
 from conformance.cluster import ManifestSet, namespace, pod, wiki_example_policies
 from conformance.contrail import (ANY, firewall_policy, rule, tags, translation, workload)
-from kube_manager.translator.explain import (CLUSTER_WIDE, MISMATCH, ExplainError, Explainer,
+from kube_manager.explain.explainer import (CLUSTER_WIDE, MISMATCH, ExplainError, Explainer,
                                              cluster_wide_policies, explain)
-from kube_manager.translator.k8s_semantics import SideVerdict, Verdict
+from kube_manager.explain.k8s_semantics import SideVerdict, Verdict
 
 APP = "application=k8s"
 X_A = [APP, "namespace=x", "pod=a"]

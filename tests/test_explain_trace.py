@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from conformance.cluster import ManifestSet, namespace, pod, policy
-from kube_manager.explain_text import flow_errors, render
+from kube_manager.explain.text import flow_errors, render
 from kube_manager.translator import translate
-from kube_manager.translator.explain import Explainer
+from kube_manager.explain.explainer import Explainer
 
 
 def cluster(*policies: Dict[str, Any]) -> ManifestSet:

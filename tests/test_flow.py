@@ -1,4 +1,4 @@
-"""The Contrail flow evaluator (kube_manager.translator.flow) on hand-made translations.
+"""The Contrail flow evaluator (kube_manager.explain.flow) on hand-made translations.
 
 Each test pins one rule of SPEC section 6; the last one checks the rule index against a plain
 first-match scan written independently here.
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from conformance.contrail import (ANY, address_group, firewall_policy, group, rule, service, tags,
                                   translation, workload)
-from kube_manager.translator.flow import ContrailEvaluator, Workload
+from kube_manager.explain.flow import ContrailEvaluator, Workload
 
 APP = "application=k8s"
 A = workload("x", "a", "10.0.1.1", APP, "namespace=x", "pod=a")

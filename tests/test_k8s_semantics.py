@@ -1,4 +1,4 @@
-"""The Kubernetes reference verdict (kube_manager.translator.k8s_semantics), rule by rule.
+"""The Kubernetes reference verdict (kube_manager.explain.k8s_semantics), rule by rule.
 
 These pin the oracle that `explain` and the conformance test trust, so each test states the
 NetworkPolicy API rule it checks.
@@ -11,7 +11,7 @@ from typing import Any, Dict, List
 import pytest
 
 from conformance.cluster import OUTSIDE_IP, namespace, pod, pod_ip, policy, xyz_cluster
-from kube_manager.translator.k8s_semantics import (Endpoint, Invalid, KubernetesModel,
+from kube_manager.explain.k8s_semantics import (Endpoint, Invalid, KubernetesModel,
                                                    compile_selector)
 
 

@@ -9,19 +9,21 @@ import subprocess
 import sys
 
 
+import kube_manager.explain as explain_package
 import kube_manager.translator as package
 from kube_manager.translator import ClusterTranslator, translate
 from builders import namespace, pod, policy
 
 FORBIDDEN = ("gevent", "requests", "kubernetes", "vnc_client", "urllib3", "socket", "kube_manager.db")
-# The modules of the translation itself (flow/explain modules are tested by their own suites).
+# The modules of the translation itself (the explain package's are tested by their own suites).
 OWN_MODULES = ("bodies", "canonical", "changes", "cidr", "cluster", "encoding", "index", "inputs", "parsecache",
                "membership", "model", "naming", "policy", "ports", "render", "rejections", "selectors", "sequenced",
                "shapes", "translation", "validation")
 
 
-def test_importing_the_translator_pulls_in_no_client_or_io_module():
-    modules = [f"kube_manager.translator.{m.name}" for m in pkgutil.iter_modules(package.__path__)]
+def test_importing_the_translator_or_explain_pulls_in_no_client_or_io_module():
+    modules = [f"{pkg.__name__}.{m.name}" for pkg in (package, explain_package)
+               for m in pkgutil.iter_modules(pkg.__path__)]
     code = ("import sys, importlib\n"
             f"for name in {modules!r}: importlib.import_module(name)\n"
             f"print([m for m in {FORBIDDEN!r} if m in sys.modules])")

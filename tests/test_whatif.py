@@ -14,8 +14,8 @@ import yaml
 
 from conformance.cluster import ManifestSet, namespace, pod, policy
 from kube_manager.translator import translate
-from kube_manager.translator.explain import Explainer
-from kube_manager.translator.whatif import (DELETE_ANNOTATION, DELETE_VALUE, WhatIfError,
+from kube_manager.explain.explainer import Explainer
+from kube_manager.explain.whatif import (DELETE_ANNOTATION, DELETE_VALUE, WhatIfError,
                                             apply_change, what_if)
 
 PODS = {"x/a": "10.0.1.1", "x/b": "10.0.1.2", "y/a": "10.0.2.1", "y/c": "10.0.2.3",

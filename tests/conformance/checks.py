@@ -11,8 +11,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from conformance.cases import Probe
 from conformance.cluster import OUTSIDE_IP, ManifestSet, all_pods
-from kube_manager.translator.explain import CLUSTER_WIDE, Explainer
-from kube_manager.translator.k8s_semantics import Endpoint, KubernetesModel
+from kube_manager.explain.explainer import CLUSTER_WIDE, Explainer
+from kube_manager.explain.k8s_semantics import Endpoint, KubernetesModel
 
 CLUSTER = "k8s"
 ENDS = all_pods() + ["out"]

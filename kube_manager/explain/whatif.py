@@ -28,7 +28,7 @@ from typing import (Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set,
 
 from .flow import FLOW_PROTOCOLS, ContrailEvaluator, Workload
 from .k8s_semantics import Endpoint, KubernetesModel, PeerBlocks, Pod
-from .translation import translate
+from kube_manager.translator.translation import translate
 
 DELETE_ANNOTATION = "contrail-kube-manager/what-if"
 DELETE_VALUE = "delete"

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from kube_manager.translator.decode import decode_tags
-from kube_manager.translator.flow import FLOW_PROTOCOLS, ContrailEvaluator, Decision, Workload
-from kube_manager.translator.k8s_semantics import Endpoint, KubernetesModel, SideVerdict, Verdict
-from kube_manager.translator.trace import trace
+from kube_manager.explain.flow import FLOW_PROTOCOLS, ContrailEvaluator, Decision, Workload
+from kube_manager.explain.k8s_semantics import Endpoint, KubernetesModel, SideVerdict, Verdict
+from kube_manager.explain.trace import trace
 
 CLUSTER_WIDE = "cluster-wide"
 MISMATCH = "mismatch"

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .decode import requirement_phrase
+from kube_manager.translator.decode import requirement_phrase
 from .k8s_semantics import (EGRESS, INGRESS, Endpoint, KubernetesModel, Peer, Policy, PortRule,
                             Requirement, RuleBlock, Selector)
 
