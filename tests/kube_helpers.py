@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import threading
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+from kubernetes.watch.watch import iter_resp_lines
 
 from kube_manager.db import Database
 from kube_manager.kube.watcher import KubeWatcher
@@ -27,6 +30,23 @@ def wait_until(predicate: Callable[[], Any], what: str, timeout: float = DEADLIN
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         sleep(0.01)
+
+
+def raw_watch(api_call: Any, *args: Any, **kwargs: Any) -> Any:
+    """The raw streaming response of a watch call (what the daemon's watcher reads)."""
+    return api_call(*args, watch=True, _preload_content=False, _request_timeout=(5, 10), **kwargs)
+
+
+def read_events(response: Any, count: int) -> List[Dict[str, Any]]:
+    """The first `count` events of a raw watch response, parsed; closes the response."""
+    events = []
+    for line in iter_resp_lines(response):
+        if line:
+            events.append(json.loads(line))
+        if len(events) == count:
+            break
+    response.close()
+    return events
 
 
 class Recorder:

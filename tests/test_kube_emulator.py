@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, Iterator, List
+from typing import Any, Iterator, List
 
 import pytest
 import urllib3
@@ -18,7 +18,7 @@ from kube_manager.sim.kube_api.runner import EmulatorRunner
 from kube_manager.sim.kube_api.store import ApiError, KubeStore
 from kube_manager.manifests import load_manifests
 from builders import namespace, pod, policy
-from kube_helpers import wait_until
+from kube_helpers import raw_watch, read_events, wait_until
 
 
 @pytest.fixture
@@ -30,22 +30,6 @@ def kube() -> Iterator[EmulatorRunner]:
 @pytest.fixture
 def core(kube: EmulatorRunner) -> client.CoreV1Api:
     return client.CoreV1Api(api_client_for_url(kube.url))
-
-
-def raw_watch(api_call: Any, **kwargs: Any) -> Any:
-    """The raw streaming response of a watch call (what the daemon's watcher reads)."""
-    return api_call(watch=True, _preload_content=False, _request_timeout=(5, 10), **kwargs)
-
-
-def read_events(response: Any, count: int) -> List[Dict[str, Any]]:
-    events = []
-    for line in iter_resp_lines(response):
-        if line:
-            events.append(json.loads(line))
-        if len(events) == count:
-            break
-    response.close()
-    return events
 
 
 def test_list_returns_objects_and_resource_version(kube: EmulatorRunner,

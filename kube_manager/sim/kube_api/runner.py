@@ -17,7 +17,7 @@ Usage:
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Dict, Optional, TypeVar
+from typing import Any, Callable, Dict, Iterable, Optional, TypeVar
 
 import gevent
 import gevent.event
@@ -52,8 +52,9 @@ class EmulatorRunner:
     def __init__(self, manifests: Optional[Manifests] = None, host: str = "127.0.0.1",
                  port: int = 0, history_limit: int = DEFAULT_HISTORY_LIMIT,
                  bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL,
-                 call_timeout: float = 60.0) -> None:
+                 call_timeout: float = 60.0, crds: Optional[Iterable[str]] = None) -> None:
         self._manifests = manifests
+        self._crds = crds  # KubeStore's: None serves every custom resource, () none
         self._host = host
         self._port = port
         self._history_limit = history_limit
@@ -130,7 +131,7 @@ class EmulatorRunner:
         self._server = None
 
     def _make_server(self) -> EmulatedApiServer:
-        server = EmulatedApiServer(KubeStore(self._history_limit), self._host, self._port,
+        server = EmulatedApiServer(KubeStore(self._history_limit, self._crds), self._host, self._port,
                                    self._bookmark_interval)
         if self._manifests is not None:
             server.store.load(self._manifests)

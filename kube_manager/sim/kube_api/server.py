@@ -1,9 +1,11 @@
 """An emulated Kubernetes API server, for the tests, the benchmarks and the demo mode.
 
-It serves a `KubeStore` (namespaces, pods, networking.k8s.io/v1 NetworkPolicies) over HTTP to the
-real `kubernetes` client, the way the real API server does where kube-manager can tell:
+It serves a `KubeStore` (namespaces, pods, networking.k8s.io/v1 NetworkPolicies, and
+policy.networking.k8s.io/v1alpha2 ClusterNetworkPolicies while their CRD is installed, 404 before)
+over HTTP to the real `kubernetes` client, the way the real API server does where kube-manager can tell:
 - list: `GET /api/v1/namespaces`, `/api/v1/pods`, `/api/v1/namespaces/<ns>/pods`,
-  `/apis/networking.k8s.io/v1/networkpolicies` and the namespaced form, with
+  `/apis/networking.k8s.io/v1/networkpolicies` and the namespaced form,
+  `/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies` (CustomObjectsApi's), with
   `metadata.resourceVersion`, and `limit` / `continue` paging;
 - watch: the same URLs with `?watch=true&resourceVersion=N&allowWatchBookmarks=true&timeoutSeconds=N`,
   answered as a chunked stream of JSON lines `{"type", "object"}`; headers go out at once, bookmarks

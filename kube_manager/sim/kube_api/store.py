@@ -1,6 +1,6 @@
 """The object store behind the emulated Kubernetes API server.
 
-Holds namespaces, pods and NetworkPolicies in memory with the bookkeeping the real API server (etcd)
+Holds namespaces, pods, NetworkPolicies and ClusterNetworkPolicies in memory with the bookkeeping the real API server (etcd)
 gives watchers: one cluster-wide resourceVersion counter bumped by every write, a bounded history of
 events so that a watch can resume from an older version, and "410 Gone" once that version has been
 compacted away. Writers are the tests and the emulator's HTTP handlers; readers are the HTTP list
@@ -15,6 +15,10 @@ Objects are stored as the API server returns them: plain JSON dicts with `kind`,
 `metadata.namespace` that defaults to `default`. Specs are kept exactly as given (no defaulting), so
 that what the daemon reads matches what `translate` reads from the same manifests; the one exception
 is the `kubernetes.io/metadata.name` label the API server sets on every namespace.
+
+Custom resources (ClusterNetworkPolicy) are served only while their CRD is installed: a store can
+start without it and have it installed (`install_crd`) or removed (`uninstall_crd`) later; until
+then their URLs answer 404, as a cluster without the CRD does.
 """
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ import time
 import uuid
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Set, Tuple
 
 from gevent.queue import Queue
 
@@ -106,10 +110,16 @@ def _copy(obj: Any) -> Any:
 
 
 class KubeStore:
-    """Namespaces, pods and NetworkPolicies with resourceVersions, history and watch fan-out."""
+    """The served kinds' objects with resourceVersions, history and watch fan-out."""
 
-    def __init__(self, history_limit: int = DEFAULT_HISTORY_LIMIT) -> None:
+    def __init__(self, history_limit: int = DEFAULT_HISTORY_LIMIT,
+                 crds: Optional[Iterable[str]] = None) -> None:
+        """`crds`: the custom resources installed at start (their REST plurals); None installs
+        every one the table knows, `()` starts a cluster without any (see `install_crd`)."""
         self._objects: Dict[str, Dict[Key, Dict[str, Any]]] = {name: {} for name in RESOURCES}
+        self._crds: Set[str] = {name for name, res in RESOURCES.items() if res.crd}
+        if crds is not None:
+            self._crds = {_known_crd(name).name for name in crds}
         self._rv = 0
         self._history: Deque[_Event] = deque()
         self._history_limit = history_limit
@@ -134,8 +144,13 @@ class KubeStore:
     def watch_count(self) -> int:
         return len(self._subs)
 
+    def served(self, resource: str) -> bool:
+        """Whether `resource` is served: a built-in kind, or a custom one whose CRD is installed."""
+        res = RESOURCES.get(resource)
+        return res is not None and (not res.crd or res.name in self._crds)
+
     def get(self, resource: str, namespace: str, name: str) -> Dict[str, Any]:
-        res = _resource(resource)
+        res = self._resource(resource)
         obj = self._objects[res.name].get(self._key(res, namespace, name))
         if obj is None:
             raise _not_found(res, name)
@@ -143,7 +158,7 @@ class KubeStore:
 
     def list(self, resource: str, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
         """The objects of `resource` (in `namespace` when given), ordered by namespace and name."""
-        res = _resource(resource)
+        res = self._resource(resource)
         items = sorted(self._objects[res.name].items())
         return [_copy(obj) for key, obj in items if namespace is None or key[0] == namespace]
 
@@ -193,7 +208,7 @@ class KubeStore:
     def delete(self, resource: str, namespace: str, name: str) -> Dict[str, Any]:
         """Remove an object; a namespace takes its pods and NetworkPolicies with it, as on a real
         cluster (which deletes them before the namespace itself disappears)."""
-        res = _resource(resource)
+        res = self._resource(resource)
         key = self._key(res, namespace, name)
         old = self._objects[res.name].get(key)
         if old is None:
@@ -218,6 +233,24 @@ class KubeStore:
                 self.create({"kind": "Namespace", "metadata": {"name": namespace}})
             self.apply(obj)
 
+    def install_crd(self, resource: str) -> None:
+        """Serve a custom resource from now on (`kubectl apply -f` its CRD); idempotent."""
+        self._crds.add(_known_crd(resource).name)
+
+    def uninstall_crd(self, resource: str) -> None:
+        """Stop serving a custom resource as the API server does when its CRD is deleted: every
+        object of it is deleted (watchers see each DELETED), its open watches end, and from then on
+        its URLs answer 404."""
+        res = _known_crd(resource)
+        if res.name not in self._crds:
+            return
+        for key in sorted(self._objects[res.name]):
+            self.delete(res.name, *key)
+        self._crds.discard(res.name)
+        for sub in self._subs.values():
+            if sub.resource is res:
+                sub.queue.put(CLOSE)
+
     # --- watch support ---------------------------------------------------------------------------
 
     def subscribe(self, resource: str, namespace: Optional[str],
@@ -228,7 +261,7 @@ class KubeStore:
         without a resourceVersion. A version older than the compacted history is 410 Gone; so is one
         newer than the store (an emulator restarted under a client), which makes clients re-list.
         """
-        res = _resource(resource)
+        res = self._resource(resource)
         if since:
             if since < self._compacted_rv:
                 raise expired(f"too old resource version: {since} ({self._compacted_rv})")
@@ -289,6 +322,7 @@ class KubeStore:
         res = BY_KIND.get(kind) if isinstance(kind, str) else None  # a list is no key: a 400, not a crash
         if res is None:
             raise ApiError(400, "BadRequest", f"kind {obj.get('kind')!r} is not served here")
+        self._resource(res.name)  # 404 for a custom resource whose CRD is not installed
         new = _copy(obj)
         meta = new.get("metadata")
         if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
@@ -336,10 +370,18 @@ class KubeStore:
         return len(self._subs)
 
 
-def _resource(name: str) -> Resource:
+    def _resource(self, name: str) -> Resource:
+        """The served resource `name`; 404 as the API server answers for what it does not serve."""
+        if not self.served(name):
+            raise ApiError(404, "NotFound", f"the server could not find the requested resource {name!r}")
+        return RESOURCES[name]
+
+
+def _known_crd(name: str) -> Resource:
+    """The custom resource `name` of the table (a ValueError for any other: a test's typo)."""
     res = RESOURCES.get(name)
-    if res is None:
-        raise ApiError(404, "NotFound", f"the server could not find the requested resource {name!r}")
+    if res is None or not res.crd:
+        raise ValueError(f"{name!r} is not a custom resource of the table")
     return res
 
 
