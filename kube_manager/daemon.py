@@ -37,6 +37,7 @@ import gevent.event
 from kube_manager.cache import KubeCache
 from kube_manager.config import Config
 from kube_manager.db import Database
+from kube_manager.handlers import KINDS
 from kube_manager.leader.leadership import Leadership
 from kube_manager.logging_setup import kv
 from kube_manager.manifests import load_manifests
@@ -222,7 +223,7 @@ class Daemon:
         api_client, endpoint = build_api_client(self.config, emulated_url)
         self.kube_url = endpoint.url
         self._running.stoppers.append(api_client.close)
-        watchers = make_watchers(api_client, self._on_event, self.db, metrics=self.metrics,
+        watchers = make_watchers(api_client, KINDS, self._on_event, self.db, metrics=self.metrics,
                                  settings=WatchSettings(silence_timeout=self.config.watch_silence_timeout))
         for watcher in watchers:
             self._running.stoppers.append(watcher.stop)

@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from kubernetes.watch.watch import iter_resp_lines
 
 from kube_manager.db import Database
+from kube_manager.handlers import KINDS
 from kube_manager.kube.watcher import KubeWatcher
 
 DEADLINE = 10.0  # seconds any awaited condition may take before the test fails
@@ -103,7 +104,7 @@ def running(watchers: List[KubeWatcher]) -> Iterator[List[KubeWatcher]]:
 
 def watcher(api_client: Any, resource: str, recorder: Recorder, db: Optional[Database] = None,
             **kwargs: Any) -> KubeWatcher:
-    return KubeWatcher(api_client, resource, recorder, db if db is not None else Database(),
+    return KubeWatcher(api_client, KINDS[resource], recorder, db if db is not None else Database(),
                        **kwargs)
 
 

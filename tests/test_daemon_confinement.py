@@ -15,7 +15,7 @@ from hypothesis import given
 from introspect.app import create_app
 from kube_manager.cache import KubeCache
 from kube_manager.db import PENDING, REJECTED, SYNCED, Database
-from kube_manager.kube.watcher import KINDS
+from kube_manager.handlers import KINDS
 from kube_manager.translator import ClusterTranslator
 from poison_support import (CLEAN, POISONS, VALID_KEYS, VALID_NAMESPACES, VALID_PODS, VALID_POLICIES,
                             assert_others_converge, fuzz, identify)

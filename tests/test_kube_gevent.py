@@ -21,6 +21,7 @@ SCRIPT = textwrap.dedent("""
     from kube_manager.db import Database
     from kube_manager.kube.client_factory import api_client_for_url
     from kube_manager.sim.kube_api.runner import EmulatorRunner
+    from kube_manager.handlers import KINDS
     from kube_manager.kube.watcher import WatchSettings, make_watchers
 
     events = []
@@ -39,7 +40,7 @@ SCRIPT = textwrap.dedent("""
     runner = EmulatorRunner().start()
     runner.store.create({"kind": "Namespace", "metadata": {"name": "dev"}})
     db = Database()
-    watchers = make_watchers(api_client_for_url(runner.url), on_event, db,
+    watchers = make_watchers(api_client_for_url(runner.url), KINDS, on_event, db,
                              settings=WatchSettings(initial_backoff=0.05))
     greenlets = [gevent.spawn(w.run) for w in watchers]
     wait_for(lambda: sum(e[1] == "LISTED" for e in events) == 3)

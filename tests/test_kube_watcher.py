@@ -13,7 +13,8 @@ from kube_helpers import Recorder, ScriptedServer, http_response, running, wait_
 from kube_manager.db import Database
 from kube_manager.kube.client_factory import api_client_for_url
 from kube_manager.sim.kube_api.runner import EmulatorRunner
-from kube_manager.kube.watcher import KINDS, WatchSettings, make_watchers
+from kube_manager.handlers import KINDS
+from kube_manager.kube.watcher import WatchSettings, make_watchers
 from kube_manager.metrics import Metrics
 
 
@@ -363,7 +364,7 @@ def test_three_watchers_on_one_client_deliver_the_whole_cluster(kube: EmulatorRu
                                          "ingress": [{}]}))
     rec, db = Recorder(), Database()
     api_client = api_client_for_url(kube.url)
-    watchers = make_watchers(api_client, rec, db)
+    watchers = make_watchers(api_client, KINDS, rec, db)
     assert [w.resource.name for w in watchers] == ["namespaces", "pods", "networkpolicies"]
     with running(watchers):
         wait_until(lambda: rec.count("LISTED") == 3, "three initial lists")

@@ -451,7 +451,7 @@ def test_a_host_network_pod_is_left_alone_and_does_not_hold_convergence(setup):
 
 
 def test_host_network_is_kept_by_the_watcher_and_marks_the_pod():
-    from kube_manager.kube.watcher import trim_pod
+    from kube_manager.handlers.pod import trim_pod
     from kube_manager.reconciler.pods import HOST_NETWORK
     manifest = pod("a", "agent", "192.168.0.10", app="web", ports=HTTP_8080)
     manifest["spec"]["hostNetwork"] = True

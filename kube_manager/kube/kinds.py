@@ -1,26 +1,66 @@
-"""The kind registry: one record per Kubernetes kind kube-manager watches (issue 9).
+"""The kind record: one per Kubernetes kind kube-manager watches (issue 9).
 
-A `Kind` says how to list and watch the kind (`lister`: the official client's cluster-wide list
-function, which also watches) and what of an object the translator reads (`trimmer`). The watchers
-take both from the registry, and the consumer of their events (`KubeCache`) checks at start-up that
-it has a handler for every registered kind and for no other. Every gap fails loudly at start-up
-with `KindError`, and asking for a kind that is not registered is a `KindError` too: there is no
-default kind, so a new kind cannot silently fall into another's lister or handler.
+A `Kind` is everything the daemon knows about one kind, in one place:
+- `resource`: its REST resource (`kube/resources.py`), the name of its events, watch and metrics;
+- `lister`: the official client's cluster-wide list function (also used to watch);
+- `trimmer`: what of an object the translator reads (the rest of the object is dropped at once);
+- `validator`: why an object of the kind cannot be handled at all (its identity is unreadable), or
+  None; an object it refuses is rejected with that reason and goes no further;
+- `handler`: a factory, called once per pipeline with the handlers' shared `Context`
+  (`kube_manager/handlers/base.py`), of the `KindHandler` that turns the kind's events into records
+  and translator input.
 
-Adding a kind (ClusterNetworkPolicy is next): its `Resource` (resources.py), one `Kind` in the
-watcher's `KINDS`, one handler in the cache, one translator source.
+The watchers take the lister and trimmer from the record, the event dispatcher (`KubeCache`) the
+validator and handler. `KindRegistry` refuses a record that misses any part, or a kind registered
+twice, with `KindError` when the pipeline is built; asking for a kind that is not registered is a
+`KindError` too. There is no default kind: a new kind can never silently fall into another's
+lister or handler.
+
+Adding a kind (ClusterNetworkPolicy is next) is one record, one handler and one translator source:
+1. its `Resource` in `kube/resources.py`;
+2. a module in `kube_manager/handlers/` (see `network_policy.py`) with its trimmer, validator,
+   `KindHandler` and `Kind` record, listed in `handlers.KINDS` (whose order is the order in which
+   the events held until the initial lists are in are applied: what others refer to first);
+3. the translator source the handler feeds (`ClusterTranslator.upsert_...` / `delete_...`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Protocol
 
 from kube_manager.kube.resources import Resource
+
+if TYPE_CHECKING:
+    from kube_manager.translator import Changes
 
 # api_client -> the official client's list function for the kind (called with watch=True to watch).
 Lister = Callable[[Any], Callable[..., Any]]
 # A manifest -> only what the translator reads.
 Trimmer = Callable[[Dict[str, Any]], Dict[str, Any]]
+# A trimmed object -> why it cannot be handled at all, or None.
+Validator = Callable[[Mapping[str, Any]], Optional[str]]
+
+
+class KindHandler(Protocol):
+    """Turns one kind's events into records and translator input (one per kind and pipeline)."""
+
+    def upsert(self, obj: Dict[str, Any]) -> None:
+        """An object was added or modified (already trimmed and validated)."""
+
+    def delete(self, obj: Dict[str, Any]) -> None:
+        """An object was deleted."""
+
+    def failed(self, obj: Dict[str, Any], exc: Exception) -> None:
+        """Handling `obj` raised `exc` (or its validator refused it): record it as rejected."""
+
+    def flushed(self, changes: "Changes") -> None:
+        """The translator flushed: bring the kind's records up to date from its change report."""
+
+
+# The handlers' shared context -> the kind's handler.
+HandlerFactory = Callable[[Any], KindHandler]
+
+_PARTS = ("lister", "trimmer", "validator", "handler")
 
 
 class KindError(Exception):
@@ -32,6 +72,8 @@ class Kind:
     resource: Resource
     lister: Optional[Lister]
     trimmer: Optional[Trimmer]
+    validator: Optional[Validator]
+    handler: Optional[HandlerFactory]
 
     @property
     def name(self) -> str:
@@ -45,7 +87,7 @@ class KindRegistry:
     def __init__(self, kinds: Iterable[Kind]) -> None:
         self._kinds: Dict[str, Kind] = {}
         for kind in kinds:
-            for part in ("lister", "trimmer"):
+            for part in _PARTS:
                 if not callable(getattr(kind, part)):
                     raise KindError(f"kind {kind.resource.kind} ({kind.name}) is registered without a {part}")
             if kind.name in self._kinds:
@@ -61,14 +103,8 @@ class KindRegistry:
     def __contains__(self, name: object) -> bool:
         return name in self._kinds
 
+    def __iter__(self) -> Iterator[Kind]:
+        return iter(self._kinds.values())
+
     def names(self) -> List[str]:
         return list(self._kinds)
-
-    def check_handlers(self, handlers: Mapping[str, Any], owner: str) -> None:
-        """Fail unless `owner` handles exactly the registered kinds, each with a callable."""
-        missing = [name for name in self._kinds if not callable(handlers.get(name))]
-        if missing:
-            raise KindError(f"{owner} has no handler for the registered kind(s) {', '.join(missing)}")
-        unknown = [name for name in handlers if name not in self._kinds]
-        if unknown:
-            raise KindError(f"{owner} handles kind(s) that are not registered: {', '.join(unknown)}")

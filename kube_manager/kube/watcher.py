@@ -1,7 +1,7 @@
 """List then watch one Kubernetes resource with the official client, losing no event.
 
-One `KubeWatcher` per resource (namespaces, pods, networkpolicies), all sharing one `ApiClient`. The
-cycle is the one client-go's reflector uses:
+One `KubeWatcher` per registered kind (`kube/kinds.py`: its resource, lister and trimmer), all
+sharing one `ApiClient`. The cycle is the one client-go's reflector uses:
 1. list (paged) and take the list's resourceVersion;
 2. watch from that version with bookmarks, a server-side `timeoutSeconds` drawn between 300 and 600
    s (so that the watches of many clients do not all expire together), and a client-side read
@@ -19,7 +19,7 @@ cycle is the one client-go's reflector uses:
 
 Events go to `on_event(resource, event_type, obj)`:
 - `ADDED` / `MODIFIED` / `DELETED` with `obj` a plain dict in API-server form, trimmed to what the
-  translator reads (see the `trim_*` functions); normalised against what this watcher has seen:
+  translator reads (the kind's trimmer, `kube_manager/handlers/`); normalised against what this watcher has seen:
   ADDED exactly once per object lifetime (a re-created object is DELETED then ADDED), MODIFIED only
   when the trimmed content changed (a pod's status churn does not wake anyone), DELETED only for a
   known object;
@@ -54,7 +54,6 @@ from kubernetes.watch.watch import iter_resp_lines
 
 from kube_manager.db import ConnectionStatus, Database
 from kube_manager.kube.kinds import Kind, KindRegistry
-from kube_manager.kube.resources import NAMESPACES, NETWORK_POLICIES, PODS
 from kube_manager.logging_setup import kv
 from kube_manager.metrics import Metrics
 from vnc_client.ratelimit import ExponentialRateLimiter
@@ -102,61 +101,9 @@ _FAILED, _EXPIRED = "failed", "expired"
 RETRYABLE = (urllib3.exceptions.HTTPError, ApiException, OSError, WatchError, ValueError)
 
 
-# --- trimming: only what the translator reads --------------------------------------------------
-
-_META_KEYS = ("name", "namespace", "uid", "labels", "resourceVersion")
-
-
 def _object(value: Any) -> Dict[str, Any]:
-    """`value` when it is an object, else `{}`: trimming never fails on a malformed object (the
-    translator rejects it with a reason), so one such object cannot stop a list or a watch."""
+    """`value` when it is an object, else `{}`: a malformed event never stops the watch."""
     return value if isinstance(value, dict) else {}
-
-
-def _meta(obj: Dict[str, Any]) -> Dict[str, Any]:
-    meta = _object(_object(obj).get("metadata"))
-    return {key: meta[key] for key in _META_KEYS if meta.get(key) is not None}
-
-
-def trim_namespace(obj: Dict[str, Any]) -> Dict[str, Any]:
-    return {"apiVersion": NAMESPACES.api_version, "kind": NAMESPACES.kind, "metadata": _meta(obj)}
-
-
-def trim_pod(obj: Dict[str, Any]) -> Dict[str, Any]:
-    """metadata, `spec.containers[].name/ports` (named ports), `spec.hostNetwork` when true (such a
-    pod has no interface of its own to tag) and `status.podIP`."""
-    spec = _object(_object(obj).get("spec"))
-    containers = []
-    listed = spec.get("containers")
-    for container in listed if isinstance(listed, list) else ():
-        if isinstance(container, dict):
-            containers.append({key: container[key] for key in ("name", "ports")
-                               if container.get(key) is not None})
-    trimmed: Dict[str, Any] = {"apiVersion": PODS.api_version, "kind": PODS.kind,
-                               "metadata": _meta(obj), "spec": {"containers": containers}}
-    if spec.get("hostNetwork") is True:
-        trimmed["spec"]["hostNetwork"] = True
-    pod_ip = _object(_object(obj).get("status")).get("podIP")
-    trimmed["status"] = {"podIP": pod_ip} if pod_ip else {}
-    return trimmed
-
-
-def trim_network_policy(obj: Dict[str, Any]) -> Dict[str, Any]:
-    """metadata and the spec exactly as the server gives it (its sha256 is an annotation)."""
-    trimmed = {"apiVersion": NETWORK_POLICIES.api_version, "kind": NETWORK_POLICIES.kind,
-               "metadata": _meta(obj)}
-    if "spec" in _object(obj):
-        trimmed["spec"] = obj["spec"]
-    return trimmed
-
-
-# The registry of the kinds watched, in the order the cache applies them after the initial lists.
-KINDS = KindRegistry([
-    Kind(NAMESPACES, lambda api: client.CoreV1Api(api).list_namespace, trim_namespace),
-    Kind(PODS, lambda api: client.CoreV1Api(api).list_pod_for_all_namespaces, trim_pod),
-    Kind(NETWORK_POLICIES, lambda api: client.NetworkingV1Api(api).list_network_policy_for_all_namespaces,
-         trim_network_policy),
-])
 
 
 def _key(obj: Dict[str, Any]) -> Key:
@@ -173,13 +120,12 @@ def _without_version(obj: Dict[str, Any]) -> Dict[str, Any]:
 class KubeWatcher:
     """Lists then watches one resource until `stop`; see the module docstring for the contract."""
 
-    def __init__(self, api_client: client.ApiClient, resource: str, on_event: OnEvent,
+    def __init__(self, api_client: client.ApiClient, kind: Kind, on_event: OnEvent,
                  db: Database, *, metrics: Optional[Metrics] = None,
                  settings: WatchSettings = WatchSettings(),
                  sleep: Optional[Callable[[float], None]] = None,
                  rand: Optional[random.Random] = None,
                  clock: Callable[[], float] = time.time) -> None:
-        kind = KINDS[resource]  # KindError for a kind that is not registered
         self.resource = kind.resource
         assert kind.lister is not None and kind.trimmer is not None  # checked when registered
         self._list_fn = kind.lister(api_client)
@@ -199,7 +145,7 @@ class KubeWatcher:
         self._listed = False
         self._response: Any = None
         self.status: ConnectionStatus = db.kube_connections.setdefault(
-            resource, ConnectionStatus(name=resource))
+            kind.name, ConnectionStatus(name=kind.name))
         self.status.url = (api_client.configuration.host.rstrip("/")
                            + f"{self.resource.api_prefix}/{self.resource.name}")
 
@@ -407,7 +353,7 @@ class KubeWatcher:
             self._metrics.watch_restarts.labels(resource=self.resource.name, reason=reason).inc()
 
 
-def make_watchers(api_client: client.ApiClient, on_event: OnEvent, db: Database,
-                   **kwargs: Any) -> List[KubeWatcher]:
-    """One watcher per resource (namespaces first), sharing `api_client`; call `run` on each."""
-    return [KubeWatcher(api_client, name, on_event, db, **kwargs) for name in KINDS.names()]
+def make_watchers(api_client: client.ApiClient, kinds: KindRegistry, on_event: OnEvent, db: Database,
+                  **kwargs: Any) -> List[KubeWatcher]:
+    """One watcher per registered kind (in registry order), sharing `api_client`; call `run` on each."""
+    return [KubeWatcher(api_client, kind, on_event, db, **kwargs) for kind in kinds]

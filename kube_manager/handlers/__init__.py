@@ -1,0 +1,13 @@
+"""One handler per Kubernetes kind, each in its module beside its trimmer and its `Kind` record.
+
+`KINDS` is the registry the daemon watches and dispatches from; its order is the order in which
+the events held until every initial list is in are applied (namespaces, then pods, then the
+policies that select them). How to add a kind: `kube_manager/kube/kinds.py`.
+"""
+from kube_manager.kube.kinds import KindRegistry
+
+from . import namespace, network_policy, pod
+
+KINDS = KindRegistry([namespace.KIND, pod.KIND, network_policy.KIND])
+
+__all__ = ["KINDS"]

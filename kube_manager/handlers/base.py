@@ -1,0 +1,94 @@
+"""What every kind's handler shares: the records, the translator it feeds, the error bookkeeping.
+
+A handler (one per kind, see `kube_manager/kube/kinds.py`) turns the kind's watch events into the
+`Database` records the introspect pages show and into translator input; after each translator
+flush it brings its records up to date from the change report. `db.errors` is the translator's
+list of rejections, read again (once per flush, by the dispatcher) only when a handler says some
+error may have come or gone (`Context.errors_stale`), so that a quiet large cluster costs nothing.
+
+Handlers read objects defensively: a malformed field is shown as empty (the translator rejects the
+object with a reason), so that one bad object never stops the events after it (SPEC 7).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Mapping, Optional, Set
+
+from kube_manager.db import Database, Key
+from kube_manager.translator import Changes, ClusterTranslator
+from kube_manager.translator.validation import metadata_problem
+
+_META_KEYS = ("name", "namespace", "uid", "labels", "resourceVersion")
+
+
+@dataclass
+class Context:
+    """Shared by the handlers of one pipeline."""
+
+    db: Database
+    translator: ClusterTranslator
+    errors_stale: bool = False  # some error may have come or gone since the last read
+    # Keys rejected as of the last read of the errors, by kind ("Pod": {(namespace, name)}).
+    rejected: Dict[str, Set[Key]] = field(default_factory=dict)
+
+    def read_errors(self) -> None:
+        """Read the translator's errors again if some may have changed."""
+        if not self.errors_stale:
+            return
+        self.errors_stale = False
+        self.db.errors = errors = self.translator.errors()
+        self.rejected = {}
+        for error in errors:
+            self.rejected.setdefault(error["kind"], set()).add((error["namespace"], error["name"]))
+
+
+def mapping(value: Any) -> Dict[str, Any]:
+    """`value` when it is an object, else `{}`: records and trimmers read what they can of a
+    malformed object, whose rejection the translator reports."""
+    return value if isinstance(value, dict) else {}
+
+
+def metadata(obj: Mapping[str, Any]) -> Dict[str, Any]:
+    return mapping(mapping(obj).get("metadata"))
+
+
+def object_key(obj: Mapping[str, Any]) -> Key:
+    """(namespace, name) of a namespaced object, as strings whatever the manifest held."""
+    meta = metadata(obj)
+    return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+
+
+def trim_metadata(obj: Mapping[str, Any]) -> Dict[str, Any]:
+    """The metadata every trimmer keeps: identity, labels and version."""
+    meta = metadata(obj)
+    return {key: meta[key] for key in _META_KEYS if meta.get(key) is not None}
+
+
+def validate_namespaced(obj: Mapping[str, Any]) -> Optional[str]:
+    """A namespaced object's identity: a namespace (default `default`) and a name the API server
+    would accept."""
+    meta = metadata(obj)
+    return metadata_problem(meta.get("namespace") or "default", meta.get("name"))
+
+
+class Handler:
+    """The part of every `KindHandler` that is the same for all kinds."""
+
+    kind = ""  # the Kubernetes kind, as the translator's rejections name it
+
+    def __init__(self, context: Context) -> None:
+        self.context = context
+        self.db = context.db
+        self.translator = context.translator
+
+    def key(self, obj: Mapping[str, Any]) -> Key:
+        return object_key(obj)
+
+    def failed(self, obj: Dict[str, Any], exc: Exception) -> None:
+        """Rejected with the exception (logged once, with its name), shown on the pages."""
+        self.translator.reject(self.kind, *self.key(obj), exc)
+        self.context.errors_stale = True
+
+    def flushed(self, changes: Changes) -> None:
+        """Nothing to refresh by default."""
+

@@ -1,0 +1,46 @@
+"""Namespaces: their records (name, uid, labels) and the translator's namespace source."""
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional
+
+from kubernetes import client
+
+from kube_manager.db import Key, NamespaceRecord
+from kube_manager.kube.kinds import Kind
+from kube_manager.kube.resources import NAMESPACES
+from kube_manager.translator.validation import namespace_name_problem
+
+from .base import Handler, mapping, metadata, trim_metadata
+
+
+def trim_namespace(obj: Dict[str, Any]) -> Dict[str, Any]:
+    return {"apiVersion": NAMESPACES.api_version, "kind": NAMESPACES.kind, "metadata": trim_metadata(obj)}
+
+
+def validate_namespace(obj: Mapping[str, Any]) -> Optional[str]:
+    problem = namespace_name_problem(metadata(obj).get("name"))
+    return f"metadata.name: {problem}" if problem else None
+
+
+class NamespaceHandler(Handler):
+    kind = NAMESPACES.kind
+
+    def key(self, obj: Mapping[str, Any]) -> Key:
+        return "", str(metadata(obj).get("name") or "")
+
+    def upsert(self, obj: Dict[str, Any]) -> None:
+        self.context.errors_stale = True  # rare: a namespace created or relabelled
+        meta = metadata(obj)
+        name = self.key(obj)[1]
+        self.db.namespaces[name] = NamespaceRecord(str(meta.get("uid") or ""), name, dict(mapping(meta.get("labels"))))
+        self.translator.upsert_namespace(obj)
+
+    def delete(self, obj: Dict[str, Any]) -> None:
+        self.context.errors_stale = True
+        name = self.key(obj)[1]
+        self.db.namespaces.pop(name, None)
+        self.translator.delete_namespace(name)
+
+
+KIND = Kind(NAMESPACES, lambda api: client.CoreV1Api(api).list_namespace, trim_namespace, validate_namespace,
+            NamespaceHandler)

@@ -1,0 +1,161 @@
+"""NetworkPolicies: their records (spec, firewall policy, rules, errors, sync state) and the
+translator's NetworkPolicy source."""
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict, Iterable, Optional, Protocol, Set, Tuple
+
+from kubernetes import client
+
+from kube_manager.db import PARKED, PENDING, REJECTED, RETRYING, SYNCED, FqName, Key, PolicyRecord
+from kube_manager.kube.kinds import Kind
+from kube_manager.kube.resources import NETWORK_POLICIES
+from kube_manager.logging_setup import kv
+from kube_manager.translator import Changes
+
+from .base import Context, Handler, mapping, metadata, trim_metadata, validate_namespaced
+
+log = logging.getLogger(__name__)
+
+ObjKey = Tuple[str, FqName]
+
+
+class StateSource(Protocol):
+    """Sync state of one Contrail object (the reconciler's `state_of`)."""
+
+    def state_of(self, key: ObjKey) -> str: ...
+
+
+def trim_network_policy(obj: Dict[str, Any]) -> Dict[str, Any]:
+    """metadata and the spec exactly as the server gives it (its sha256 is an annotation)."""
+    trimmed = {"apiVersion": NETWORK_POLICIES.api_version, "kind": NETWORK_POLICIES.kind,
+               "metadata": trim_metadata(obj)}
+    if "spec" in mapping(obj):
+        trimmed["spec"] = obj["spec"]
+    return trimmed
+
+
+class NetworkPolicyHandler(Handler):
+    kind = NETWORK_POLICIES.kind
+
+    def __init__(self, context: Context) -> None:
+        super().__init__(context)
+        self._touched: Set[Key] = set()  # upserted, deleted or failed since the last flush
+        self._deny_owner: Dict[FqName, FqName] = {}              # deny rule -> its NP's firewall policy
+        self._tags_of: Dict[FqName, Tuple[str, ...]] = {}        # firewall policy -> tags it uses
+        # NetworkPolicy -> its firewall policy, pass and deny rules (in that order), and back
+        self._objects_of: Dict[Key, Tuple[ObjKey, ...]] = {}
+        self._owner_of: Dict[ObjKey, Key] = {}
+        self._states_dirty: Set[Key] = set()  # refreshed since the last refresh_states
+
+    def upsert(self, obj: Dict[str, Any]) -> None:
+        key = self.key(obj)
+        self._touched.add(key)
+        meta = metadata(obj)
+        spec = obj.get("spec")
+        record = self.db.network_policies.get(key)
+        if record is None:
+            record = self.db.network_policies[key] = PolicyRecord(str(meta.get("uid") or ""), key[0], key[1])
+            self._states_dirty.add(key)
+        record.uid = str(meta.get("uid") or "")
+        record.spec = spec if isinstance(spec, dict) else {}
+        record.manifest = obj
+        self.translator.upsert_policy(obj)
+
+    def delete(self, obj: Dict[str, Any]) -> None:
+        key = self.key(obj)
+        self._touched.add(key)
+        record = self.db.network_policies.pop(key, None)
+        self.translator.delete_policy(*key)
+        self.context.errors_stale |= record is not None and bool(record.errors)
+        if record is not None:
+            log.info("NetworkPolicy deleted", extra=kv(namespace=key[0], name=key[1]))
+
+    def failed(self, obj: Dict[str, Any], exc: Exception) -> None:
+        """Rejected, and shown with a record of its own even if it never had one."""
+        super().failed(obj, exc)
+        namespace, name = key = self.key(obj)
+        self.db.network_policies.setdefault(key, PolicyRecord("", namespace, name))
+        self._touched.add(key)
+
+    def flushed(self, changes: Changes) -> None:
+        touched, self._touched = self._touched, set()
+        for key in touched.union(changes.policies):
+            self._refresh(key)
+
+    # --- what the reconciler and the introspect pages ask ------------------------------------
+
+    def deny_owner(self, rule: FqName) -> Optional[FqName]:
+        return self._deny_owner.get(rule)
+
+    def policy_tags(self, policy: FqName) -> Tuple[str, ...]:
+        return self._tags_of.get(policy, ())
+
+    def refresh_states(self, source: StateSource, changed: Optional[Iterable[ObjKey]] = None) -> None:
+        """Recompute sync states from the states of their objects: of every policy, or, given the
+        objects whose state `changed` since the last call, of the policies they belong to and of
+        those refreshed since (so that a large cluster costs nothing while quiet)."""
+        if changed is None:
+            keys: Iterable[Key] = list(self.db.network_policies)
+        else:
+            owners = (self._owner_of.get(key) for key in changed)
+            keys = self._states_dirty.union(owner for owner in owners if owner is not None)
+        self._states_dirty = set()
+        for key in keys:
+            record = self.db.network_policies.get(key)
+            if record is None:
+                continue
+            objects = self._objects_of.get(key)
+            if objects is None:
+                record.state = REJECTED if record.errors else PENDING
+                continue
+            states = {source.state_of(k) for k in objects}
+            record.write_errors = [f"{k[0]} {':'.join(k[1])}: {self.db.parked[k]}"
+                                   for k in objects if k in self.db.parked]
+            if PARKED in states:
+                record.state = PARKED
+            elif RETRYING in states:
+                record.state = RETRYING
+            elif states == {SYNCED}:
+                record.state = REJECTED if record.errors else SYNCED
+            else:
+                record.state = PENDING
+
+    # --- after a flush ------------------------------------------------------------------------
+
+    def _refresh(self, key: Key) -> None:
+        """Bring the maps and the record of one NetworkPolicy up to date."""
+        objects = self.translator.policy_objects(*key)
+        self._states_dirty.add(key)
+        for obj_key in self._objects_of.pop(key, ()):
+            if self._owner_of.get(obj_key) != key:
+                continue  # a name another NetworkPolicy took over in the same flush (SPEC 4 suffixes)
+            del self._owner_of[obj_key]
+            self._deny_owner.pop(obj_key[1], None)
+            self._tags_of.pop(obj_key[1], None)
+        if objects is not None:
+            new = (("firewall-policy", objects.firewall_policy),) + tuple(
+                ("firewall-rule", fq) for fq in objects.rules + objects.deny_rules)
+            self._objects_of[key] = new
+            self._owner_of.update((obj_key, key) for obj_key in new)
+            for rule in objects.deny_rules:
+                self._deny_owner[rule] = objects.firewall_policy
+            self._tags_of[objects.firewall_policy] = objects.tags
+        record = self.db.network_policies.get(key)
+        if record is None:
+            return
+        errors = list(self.translator.policy_errors(*key))  # the translator logs them
+        self.context.errors_stale |= errors != record.errors
+        record.errors = errors
+        if objects is None:
+            record.firewall_policy, record.rules = [], []
+            record.state = REJECTED
+            return
+        record.firewall_policy = list(objects.firewall_policy)
+        record.rules = [fq[-1] for fq in objects.rules + objects.deny_rules]  # SPEC 10: deny rules too
+        if record.state == REJECTED:
+            record.state = PENDING
+
+
+KIND = Kind(NETWORK_POLICIES, lambda api: client.NetworkingV1Api(api).list_network_policy_for_all_namespaces,
+            trim_network_policy, validate_namespaced, NetworkPolicyHandler)
