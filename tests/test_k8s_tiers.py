@@ -1,0 +1,225 @@
+"""The reference verdict's tiers (ClusterNetworkPolicy, SPEC 13), rule by rule.
+
+Each test states the API rule it pins (upstream: kubernetes-sigs/network-policy-api,
+apis/v1alpha2/clusternetworkpolicy_types.go), on the x/y/z cluster of the NetworkPolicy tests.
+"""
+from __future__ import annotations
+
+import ipaddress
+from typing import Any, Dict, List, Optional, Sequence
+
+import pytest
+
+from conformance.cluster import OUTSIDE_IP, pod, pod_ip, policy, xyz_cluster
+from kube_manager.explain.k8s_semantics import (DEFAULT_TIER, NETWORK_POLICY_TIER, Endpoint,
+                                                KubernetesModel, Verdict)
+
+NAME = "kubernetes.io/metadata.name"
+
+
+def cnp(name: str, tier: str = "Admin", priority: int = 10, subject: Optional[Dict[str, Any]] = None,
+        ingress: Sequence[Dict[str, Any]] = (), egress: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:
+    spec: Dict[str, Any] = {"tier": tier, "priority": priority,
+                            "subject": subject or {"namespaces": {"matchLabels": {NAME: "x"}}}}
+    if ingress:
+        spec["ingress"] = list(ingress)
+    if egress:
+        spec["egress"] = list(egress)
+    return {"apiVersion": "policy.networking.k8s.io/v1alpha2", "kind": "ClusterNetworkPolicy",
+            "metadata": {"name": name}, "spec": spec}
+
+
+def ns_peer(name: str) -> Dict[str, Any]:
+    return {"namespaces": {"matchLabels": {NAME: name}}}
+
+
+def rule(action: str, *peers: Dict[str, Any], protocols: Optional[List[Dict[str, Any]]] = None,
+         direction: str = "from", name: str = "") -> Dict[str, Any]:
+    raw: Dict[str, Any] = {"action": action, direction: list(peers)}
+    if name:
+        raw["name"] = name
+    if protocols is not None:
+        raw["protocols"] = protocols
+    return raw
+
+
+def tcp(number: int) -> Dict[str, Any]:
+    return {"tcp": {"destinationPort": {"number": number}}}
+
+
+def build(cnps: Sequence[Dict[str, Any]], nps: Sequence[Dict[str, Any]] = (),
+          extra_pods: Sequence[Dict[str, Any]] = ()) -> KubernetesModel:
+    cluster = xyz_cluster(list(nps))
+    return KubernetesModel.build(cluster.namespaces, cluster.pods + list(extra_pods),
+                                 cluster.network_policies, cnps)
+
+
+def end(model: KubernetesModel, text: str) -> Endpoint:
+    if "/" in text:
+        found = model.pod(*text.split("/"))
+        assert found is not None
+        return Endpoint(found, found.ip)
+    return Endpoint(None, ipaddress.ip_address(text))
+
+
+def verdict(model: KubernetesModel, src: str, dst: str, port: int = 80,
+            protocol: str = "TCP") -> Verdict:
+    return model.verdict(end(model, src), end(model, dst), port, protocol)
+
+
+def allowed(model: KubernetesModel, src: str, dst: str, port: int = 80, protocol: str = "TCP") -> bool:
+    return verdict(model, src, dst, port, protocol).allowed
+
+
+ALLOW_Y_TO_X = policy("x", "allow-y", {"podSelector": {},
+                                       "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {NAME: "y"}}}]}]})
+
+
+def test_admin_deny_beats_a_network_policy_that_allows():
+    model = build([cnp("deny-y", ingress=[rule("Deny", ns_peer("y"), name="no-y")])], [ALLOW_Y_TO_X])
+    result = verdict(model, "y/a", "x/a")
+    assert not result.allowed
+    assert result.ingress.tier == "Admin"
+    decision = result.ingress.decision
+    assert decision is not None and (decision.policy, decision.index, decision.rule,
+                                     decision.action) == ("deny-y", 0, "no-y", "Deny")
+    assert result.ingress.allowing == ("x/allow-y",)  # the NetworkPolicy still reports its view
+
+
+def test_admin_accept_overrides_network_policy_isolation():
+    deny_all = policy("x", "deny-all", {"podSelector": {}, "policyTypes": ["Ingress"]})
+    model = build([cnp("let-z", ingress=[rule("Accept", ns_peer("z"))])], [deny_all])
+    assert allowed(model, "z/a", "x/a")
+    assert not allowed(model, "y/a", "x/a")  # no Admin rule matches: the NetworkPolicy decides
+    assert verdict(model, "y/a", "x/a").ingress.tier == NETWORK_POLICY_TIER
+
+
+def test_pass_goes_to_network_policies_then_baseline_then_default():
+    admin = cnp("pass-y", ingress=[rule("Pass", ns_peer("y")), rule("Deny", ns_peer("y"))])
+    baseline = cnp("base", tier="Baseline", ingress=[rule("Deny", ns_peer("y"))])
+    # A NetworkPolicy selecting x decides once the Admin tier passes.
+    assert allowed(build([admin, baseline], [ALLOW_Y_TO_X]), "y/a", "x/a")
+    # Without one, the Baseline tier decides.
+    result = verdict(build([admin, baseline]), "y/a", "x/a")
+    assert not result.allowed and result.ingress.tier == "Baseline"
+    # A Baseline Pass falls through to the default allow.
+    passing = cnp("base", tier="Baseline", ingress=[rule("Pass", ns_peer("y")), rule("Deny", ns_peer("y"))])
+    result = verdict(build([admin, passing]), "y/a", "x/a")
+    assert result.allowed and result.ingress.tier == DEFAULT_TIER
+
+
+def test_baseline_applies_only_to_pods_no_network_policy_isolates():
+    baseline = cnp("base", tier="Baseline", ingress=[rule("Accept", ns_peer("z"))])
+    deny_all = policy("x", "deny-a", {"podSelector": {"matchLabels": {"pod": "a"}}})
+    model = build([baseline], [deny_all])
+    assert not allowed(model, "z/a", "x/a")  # isolated: the Baseline Accept is never reached
+    assert allowed(model, "z/a", "x/b")
+
+
+def test_lower_priority_first_and_equal_priorities_by_name():
+    deny = cnp("b-deny", priority=5, ingress=[rule("Deny", ns_peer("y"))])
+    accept = cnp("a-accept", priority=5, ingress=[rule("Accept", ns_peer("y"))])
+    assert allowed(build([deny, accept]), "y/a", "x/a")  # same priority: "a-accept" first
+    earlier = cnp("b-deny", priority=4, ingress=[rule("Deny", ns_peer("y"))])
+    assert not allowed(build([earlier, accept]), "y/a", "x/a")
+
+
+def test_rules_are_ordered_within_a_policy():
+    first_deny = cnp("p", ingress=[rule("Deny", ns_peer("y")), rule("Accept", ns_peer("y"))])
+    first_accept = cnp("p", ingress=[rule("Accept", ns_peer("y")), rule("Deny", ns_peer("y"))])
+    assert not allowed(build([first_deny]), "y/a", "x/a")
+    assert allowed(build([first_accept], [policy("x", "deny", {"podSelector": {}})]), "y/a", "x/a")
+
+
+def test_subject_pods_needs_both_selectors_and_directions_are_separate():
+    subject = {"pods": {"namespaceSelector": {"matchLabels": {NAME: "x"}},
+                        "podSelector": {"matchLabels": {"pod": "a"}}}}
+    model = build([cnp("p", subject=subject, egress=[rule("Deny", ns_peer("y"), direction="to")])])
+    assert not allowed(model, "x/a", "y/b")
+    assert allowed(model, "x/b", "y/b")  # not the subject
+    assert allowed(model, "y/b", "x/a")  # the policy has no ingress rules: ingress unaffected
+
+
+def test_networks_match_pod_ips_and_outside_addresses_on_egress_only():
+    egress = cnp("p", egress=[rule("Deny", {"networks": ["10.244.2.0/24", "192.0.2.0/24"]},
+                                   direction="to")])
+    model = build([egress])
+    assert not allowed(model, "x/a", "y/c")  # y's pods are in 10.244.2.0/24
+    assert not allowed(model, "x/a", OUTSIDE_IP)
+    assert allowed(model, "x/a", "z/a")
+    # An ingress pods peer never matches an outside address.
+    ingress = cnp("q", ingress=[rule("Deny", {"pods": {"namespaceSelector": {}, "podSelector": {}}})])
+    model = build([ingress])
+    assert allowed(model, OUTSIDE_IP, "x/a") and not allowed(model, "y/a", "x/a")
+
+
+def test_ports_numbers_ranges_and_protocols():
+    ranges = [{"udp": {"destinationPort": {"range": {"start": 80, "end": 81}}}}, tcp(82)]
+    model = build([cnp("p", ingress=[rule("Deny", ns_peer("y"), protocols=ranges)])])
+    assert not allowed(model, "y/a", "x/a", 80, "UDP") and not allowed(model, "y/a", "x/a", 81, "UDP")
+    assert allowed(model, "y/a", "x/a", 82, "UDP") and allowed(model, "y/a", "x/a", 80, "TCP")
+    assert not allowed(model, "y/a", "x/a", 82, "TCP")
+
+
+def test_named_port_takes_the_container_ports_protocol_and_number():
+    odd = pod("x", "d", {"pod": "d"}, "10.244.1.40", [("dns", 5353, "UDP")])
+    named = [{"destinationNamedPort": "dns"}]
+    model = build([cnp("p", ingress=[rule("Deny", ns_peer("y"), protocols=named)])], extra_pods=[odd])
+    assert not allowed(model, "y/a", "x/d", 5353, "UDP")
+    assert allowed(model, "y/a", "x/d", 5353, "TCP") and allowed(model, "y/a", "x/d", 53, "UDP")
+    assert allowed(model, "y/a", "x/a", 5353, "UDP")  # x/a has no port "dns"
+
+
+@pytest.mark.parametrize("bad_peer", [
+    {"nodes": {"matchLabels": {"kubernetes.io/os": "linux"}}},
+    {"domainNames": ["example.com"]},
+    {},
+    {"networks": ["not-a-cidr"]},
+    {"namespaces": {}, "networks": ["10.0.0.0/8"]},
+])
+def test_unenforceable_or_invalid_parts_fail_closed(bad_peer):
+    accept = cnp("p", egress=[rule("Accept", bad_peer, direction="to")])
+    model = build([accept], [policy("x", "deny", {"podSelector": {}, "policyTypes": ["Egress"]})])
+    assert not allowed(model, "x/a", "y/a")  # the Accept matches nothing
+    for action in ("Deny", "Pass"):
+        model = build([cnp("p", egress=[rule(action, bad_peer, direction="to")])])
+        result = verdict(model, "x/a", OUTSIDE_IP, 443)
+        assert not result.allowed  # denies all traffic of its subject in its direction
+        assert result.egress.decision is not None and result.egress.decision.fail_closed
+        assert allowed(model, "x/a", "y/a", 80, "UDP") is False
+        assert allowed(model, "y/a", "x/a")  # the other direction is untouched
+    reasons = model.rejections()
+    assert [r.name for r in reasons] == ["p"] and reasons[0].reason.startswith("egress[0].to[0]")
+
+
+@pytest.mark.parametrize("bad_protocols", [
+    [], [{"tcp": {}}], [{"tcp": {"destinationPort": {"range": {"start": 90, "end": 80}}}}],
+    [{"tcp": {"destinationPort": {"number": 80}}, "udp": {"destinationPort": {"number": 80}}}],
+    [{"icmp": {}}],
+])
+def test_invalid_protocols_fail_closed(bad_protocols):
+    model = build([cnp("p", ingress=[rule("Pass", ns_peer("y"), protocols=bad_protocols)])])
+    assert not allowed(model, "z/a", "x/a", 9999, "SCTP")
+    model = build([cnp("p", ingress=[rule("Accept", ns_peer("y"), protocols=bad_protocols)])],
+                  [policy("x", "deny", {"podSelector": {}})])
+    assert not allowed(model, "y/a", "x/a")
+
+
+@pytest.mark.parametrize("spec_change", [
+    {"tier": "Middle"}, {"priority": 1001}, {"priority": "1"}, {"subject": {}},
+    {"subject": {"namespaces": {}, "pods": {"podSelector": {}}}}, {"ingres": []},
+])
+def test_a_policy_with_an_invalid_tier_priority_or_subject_is_rejected_whole(spec_change):
+    bad = cnp("bad", ingress=[rule("Deny", ns_peer("y"))])
+    bad["spec"].update(spec_change)
+    model = build([bad])
+    assert allowed(model, "y/a", "x/a")
+    assert [r.name for r in model.rejections()] == ["bad"]
+    assert model.tier("Admin") == []
+
+
+def test_outside_addresses_are_never_a_subject():
+    everything = rule("Deny", {"networks": ["0.0.0.0/0"]}, direction="to")
+    model = build([cnp("p", subject={"namespaces": {}}, egress=[everything])])
+    assert allowed(model, OUTSIDE_IP, pod_ip("x", "a"))
+    assert not allowed(model, "x/a", "y/a")
