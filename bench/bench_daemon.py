@@ -53,7 +53,8 @@ from introspect.explain import db_explainer  # noqa: E402
 from introspect.server import IntrospectServer  # noqa: E402
 from kube_manager.cache import KubeCache  # noqa: E402
 from kube_manager.db import Database  # noqa: E402
-from kube_manager.reconciler.core import Reconciler, Settings  # noqa: E402
+from kube_manager.reconciler.core import Reconciler  # noqa: E402
+from kube_manager.settings import ReconcilerSettings  # noqa: E402
 from kube_manager.reconciler.ownership import Marks  # noqa: E402
 from kube_manager.reconciler.pods import VMI, tag_changes  # noqa: E402
 from kube_manager.translator import ClusterTranslator  # noqa: E402
@@ -85,7 +86,7 @@ class Daemon:
         self.cache = KubeCache(self.db, ClusterTranslator("k8s", "k8s"))
         self.count = RequestCount()
         self.client = VncClient(url, concurrency=concurrency, observer=self.count)
-        self.reconciler = Reconciler(self.client, self.db, Marks("k8s", "k8s"), Settings(concurrency=concurrency),
+        self.reconciler = Reconciler(self.client, self.db, Marks("k8s", "k8s"), ReconcilerSettings(concurrency=concurrency),
                                      policies=self.cache)
         self.cache.sink = self.reconciler
         self.states: Optional[gevent.Greenlet] = None

@@ -40,7 +40,8 @@ from kube_manager.cache import KubeCache  # noqa: E402
 from kube_manager.daemon import STATE_REFRESH_INTERVAL  # noqa: E402
 from kube_manager.db import Database  # noqa: E402
 from kube_manager.manifests import Manifests  # noqa: E402
-from kube_manager.reconciler.core import Reconciler, Settings  # noqa: E402
+from kube_manager.reconciler.core import Reconciler  # noqa: E402
+from kube_manager.settings import ReconcilerSettings  # noqa: E402
 from kube_manager.reconciler.ownership import OWNED_TYPES, Marks  # noqa: E402
 from kube_manager.translator import ClusterTranslator  # noqa: E402
 from vnc_client.client import VncClient  # noqa: E402
@@ -169,7 +170,7 @@ def run(cluster: Cluster, concurrency: int, latency: float, events: int,
         gc.freeze()
         count = RequestCount()
         client = VncClient(url, concurrency=concurrency, observer=count)
-        reconciler = Reconciler(client, db, Marks("k8s", "k8s"), Settings(concurrency=concurrency),
+        reconciler = Reconciler(client, db, Marks("k8s", "k8s"), ReconcilerSettings(concurrency=concurrency),
                                 policies=cache)
         cache.sink = reconciler
         server_cpu = srv.cpu_seconds()

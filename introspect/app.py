@@ -15,8 +15,9 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 from prometheus_client import CollectorRegistry
 
 from kube_manager.db import Database
+from kube_manager.settings import HealthSettings
 from introspect.explain import ExplainFn
-from introspect.health import ConfigApiProbe, HealthPolicy
+from introspect.health import ConfigApiProbe
 from introspect.http import TEXT, BadRequest, Request, Response
 from introspect.lists import LIST_PAGES
 from introspect.redact import Redactor
@@ -87,7 +88,7 @@ class IntrospectApp:
 def create_app(db: Database, *, registry: Optional[CollectorRegistry] = None,
                config: Optional[Any] = None, explain: Optional[ExplainFn] = None,
                config_api_probe: Optional[ConfigApiProbe] = None,
-               health_policy: HealthPolicy = HealthPolicy(),
+               health_policy: HealthSettings = HealthSettings(),
                clock: Callable[[], float] = time.time) -> IntrospectApp:
     """The introspect application over `db`.
 

@@ -21,29 +21,13 @@ from typing import Callable, List, Optional, Tuple
 import gevent.lock
 
 from kube_manager.db import Database
+from kube_manager.settings import HealthSettings
 from introspect.redact import Redactor
 
 log = logging.getLogger(__name__)
 
 # Answers whether the config API is reachable now: True/False, or raises with the reason.
 ConfigApiProbe = Callable[[], bool]
-
-
-@dataclass(frozen=True)
-class HealthPolicy:
-    """Thresholds of the health checks, in seconds."""
-
-    # The loop records a heartbeat every few seconds; this many seconds without one is a hang.
-    heartbeat_timeout: float = 120.0
-    # A watch gets a bookmark about every minute and is restarted after watch_silence_timeout
-    # without one; this many seconds without an event, a bookmark or a list is no progress.
-    watch_stall_timeout: float = 120.0
-
-    @classmethod
-    def for_silence_timeout(cls, silence_timeout: float) -> "HealthPolicy":
-        """The limits for a configured `watch_silence_timeout`: a restarted watch gets the time
-        of one more silence before it counts as stalled."""
-        return cls(watch_stall_timeout=max(cls.watch_stall_timeout, 2 * silence_timeout))
 
 
 @dataclass(frozen=True)
@@ -56,7 +40,7 @@ class Check:
         return {"name": self.name, "ok": self.ok, "detail": self.detail}
 
 
-def liveness(db: Database, policy: HealthPolicy, now: float) -> List[Check]:
+def liveness(db: Database, policy: HealthSettings, now: float) -> List[Check]:
     age = now - db.loop_heartbeat_at
     checks = [Check("loop", age <= policy.heartbeat_timeout,
                     f"last heartbeat {age:.1f} s ago (limit {policy.heartbeat_timeout:g} s)")]

@@ -35,7 +35,7 @@ class Redactor:
         mapping = _as_mapping(config) if config is not None else {}
         secrets = _secret_values(mapping)
         if config is not None and hasattr(config, "public_view") and hasattr(config, "secrets"):
-            # kube_manager.config.Config knows its own secrets and its page-safe view; the key
+            # kube_manager.settings.OperatorSettings knows its own secrets and its page-safe view; the key
             # patterns above still apply to that view, as a second line of defence.
             secrets += [str(s) for s in config.secrets()]
             mapping = config.public_view()

@@ -16,11 +16,12 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from kube_manager.db import Database
+from kube_manager.settings import HealthSettings
 from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
 from introspect import lists
 from introspect.contrail import FIREWALL_POLICY, FIREWALL_RULE, UNREFERENCED, deny_rule_names
 from introspect.explain import EXPLAIN_FIELDS, ExplainFn, ExplainPage
-from introspect.health import ConfigApiProbe, HealthPolicy, liveness, readiness, render_text
+from introspect.health import ConfigApiProbe, liveness, readiness, render_text
 from introspect.http import BadRequest, Request, Response
 from introspect.lists import LIST_PAGES, ListPage, Snapshot, href, pod_detail_href, policy_detail_href
 from introspect import pod_page
@@ -64,7 +65,7 @@ class Pages:
 
     def __init__(self, db: Database, *, redactor: Redactor, registry: Optional[CollectorRegistry],
                  explain: Optional[ExplainFn], config_api_probe: Optional[ConfigApiProbe],
-                 health_policy: HealthPolicy, clock: Callable[[], float]) -> None:
+                 health_policy: HealthSettings, clock: Callable[[], float]) -> None:
         self.db = db
         self.redactor = redactor
         self.registry = registry

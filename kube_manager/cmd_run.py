@@ -21,8 +21,8 @@ import logging  # noqa: E402
 import sys  # noqa: E402
 from typing import Dict  # noqa: E402
 
-from kube_manager import config as config_module  # noqa: E402
-from kube_manager.config import EMBEDDED, EMULATED, ConfigError  # noqa: E402
+from kube_manager import settings as settings_module  # noqa: E402
+from kube_manager.settings import EMBEDDED, EMULATED, ConfigError  # noqa: E402
 from kube_manager.manifests import ManifestError  # noqa: E402
 
 log = logging.getLogger("kube_manager.run")
@@ -44,7 +44,7 @@ def demo_overrides(paths: "list[str]") -> Dict[str, str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    config_module.add_arguments(parser)
+    settings_module.add_arguments(parser)
     group = parser.add_argument_group("run")
     # SUPPRESS, as for the configuration flags: they may be given before or after `run`.
     group.add_argument("--once", action="store_true", default=argparse.SUPPRESS,
@@ -65,7 +65,7 @@ def main(args: argparse.Namespace) -> int:
             if not hasattr(args, key):
                 setattr(args, key, value)
     try:
-        config = config_module.load_config(args)
+        settings = settings_module.load_settings(args)
         if getattr(args, "once_timeout", DEFAULT_ONCE_TIMEOUT) <= 0:
             raise ConfigError(f"--once-timeout: must be positive, got {args.once_timeout:g}")
     except ConfigError as exc:
@@ -73,13 +73,13 @@ def main(args: argparse.Namespace) -> int:
         return 2
     from kube_manager.logging_setup import setup_logging
     try:
-        setup_logging(config.log_level, config.log_file, config.secrets())
+        setup_logging(settings.log.level, settings.log.file, settings.secrets())
     except OSError as exc:
         print(f"contrail-kube-manager: configuration error: [DEFAULTS] log_file: {exc}", file=sys.stderr)
         return 2
-    config.log_findings(log)
+    settings.origin.log(log)
     from kube_manager.daemon import Daemon
-    daemon = Daemon(config)
+    daemon = Daemon(settings)
     try:
         return daemon.run(once=getattr(args, "once", False),
                           once_timeout=getattr(args, "once_timeout", DEFAULT_ONCE_TIMEOUT))

@@ -35,15 +35,15 @@ import gevent
 import gevent.event
 
 from kube_manager.cache import KubeCache
-from kube_manager.config import Config
 from kube_manager.db import Database
 from kube_manager.handlers import KINDS
 from kube_manager.leader.leadership import Leadership
 from kube_manager.logging_setup import kv
 from kube_manager.manifests import load_manifests
 from kube_manager.metrics import Metrics
-from kube_manager.reconciler.core import Reconciler, Settings
+from kube_manager.reconciler.core import Reconciler
 from kube_manager.reconciler.ownership import Marks
+from kube_manager.settings import OperatorSettings
 from kube_manager.translator import ClusterTranslator
 from vnc_client.auth import KeystoneCredentials
 from vnc_client.client import VncClient
@@ -72,18 +72,18 @@ class _Running:
 class Daemon:
     """One kube-manager; see the module docstring."""
 
-    def __init__(self, config: Config, *, metrics: Optional[Metrics] = None) -> None:
-        self.config = config
+    def __init__(self, settings: OperatorSettings, *, metrics: Optional[Metrics] = None) -> None:
+        self.settings = settings
         self.db = Database()
         self.metrics = metrics or Metrics()
         self.metrics.bind_database(self.db)
-        self.translator = ClusterTranslator(config.cluster_name, config.kubernetes_cluster_owner)
+        self.translator = ClusterTranslator(settings.cluster.name, settings.cluster.owner)
         self.cache = KubeCache(self.db, self.translator)
         self.reconciler: Optional[Reconciler] = None
         self.client: Optional[VncClient] = None  # the current term's (epoch 0 before any: reads only)
-        self.leadership = Leadership(config, self.db.leader, on_transition=self.metrics.leader_transition)
-        self._vnc_endpoints: List[str] = list(config.vnc_endpoint_ip)
-        self._vnc_port = config.vnc_endpoint_port
+        self.leadership = Leadership(settings, self.db.leader, on_transition=self.metrics.leader_transition)
+        self._vnc_endpoints: List[str] = list(settings.vnc.endpoints)
+        self._vnc_port = settings.vnc.port
         self.introspect_url = ""
         self.vnc_url = ""
         self.kube_url = ""
@@ -123,12 +123,12 @@ class Daemon:
     # --- start-up ----------------------------------------------------------------------------
 
     def _start(self) -> None:
-        config = self.config
-        log.info("kube-manager starting", extra=kv(cluster=config.cluster_name, owner=config.kubernetes_cluster_owner,
-                                                   resync_interval=config.kube_timer_interval))
-        if config.embedded_vnc:
+        settings = self.settings
+        log.info("kube-manager starting", extra=kv(cluster=settings.cluster.name, owner=settings.cluster.owner,
+                                                   resync_interval=settings.reconciler.resync_interval))
+        if settings.vnc.embedded:
             from kube_manager.sim.vnc_api.runner import EmbeddedServer
-            server = EmbeddedServer("127.0.0.1", config.vnc_endpoint_port)
+            server = EmbeddedServer("127.0.0.1", settings.vnc.port)
             server.start()
             self._running.stoppers.append(server.stop)
             self._vnc_endpoints, self._vnc_port = [server.host], server.port
@@ -136,8 +136,8 @@ class Daemon:
         self._running.stoppers.append(lambda: self.client.close() if self.client is not None else None)
         self.vnc_url = self.client.current_endpoint
         self.db.vnc_connection.url = self.vnc_url
-        log.info("config API", extra=kv(url=self.vnc_url, embedded=config.embedded_vnc,
-                                        keystone=config.keystone_auth))
+        log.info("config API", extra=kv(url=self.vnc_url, embedded=settings.vnc.embedded,
+                                        keystone=settings.auth.keystone))
         self._start_introspect()
         self.leadership.start(self._start_watchers(self._kubernetes_url()))
         self._spawn(self._heartbeat)
@@ -145,27 +145,25 @@ class Daemon:
 
     def _make_client(self, epoch: int) -> VncClient:
         """A config API client whose writes pass only while term `epoch` lasts."""
-        config = self.config
+        vnc, auth = self.settings.vnc, self.settings.auth
         credentials = None
-        if config.keystone_auth:
-            credentials = KeystoneCredentials(config.auth_token_url, config.auth_user, config.auth_password,
-                                              config.auth_tenant)
-        return VncClient(self._vnc_endpoints, self._vnc_port, use_ssl=config.vnc_use_ssl,
-                         ca_file=config.vnc_ca_cert or None, credentials=credentials,
-                         concurrency=config.vnc_max_concurrency, observer=self._observe_vnc,
+        if auth.keystone:
+            credentials = KeystoneCredentials(auth.token_url, auth.user, auth.password, auth.tenant)
+        return VncClient(self._vnc_endpoints, self._vnc_port, use_ssl=vnc.use_ssl,
+                         ca_file=vnc.ca_cert or None, credentials=credentials, retry=vnc.retry,
+                         concurrency=self.settings.reconciler.concurrency, observer=self._observe_vnc,
                          write_gate=lambda: self.leadership.gate.check(epoch), agent=self.leadership.identity)
 
     # --- terms as leader ---------------------------------------------------------------------
 
     def _begin_term(self, epoch: int) -> gevent.event.Event:
         """A term as leader begins: its own client and reconciler; returns the event of its end."""
-        config = self.config
+        cluster = self.settings.cluster
         if self.client is not None:
             self.client.close()
         self.client = self._make_client(epoch)
         self.reconciler = Reconciler(
-            self.client, self.db, Marks(config.kubernetes_cluster_owner, config.cluster_name),
-            Settings(concurrency=config.vnc_max_concurrency),
+            self.client, self.db, Marks(cluster.owner, cluster.name), self.settings.reconciler,
             observer=_MetricsObserver(self.metrics), policies=self.cache)
         self.cache.sink = self.reconciler
         log.info("leading: start-up resync", extra=kv(term=epoch))
@@ -198,15 +196,16 @@ class Daemon:
 
     def _kubernetes_url(self) -> Optional[str]:
         """Start the emulated API server (and CNI) when configured; its URL, else None."""
-        if not self.config.emulated_kubernetes:
+        if not self.settings.kubernetes.emulated:
             return None
         from kube_manager.sim.cni import CniEmulator
         from kube_manager.sim.kube_api.runner import EmulatorRunner
-        manifests = load_manifests(self.config.emulated_manifests) if self.config.emulated_manifests else None
-        runner = EmulatorRunner(port=self.config.kubernetes_api_port)
+        emulation = self.settings.emulation
+        manifests = load_manifests(emulation.manifests) if emulation.manifests else None
+        runner = EmulatorRunner(port=self.settings.kubernetes.api_port)
         runner.start()
         self._running.stoppers.append(runner.stop)
-        if self.config.emulated_cni:
+        if emulation.cni:
             cni = CniEmulator(VncClient([self.vnc_url]))
             runner.store.add_listener(cni.on_event)
         if manifests is not None:
@@ -219,12 +218,12 @@ class Daemon:
     def _start_watchers(self, emulated_url: Optional[str]) -> Any:
         """The watchers in greenlets; returns their Kubernetes API client (the elector shares it)."""
         from kube_manager.kube.client_factory import build_api_client
-        from kube_manager.kube.watcher import WatchSettings, make_watchers
-        api_client, endpoint = build_api_client(self.config, emulated_url)
+        from kube_manager.kube.watcher import make_watchers
+        api_client, endpoint = build_api_client(self.settings.kubernetes, emulated_url)
         self.kube_url = endpoint.url
         self._running.stoppers.append(api_client.close)
         watchers = make_watchers(api_client, KINDS, self._on_event, self.db, metrics=self.metrics,
-                                 settings=WatchSettings(silence_timeout=self.config.watch_silence_timeout))
+                                 settings=self.settings.watch)
         for watcher in watchers:
             self._running.stoppers.append(watcher.stop)
             self._spawn(watcher.run)
@@ -233,13 +232,13 @@ class Daemon:
     def _start_introspect(self) -> None:
         from introspect.app import create_app
         from introspect.explain import db_explainer
-        from introspect.health import CachedProbe, HealthPolicy
+        from introspect.health import CachedProbe
         from introspect.server import IntrospectServer
-        app = create_app(self.db, registry=self.metrics.registry, config=self.config,
-                         explain=db_explainer(self.db, self.config.cluster_name),
+        app = create_app(self.db, registry=self.metrics.registry, config=self.settings,
+                         explain=db_explainer(self.db, self.settings.cluster.name),
                          config_api_probe=CachedProbe(self._probe_config_api, PROBE_TTL),
-                         health_policy=HealthPolicy.for_silence_timeout(self.config.watch_silence_timeout))
-        server = IntrospectServer(self.config.http_server_ip, self.config.http_server_port, app)
+                         health_policy=self.settings.health.for_silence_timeout(self.settings.watch.silence_timeout))
+        server = IntrospectServer(self.settings.introspect.listen_ip, self.settings.introspect.port, app)
         server.start()
         self._running.stoppers.append(lambda: server.stop(STOP_GRACE))
         self.introspect_url = server.url
@@ -297,7 +296,7 @@ class Daemon:
 
     def _serve(self, end: gevent.event.Event) -> None:
         """Resync every kube_timer_interval (or on SIGHUP) until the term ends."""
-        interval = self.config.kube_timer_interval
+        interval = self.settings.reconciler.resync_interval
         next_at = time.monotonic() + interval
         while not end.is_set():
             timeout = max(0.0, next_at - time.monotonic())

@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any, Dict, Iterable, Optional
 
-from kube_manager.config import Config, ConfigError
+from kube_manager.settings import ConfigError, OperatorSettings
 from kvlog import FIELDS_ATTR, kv  # noqa: F401 (kv re-exported: the house import)
 
 HANDLER_NAME = "kube-manager"
@@ -84,15 +84,15 @@ def setup_logging(level: int = logging.INFO, log_file: str = "",
     return handler
 
 
-def setup_from_config(config: Config, logger: Optional[logging.Logger] = None) -> logging.Handler:
-    """Set up logging from a `kube_manager.config.Config`, then log what loading it found.
+def setup_from_settings(settings: OperatorSettings, logger: Optional[logging.Logger] = None) -> logging.Handler:
+    """Set up logging from the settings tree, then log what loading it found.
 
     Raises `ConfigError` naming [DEFAULTS] log_file when the file cannot be opened.
     """
     try:
-        handler = setup_logging(config.log_level, config.log_file, config.secrets())
+        handler = setup_logging(settings.log.level, settings.log.file, settings.secrets())
     except OSError as exc:
-        raise ConfigError(f"[DEFAULTS] log_file: cannot open {config.log_file!r}: "
+        raise ConfigError(f"[DEFAULTS] log_file: cannot open {settings.log.file!r}: "
                           f"{exc.strerror or exc}") from None
-    config.log_findings(logger or logging.getLogger("kube_manager.config"))
+    settings.origin.log(logger or logging.getLogger("kube_manager.settings"))
     return handler

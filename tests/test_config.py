@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import re
 import textwrap
@@ -10,9 +11,9 @@ from typing import List
 
 import pytest
 
-from kube_manager import config as cfg
-from kube_manager.config import Config, ConfigError, add_arguments, load_config
-from kube_manager.logging_setup import KeyValueFormatter, kv, setup_from_config, setup_logging
+from kube_manager.logging_setup import KeyValueFormatter, kv, setup_from_settings, setup_logging
+from kube_manager.settings import (KEYS, ConfigError, LogSettings, OperatorSettings, add_arguments, keys,
+                                   load_settings, values)
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "etc" / "contrail-kubernetes.conf"
@@ -34,22 +35,22 @@ def cli_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load(argv: List[str]) -> Config:
-    return load_config(cli_parser().parse_args(argv))
+def load(argv: List[str]) -> OperatorSettings:
+    return load_settings(cli_parser().parse_args(argv))
 
 
 def test_defaults_without_a_file() -> None:
     config = load([])
-    assert config.cluster_name == "k8s"
-    assert config.kubernetes_cluster_owner == "k8s"
-    assert config.vnc_endpoint_ip == ["127.0.0.1"]
-    assert config.vnc_endpoint_port == 8082
-    assert (config.http_server_ip, config.http_server_port) == ("0.0.0.0", 8108)
-    assert config.kube_timer_interval == 120
-    assert config.log_level == logging.INFO and config.log_file == ""
-    assert config.vnc_max_concurrency == 8
-    assert not config.keystone_auth and not config.embedded_vnc and not config.emulated_kubernetes
-    assert config.warnings == [] and config.config_files == []
+    assert config.cluster.name == "k8s"
+    assert config.cluster.owner == "k8s"
+    assert config.vnc.endpoints == ["127.0.0.1"]
+    assert config.vnc.port == 8082
+    assert (config.introspect.listen_ip, config.introspect.port) == ("0.0.0.0", 8108)
+    assert config.reconciler.resync_interval == 120
+    assert config.log.level == logging.INFO and config.log.file == ""
+    assert config.reconciler.concurrency == 8
+    assert not config.auth.keystone and not config.vnc.embedded and not config.kubernetes.emulated
+    assert config.origin.warnings == [] and config.origin.files == []
 
 
 def test_file_values_are_typed(tmp_path: Path) -> None:
@@ -80,18 +81,18 @@ def test_file_values_are_typed(tmp_path: Path) -> None:
         auth_tenant = demo
     """)
     config = load(["-c", path])
-    assert config.config_files == [path]
-    assert (config.http_server_ip, config.http_server_port) == ("127.0.0.1", 9108)
-    assert config.log_level == logging.INFO and config.kube_timer_interval == 30.5
-    assert (config.cluster_name, config.kubernetes_cluster_owner) == ("prod-east", "team-a")
-    assert (config.kubernetes_api_server, config.kubernetes_api_port,
-            config.kubernetes_api_secure_port) == ("10.0.0.10", 8081, 443)
-    assert config.vnc_endpoint_ip == ["10.1.1.1", "10.1.1.2", "ctl3.example.com"]
-    assert (config.vnc_endpoint_port, config.vnc_use_ssl, config.vnc_ca_cert,
-            config.vnc_max_concurrency) == (18082, True, str(ca), 4)
-    assert config.keystone_auth
-    assert (config.auth_user, config.auth_password, config.auth_tenant) == ("admin", "s3cr%t", "demo")
-    assert config.warnings == []
+    assert config.origin.files == [path]
+    assert (config.introspect.listen_ip, config.introspect.port) == ("127.0.0.1", 9108)
+    assert config.log.level == logging.INFO and config.reconciler.resync_interval == 30.5
+    assert (config.cluster.name, config.cluster.owner) == ("prod-east", "team-a")
+    assert (config.kubernetes.api_server, config.kubernetes.api_port,
+            config.kubernetes.api_secure_port) == ("10.0.0.10", 8081, 443)
+    assert config.vnc.endpoints == ["10.1.1.1", "10.1.1.2", "ctl3.example.com"]
+    assert (config.vnc.port, config.vnc.use_ssl, config.vnc.ca_cert,
+            config.reconciler.concurrency) == (18082, True, str(ca), 4)
+    assert config.auth.keystone
+    assert (config.auth.user, config.auth.password, config.auth.tenant) == ("admin", "s3cr%t", "demo")
+    assert config.origin.warnings == []
 
 
 @pytest.mark.parametrize("form", [["-c", "{path}"], ["run", "-c", "{path}"],
@@ -99,8 +100,8 @@ def test_file_values_are_typed(tmp_path: Path) -> None:
 def test_both_config_file_forms(tmp_path: Path, form: List[str]) -> None:
     path = write(tmp_path, "[KUBERNETES]\ncluster_name = from-file\n")
     config = load([arg.format(path=path) for arg in form])
-    assert config.cluster_name == "from-file"
-    assert config.config_files == [path]
+    assert config.cluster.name == "from-file"
+    assert config.origin.files == [path]
 
 
 @pytest.mark.parametrize("form", [["--cluster-name", "cli", "-c", "{path}"],
@@ -110,14 +111,14 @@ def test_both_config_file_forms(tmp_path: Path, form: List[str]) -> None:
 def test_command_line_overrides_file_in_every_form(tmp_path: Path, form: List[str]) -> None:
     path = write(tmp_path, "[KUBERNETES]\ncluster_name = from-file\n[VNC]\nvnc_endpoint_port = 9\n")
     config = load([arg.format(path=path) for arg in form])
-    assert config.cluster_name == "cli"
-    assert config.vnc_endpoint_port == 9   # not reset to the default by the subparser
+    assert config.cluster.name == "cli"
+    assert config.vnc.port == 9   # not reset to the default by the subparser
 
 
 def test_later_files_win(tmp_path: Path) -> None:
     first = write(tmp_path, "[KUBERNETES]\ncluster_name = one\n", "a.conf")
     second = write(tmp_path, "[KUBERNETES]\ncluster_name = two\n", "b.conf")
-    assert load(["-c", first, "-c", second]).cluster_name == "two"
+    assert load(["-c", first, "-c", second]).cluster.name == "two"
 
 
 @pytest.mark.parametrize("section,key,value,needle", [
@@ -154,8 +155,7 @@ def test_bad_command_line_value_names_the_flag() -> None:
 
 
 def test_secret_values_are_not_echoed_in_errors(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setitem(cfg.KEYS, "auth_password",
-                        cfg.KeySpec("AUTH", cfg._nonempty, "x", secret=True))
+    monkeypatch.setitem(KEYS, "auth_password", dataclasses.replace(KEYS["auth_password"], parse=values.nonempty))
     path = write(tmp_path, "[AUTH]\nauth_password = \n")
     with pytest.raises(ConfigError) as info:
         load(["-c", path])
@@ -169,14 +169,14 @@ def test_cross_key_rules(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"^\[VNC\] vnc_endpoint_port: 0 .* only works with"):
         load(["--vnc-endpoint-port", "0"])
     config = load(["--vnc-endpoint-ip", "embedded", "--vnc-endpoint-port", "0"])
-    assert config.embedded_vnc and config.vnc_endpoint_port == 0
+    assert config.vnc.embedded and config.vnc.port == 0
     with pytest.raises(ConfigError, match=r"^\[KUBERNETES\] kubernetes_api_port: 0"):
         load(["--kubernetes-api-port", "0"])
     emulated = load(["--kubernetes-api-server", "Emulated", "--kubernetes-api-port", "0",
                      "--emulated-manifests", str(tmp_path)])
-    assert emulated.emulated_kubernetes and emulated.emulated_manifests == [str(tmp_path)]
+    assert emulated.kubernetes.emulated and emulated.emulation.manifests == [str(tmp_path)]
     stray = load(["--emulated-manifests", str(tmp_path)])
-    assert any("emulated_manifests: ignored unless" in w for w in stray.warnings)
+    assert any("emulated_manifests: ignored unless" in w for w in stray.origin.warnings)
 
 
 def test_missing_or_broken_file(tmp_path: Path) -> None:
@@ -205,21 +205,21 @@ def test_unknown_legacy_and_misplaced_keys(tmp_path: Path) -> None:
         y = 2
     """)
     config = load(["-c", path])
-    assert config.cluster_name == "moved"
-    assert sorted(config.warnings) == sorted([
+    assert config.cluster.name == "moved"
+    assert sorted(config.origin.warnings) == sorted([
         "[DEFAULTS] log_levle: unknown key ignored",
         "[VNC] cluster_name: belongs in [KUBERNETES]; used anyway",
         "unknown section [DEFAULT] ignored",
         "unknown section [EXTRA] ignored",
     ])
-    assert config.ignored_keys == ["[SANDESH]", "orchestrator", "pod_subnets", "rabbit_server"]
+    assert config.origin.ignored_keys == ["[SANDESH]", "orchestrator", "pod_subnets", "rabbit_server"]
 
 
 def test_findings_are_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = write(tmp_path, "[DEFAULTS]\nbogus = 1\norchestrator = kubernetes\n")
     config = load(["-c", path])
     with caplog.at_level(logging.INFO):
-        config.log_findings(logging.getLogger("t"))
+        config.origin.log(logging.getLogger("t"))
     assert ("t", logging.WARNING, "configuration: [DEFAULTS] bogus: unknown key ignored") \
         in caplog.record_tuples
     assert any(level == logging.INFO and "orchestrator" in message
@@ -233,12 +233,12 @@ def test_findings_are_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -
     ("SYS_WARN", logging.WARNING), ("SYS_ERR", logging.ERROR), ("sys_crit", logging.CRITICAL),
 ])
 def test_log_levels(text: str, level: int) -> None:
-    assert load(["--log-level", text]).log_level == level
+    assert load(["--log-level", text]).log.level == level
 
 
 def test_original_bracketed_endpoint_list(tmp_path: Path) -> None:
     path = write(tmp_path, "[VNC]\nvnc_endpoint_ip = [127.0.0.1]\n")
-    assert load(["-c", path]).vnc_endpoint_ip == ["127.0.0.1"]
+    assert load(["-c", path]).vnc.endpoints == ["127.0.0.1"]
 
 
 def test_public_view_has_no_secret(tmp_path: Path) -> None:
@@ -280,26 +280,27 @@ def _sample_defaults() -> dict:
         if header:
             section = header.group(1)
         entry = re.match(r"^# (\w+) =(?: (.*))?$", line)
-        if entry and entry.group(1) in cfg.KEYS:
+        if entry and entry.group(1) in KEYS:
             found.setdefault(entry.group(1), (section, entry.group(2) or ""))
     return found
 
 
 def test_sample_documents_every_key_with_its_default() -> None:
     documented = _sample_defaults()
-    assert set(documented) == set(cfg.KEYS)
-    defaults = Config()
-    for key, (section, text) in documented.items():
-        spec = cfg.KEYS[key]
-        assert section == spec.section, key
-        value = spec.parse(text) if text else type(getattr(defaults, key))()
-        assert value == getattr(defaults, key), key
+    assert set(documented) == set(KEYS)
+    defaults = OperatorSettings()
+    for name, (section, text) in documented.items():
+        key = KEYS[name]
+        assert section == key.section, name
+        default = keys.get(defaults, key)
+        value = key.parse(text) if text else type(default)()
+        assert value == default, name
 
 
 def test_sample_loads_cleanly() -> None:
     config = load(["-c", str(SAMPLE)])
-    assert config.warnings == [] and config.ignored_keys == []
-    assert config.public_view() == dict(Config().public_view(), config_files=[str(SAMPLE)])
+    assert config.origin.warnings == [] and config.origin.ignored_keys == []
+    assert config.public_view() == dict(OperatorSettings().public_view(), config_files=[str(SAMPLE)])
 
 
 # --- logging -----------------------------------------------------------------------------------
@@ -342,8 +343,8 @@ def test_setup_logging_to_file_at_level(tmp_path: Path) -> None:
     root = logging.getLogger()
     saved = (root.level, list(root.handlers))
     try:
-        handler = setup_from_config(load(["-c", path]))
-        setup_from_config(load(["-c", path]))  # a second setup replaces the handler
+        handler = setup_from_settings(load(["-c", path]))
+        setup_from_settings(load(["-c", path]))  # a second setup replaces the handler
         assert [h.get_name() for h in root.handlers].count("kube-manager") == 1
         log = logging.getLogger("kube_manager.test")
         log.info("hidden at SYS_WARN")
@@ -363,9 +364,9 @@ def test_setup_logging_to_file_at_level(tmp_path: Path) -> None:
 
 
 def test_unopenable_log_file_is_a_config_error(tmp_path: Path) -> None:
-    config = Config(log_file=str(tmp_path / "no-such-dir" / "km.log"))
+    settings = OperatorSettings(log=LogSettings(file=str(tmp_path / "no-such-dir" / "km.log")))
     with pytest.raises(ConfigError, match=r"^\[DEFAULTS\] log_file: cannot open"):
-        setup_from_config(config)
+        setup_from_settings(settings)
 
 
 def test_stderr_logging(capsys: pytest.CaptureFixture) -> None:

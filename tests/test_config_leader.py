@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from kube_manager.config import ConfigError
+from kube_manager.settings import ConfigError
 from tests.test_config import load, write
 
 
 def test_defaults_follow_client_go_and_name_the_lease_after_the_cluster() -> None:
     config = load(["--cluster-name", "blue"])
-    assert config.leader_elect is True
-    assert config.leader_elect_namespace == "kube-system"
+    assert config.election.enabled is True
+    assert config.election.namespace == "kube-system"
     assert config.lease_name == "contrail-kube-manager-blue"
-    assert (config.leader_elect_lease_duration, config.leader_elect_renew_deadline,
-            config.leader_elect_retry_period) == (15, 10.0, 2.0)
+    assert (config.election.lease_duration, config.election.renew_deadline,
+            config.election.retry_period) == (15, 10.0, 2.0)
 
 
 def test_file_values_are_read_from_the_kubernetes_section(tmp_path: Path) -> None:
@@ -31,9 +31,9 @@ def test_file_values_are_read_from_the_kubernetes_section(tmp_path: Path) -> Non
         leader_elect_retry_period = 0.5
         """)
     config = load(["-c", path])
-    assert config.leader_elect is False and config.lease_name == "ckm"
-    assert (config.leader_elect_namespace, config.leader_elect_lease_duration, config.leader_elect_renew_deadline,
-            config.leader_elect_retry_period) == ("contrail", 3, 2.0, 0.5)
+    assert config.election.enabled is False and config.lease_name == "ckm"
+    assert (config.election.namespace, config.election.lease_duration, config.election.renew_deadline,
+            config.election.retry_period) == ("contrail", 3, 2.0, 0.5)
 
 
 @pytest.mark.parametrize("argv, key", [
@@ -52,10 +52,10 @@ def test_bad_timings_stop_start_up_naming_the_key(argv: list, key: str) -> None:
 
 def test_timings_are_not_checked_without_election() -> None:
     config = load(["--leader-elect", "false", "--leader-elect-lease-duration", "5"])
-    assert config.leader_elect is False
+    assert config.election.enabled is False
 
 
 def test_just_inside_the_rule_is_accepted() -> None:
     config = load(["--leader-elect-lease-duration", "3", "--leader-elect-renew-deadline", "2.5",
                    "--leader-elect-retry-period", "2"])
-    assert config.leader_elect_renew_deadline == 2.5
+    assert config.election.renew_deadline == 2.5

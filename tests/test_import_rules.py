@@ -66,8 +66,8 @@ def test_kvlog_stands_alone() -> None:
 def test_the_rule_checker_sees_a_lazy_import(tmp_path: Path) -> None:
     """The check above would catch an import hidden in a function body."""
     source = tmp_path / "m.py"
-    source.write_text("def f():\n    from kube_manager.config import Config\n    import introspect.app\n")
-    assert [name for _line, name in _imported_names(source)] == ["kube_manager.config", "introspect.app"]
+    source.write_text("def f():\n    from kube_manager.settings import OperatorSettings\n    import introspect.app\n")
+    assert [name for _line, name in _imported_names(source)] == ["kube_manager.settings", "introspect.app"]
 
 
 def test_importing_every_product_module_loads_no_simulator() -> None:

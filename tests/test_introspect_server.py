@@ -8,10 +8,9 @@ import requests
 
 from introspect.app import create_app
 from introspect.contrail import PACE
-from introspect.health import HealthPolicy
 from introspect.lists import LIST_PAGES
 from introspect.server import IntrospectServer
-from kube_manager.config import Config
+from kube_manager.settings import AuthSettings, HealthSettings, KubernetesSettings, OperatorSettings
 from kube_manager.metrics import Metrics
 
 from introspect_support import ANY, NOW, SHOP, build_db, call, rule, service
@@ -85,8 +84,8 @@ def test_livez_fails_on_a_watch_without_progress_for_2_minutes_connected_or_not(
 
 
 def test_the_stall_limit_follows_a_longer_silence_timeout(db):
-    assert HealthPolicy.for_silence_timeout(60).watch_stall_timeout == 120
-    app = make_app(db, health_policy=HealthPolicy.for_silence_timeout(90))
+    assert HealthSettings().for_silence_timeout(60).watch_stall_timeout == 120
+    app = make_app(db, health_policy=HealthSettings().for_silence_timeout(90))
     db.kube_connections["pods"].last_progress_at = NOW - 170
     assert call(app, "/livez").status == 200
     db.kube_connections["pods"].last_progress_at = NOW - 181
@@ -148,8 +147,9 @@ SECRETS = ["tok-6f1c2a9b", "pw-Zx81!q", "keystone-admin", "hunter2-inline"]
 
 
 def test_no_secret_appears_on_any_page(db):
-    config = Config(token=SECRETS[0], auth_password=SECRETS[1], auth_user=SECRETS[2],
-                    auth_token_url="https://keystone:5000/v3")
+    config = OperatorSettings(kubernetes=KubernetesSettings(token=SECRETS[0]),
+                              auth=AuthSettings(password=SECRETS[1], user=SECRETS[2],
+                                                token_url="https://keystone:5000/v3"))
     # Secrets that leak into free text the DB holds: an URL with user info, an error quoting a
     # header, a probe error quoting the password.
     db.vnc_connection.url = f"https://{SECRETS[2]}:{SECRETS[1]}@10.0.0.5:8082"

@@ -22,7 +22,8 @@ SCRIPT = textwrap.dedent("""
     from kube_manager.kube.client_factory import api_client_for_url
     from kube_manager.sim.kube_api.runner import EmulatorRunner
     from kube_manager.handlers import KINDS
-    from kube_manager.kube.watcher import WatchSettings, make_watchers
+    from kube_manager.kube.watcher import make_watchers
+    from kube_manager.settings import WatchSettings
 
     events = []
     changed = gevent.event.Event()

@@ -14,7 +14,8 @@ from kube_manager.db import Database
 from kube_manager.kube.client_factory import api_client_for_url
 from kube_manager.sim.kube_api.runner import EmulatorRunner
 from kube_manager.handlers import KINDS
-from kube_manager.kube.watcher import WatchSettings, make_watchers
+from kube_manager.kube.watcher import make_watchers
+from kube_manager.settings import WatchSettings
 from kube_manager.metrics import Metrics
 
 

@@ -19,9 +19,10 @@ from kube_manager.db import LeaderStatus
 from kube_manager.kube.client_factory import api_client_for_url
 from kube_manager.sim.kube_api.runner import EmulatorRunner
 from tests.kube_helpers import wait_until
-from kube_manager.leader.elector import ElectionSettings, LeaderElector
+from kube_manager.leader.elector import LeaderElector
 from kube_manager.leader.gate import WriteGate
 from kube_manager.leader.lock import LeaseLock, LeaseRecord, LockError
+from kube_manager.settings import LeaderElectionSettings
 from vnc_client.errors import WriteRefused
 
 NS, NAME = "kube-system", "contrail-kube-manager-k8s"
@@ -38,8 +39,8 @@ class FakeClock:
 def _candidate(kube: EmulatorRunner, identity: str, *, clock: Callable[[], float] = time.monotonic,
                lease: int = 15, renew: float = 10.0, retry: float = 2.0, lock: Any = None) -> LeaderElector:
     lock = lock or LeaseLock(api_client_for_url(kube.url), NS, NAME)
-    return LeaderElector(lock, ElectionSettings(identity, lease, renew, retry), WriteGate(clock), LeaderStatus(),
-                         clock=clock)
+    return LeaderElector(lock, LeaderElectionSettings(lease_duration=lease, renew_deadline=renew, retry_period=retry),
+                         identity, WriteGate(clock), LeaderStatus(), clock=clock)
 
 
 def _holder(kube: EmulatorRunner) -> str:

@@ -7,7 +7,8 @@ from typing import List, Optional, Tuple
 import pytest
 
 from kube_manager.db import SYNCED
-from kube_manager.reconciler.core import Reconciler, Settings
+from kube_manager.reconciler.core import Reconciler
+from kube_manager.settings import ReconcilerSettings
 from kube_manager.reconciler.pods import NO_VM
 from builders import HTTP_8080, allow_from, namespace, pod, policy
 from tests.reconciler_support import (MARKS, Cluster, InProcessApi, connection_error, differences,
@@ -28,7 +29,7 @@ EGRESS = policy("a", "egress", {
     "policyTypes": ["Egress"], "egress": [{"to": [{"podSelector": {}}], "ports": [{"port": 53, "protocol": "UDP"}]}]})
 PODS = (WEB, CLIENT, DB)
 BASE = (NS_A, NS_B) + PODS + (ALLOW_CLIENT, FROM_TEAM, EGRESS)
-FAST = Settings(concurrency=4, retry_base=0.01, retry_cap=0.05)
+FAST = ReconcilerSettings(concurrency=4, retry_base=0.01, retry_cap=0.05)
 
 
 class Setup:

@@ -24,7 +24,7 @@ import yaml
 from kubernetes import client
 from kubernetes.config import ConfigException, incluster_config, load_kube_config
 
-from kube_manager.config import Config, ConfigError
+from kube_manager.settings import ConfigError, KubernetesSettings
 from kube_manager.logging_setup import kv
 
 log = logging.getLogger(__name__)
@@ -63,18 +63,18 @@ def _from_kubeconfig(path: str, configuration: client.Configuration, where: str)
         raise ConfigError(f"{where}: cannot use {path!r}: {exc}") from None
 
 
-def _from_api_server(config: Config, configuration: client.Configuration) -> None:
-    host = config.kubernetes_api_server
+def _from_api_server(settings: KubernetesSettings, configuration: client.Configuration) -> None:
+    host = settings.api_server
     if ":" in host:
         host = f"[{host}]"
-    if config.token:
-        configuration.host = f"https://{host}:{config.kubernetes_api_secure_port}"
-        configuration.api_key = {"BearerToken": config.token}
+    if settings.token:
+        configuration.host = f"https://{host}:{settings.api_secure_port}"
+        configuration.api_key = {"BearerToken": settings.token}
         configuration.api_key_prefix = {"BearerToken": "Bearer"}
-        if config.kubernetes_ca_cert:
-            configuration.ssl_ca_cert = config.kubernetes_ca_cert
+        if settings.ca_cert:
+            configuration.ssl_ca_cert = settings.ca_cert
     else:
-        configuration.host = f"http://{host}:{config.kubernetes_api_port}"
+        configuration.host = f"http://{host}:{settings.api_port}"
 
 
 def _in_cluster_available(environ: Mapping[str, str], service_account_dir: str) -> bool:
@@ -95,24 +95,24 @@ def _from_service_account(configuration: client.Configuration, environ: Mapping[
         raise ConfigError(f"in-cluster service account ({service_account_dir}): {exc}") from None
 
 
-def build_api_client(config: Config, emulated_url: Optional[str] = None, *,
+def build_api_client(settings: KubernetesSettings, emulated_url: Optional[str] = None, *,
                      environ: Optional[Mapping[str, str]] = None,
                      service_account_dir: str = SERVICE_ACCOUNT_DIR,
                      ) -> Tuple[client.ApiClient, KubeEndpoint]:
     """The shared ApiClient and where it points; ConfigError says what is missing or unusable."""
     environ = os.environ if environ is None else environ
     configuration = _new_configuration()
-    if config.emulated_kubernetes:
+    if settings.emulated:
         if not emulated_url:
             raise ConfigError("[KUBERNETES] kubernetes_api_server: 'emulated' needs the emulator "
                               "to be started first")
         configuration.host = emulated_url
         source = "emulated"
-    elif config.kubeconfig:
-        _from_kubeconfig(config.kubeconfig, configuration, "[KUBERNETES] kubeconfig")
+    elif settings.kubeconfig:
+        _from_kubeconfig(settings.kubeconfig, configuration, "[KUBERNETES] kubeconfig")
         source = "kubeconfig"
-    elif config.kubernetes_api_server:
-        _from_api_server(config, configuration)
+    elif settings.api_server:
+        _from_api_server(settings, configuration)
         source = "api-server"
     elif _in_cluster_available(environ, service_account_dir):
         _from_service_account(configuration, environ, service_account_dir)

@@ -44,7 +44,6 @@ import logging
 import random
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import urllib3
@@ -56,6 +55,7 @@ from kube_manager.db import ConnectionStatus, Database
 from kube_manager.kube.kinds import Kind, KindRegistry
 from kube_manager.logging_setup import kv
 from kube_manager.metrics import Metrics
+from kube_manager.settings import WatchSettings
 from vnc_client.ratelimit import ExponentialRateLimiter
 
 log = logging.getLogger(__name__)
@@ -66,20 +66,6 @@ BOOKMARK, ERROR = "BOOKMARK", "ERROR"
 
 OnEvent = Callable[[str, str, Dict[str, Any]], None]
 Key = Tuple[str, str]  # (namespace or "", name)
-
-
-@dataclass(frozen=True)
-class WatchSettings:
-    """Timeouts and backoff; the defaults are the production values (issue 4)."""
-
-    min_timeout_seconds: int = 300
-    max_timeout_seconds: int = 600
-    connect_timeout: float = 10.0
-    silence_timeout: float = 60.0    # read timeout of a watch: neither event nor bookmark for this long
-    list_read_timeout: float = 60.0  # per read of one list page
-    initial_backoff: float = 0.8
-    max_backoff: float = 30.0
-    page_size: int = 500
 
 
 class WatchError(Exception):

@@ -26,13 +26,14 @@ from __future__ import annotations
 import logging
 import random
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Callable, Optional, Protocol, Tuple
 
 import gevent.event
 
 from kube_manager.db import LeaderStatus
 from kube_manager.logging_setup import kv
+from kube_manager.settings import LeaderElectionSettings
 
 from .gate import WriteGate
 from .lock import LeaseRecord, LockError, micro_time
@@ -57,16 +58,6 @@ class Lock(Protocol):
     def update(self, record: LeaseRecord, timeout: float) -> str: ...
 
 
-@dataclass(frozen=True)
-class ElectionSettings:
-    """Timings in seconds; SPEC section 9 keys `leader_elect_*` (validated by the configuration)."""
-
-    identity: str
-    lease_duration: int = 15
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-
-
 # on_transition(is_leader): called once per change of role, after the gate moved.
 TransitionHook = Callable[[bool], None]
 
@@ -74,11 +65,13 @@ TransitionHook = Callable[[bool], None]
 class LeaderElector:
     """One candidate; `run` in a greenlet, `stop` then `release` at shutdown."""
 
-    def __init__(self, lock: Lock, settings: ElectionSettings, gate: WriteGate, status: LeaderStatus, *,
+    def __init__(self, lock: Lock, settings: LeaderElectionSettings, identity: str, gate: WriteGate,
+                 status: LeaderStatus, *,
                  on_transition: Optional[TransitionHook] = None, clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], str] = micro_time, rng: Callable[[float, float], float] = random.uniform) -> None:
         self.lock = lock
         self.settings = settings
+        self.identity = identity
         self.gate = gate
         self.status = status
         self._on_transition = on_transition
@@ -92,7 +85,7 @@ class LeaderElector:
         self._leading = False
         self.epoch = 0           # the gate's epoch of the current (or last) term
         self._stop = gevent.event.Event()
-        status.enabled, status.identity = True, settings.identity
+        status.enabled, status.identity = True, identity
 
     # --- state ---------------------------------------------------------------------------------
 
@@ -112,7 +105,7 @@ class LeaderElector:
         started = self._clock()
         deadline = started + timeout
         now = self._wall()
-        ours = LeaseRecord(holder=self.settings.identity, lease_duration=self.settings.lease_duration,
+        ours = LeaseRecord(holder=self.identity, lease_duration=self.settings.lease_duration,
                            acquire_time=now, renew_time=now)
         try:
             found = self.lock.get(self._left(deadline))
@@ -122,9 +115,9 @@ class LeaderElector:
             record, raw = found
             if raw != self._observed_raw:
                 self._observe(record, raw)
-            if record.holder and record.holder != self.settings.identity and self._lease_valid():
+            if record.holder and record.holder != self.identity and self._lease_valid():
                 return False
-            if record.holder == self.settings.identity:
+            if record.holder == self.identity:
                 ours = replace(ours, acquire_time=record.acquire_time or now, transitions=record.transitions)
             else:
                 ours = replace(ours, transitions=record.transitions + 1)
@@ -160,7 +153,7 @@ class LeaderElector:
     def run(self) -> None:
         """Acquire, lead until the lease is lost, start again; until `stop`."""
         settings = self.settings
-        log.info("leader election started", extra=kv(lease=self.lock.describe(), identity=settings.identity,
+        log.info("leader election started", extra=kv(lease=self.lock.describe(), identity=self.identity,
                                                      lease_duration=settings.lease_duration,
                                                      renew_deadline=settings.renew_deadline,
                                                      retry_period=settings.retry_period))
@@ -184,7 +177,7 @@ class LeaderElector:
     def _start_term(self) -> None:
         self._leading = True
         self.epoch = self.gate.open(self.term_deadline)
-        log.info("became the leader", extra=kv(lease=self.lock.describe(), identity=self.settings.identity,
+        log.info("became the leader", extra=kv(lease=self.lock.describe(), identity=self.identity,
                                                term=self.epoch, lease_transitions=self._observed.transitions))
         self._transition(True)
 
@@ -199,7 +192,7 @@ class LeaderElector:
                 if self.try_acquire_or_renew(left):
                     self.gate.extend(self.term_deadline)
                     break
-                if self._observed.holder != self.settings.identity:
+                if self._observed.holder != self.identity:
                     self._step_down(f"the lease is held by {self._observed.holder or 'nobody'}")
                     return
                 if self._stop.wait(min(period, max(0.0, self.term_deadline - self._clock()))):
@@ -231,7 +224,7 @@ class LeaderElector:
         if was_leading:
             self._leading = False
             self._transition(False)
-        if self._observed.holder != self.settings.identity:
+        if self._observed.holder != self.identity:
             return False
         now = self._wall()
         released = LeaseRecord(holder="", lease_duration=RELEASED_DURATION, acquire_time=now, renew_time=now,
@@ -243,12 +236,12 @@ class LeaderElector:
                 # A renewal cut short by the stop may have landed after all: read the Lease again,
                 # and release it if it is still ours.
                 found = self.lock.get(self.settings.retry_period) if exc.status == 409 else None
-                if found is None or found[0].holder != self.settings.identity:
+                if found is None or found[0].holder != self.identity:
                     raise
                 released = replace(released, transitions=found[0].transitions)
                 self._observe(released, self.lock.update(released, self.settings.retry_period))
         except LockError as exc:
             log.warning("lease not released", extra=kv(lease=self.lock.describe(), error=str(exc)))
             return False
-        log.info("lease released", extra=kv(lease=self.lock.describe(), identity=self.settings.identity))
+        log.info("lease released", extra=kv(lease=self.lock.describe(), identity=self.identity))
         return True

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Callable, Optional
 import gevent
 import gevent.event
 
-from kube_manager.config import Config
 from kube_manager.db import LeaderStatus
 from kube_manager.logging_setup import kv
+from kube_manager.settings import OperatorSettings
 
-from .elector import ElectionSettings, LeaderElector
+from .elector import LeaderElector
 from .gate import WriteGate
 
 if TYPE_CHECKING:  # the client is needed only to elect, so it is imported only then
@@ -39,20 +39,20 @@ def default_identity() -> str:
 class Leadership:
     """The daemon's terms; see the module docstring."""
 
-    def __init__(self, config: Config, status: LeaderStatus, *,
+    def __init__(self, settings: OperatorSettings, status: LeaderStatus, *,
                  on_transition: Optional[Callable[[bool], None]] = None, identity: str = "") -> None:
-        self.config = config
+        self.settings = settings
         self.status = status
         self.gate = WriteGate()
         self.identity = identity or default_identity()
-        self.enabled = config.leader_elect
+        self.enabled = settings.election.enabled
         self._on_transition = on_transition
         self._leading = gevent.event.Event()
         self.term_end = gevent.event.Event()
         self.elector: Optional[LeaderElector] = None
         self._greenlet: Optional[gevent.Greenlet] = None
         status.enabled, status.identity = self.enabled, self.identity
-        status.namespace, status.name = config.leader_elect_namespace, config.lease_name
+        status.namespace, status.name = settings.election.namespace, settings.lease_name
 
     def start(self, api_client: ApiClient) -> None:
         """Begin: elect through the Lease over `api_client`, or lead at once without election."""
@@ -63,11 +63,10 @@ class Leadership:
             self._transition(True)
             return
         from .lock import LeaseLock
-        config = self.config
-        settings = ElectionSettings(self.identity, config.leader_elect_lease_duration,
-                                    config.leader_elect_renew_deadline, config.leader_elect_retry_period)
-        lock = LeaseLock(api_client, config.leader_elect_namespace, config.lease_name)
-        self.elector = LeaderElector(lock, settings, self.gate, self.status, on_transition=self._transition)
+        settings = self.settings
+        lock = LeaseLock(api_client, settings.election.namespace, settings.lease_name)
+        self.elector = LeaderElector(lock, settings.election, self.identity, self.gate, self.status,
+                                     on_transition=self._transition)
         self._greenlet = gevent.spawn(self.elector.run)
 
     def wait_term(self, stop: gevent.event.Event, timeout: Optional[float] = None) -> Optional[int]:

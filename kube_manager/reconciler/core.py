@@ -47,6 +47,7 @@ import gevent.event
 
 from kube_manager.db import PARKED, PENDING, RETRYING, SYNCED, Database, FqName
 from kube_manager.logging_setup import kv
+from kube_manager.settings import ReconcilerSettings
 from vnc_client.errors import Conflict, NotFound, VncError, WriteRefused, is_temporary
 from vnc_client.ratelimit import ExponentialRateLimiter, half_jitter
 from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
@@ -81,16 +82,6 @@ class ConfigApi(Lister, VmiApi, Protocol):
                    attr: Optional[Mapping[str, Any]] = None) -> str: ...
 
     def delete(self, obj_type: str, ident: Any) -> None: ...
-
-
-@dataclass
-class Settings:
-    concurrency: int = 8       # config API requests in flight at most (vnc_max_concurrency)
-    retry_base: float = 0.2    # first retry delay of a failed key, doubled up to retry_cap
-    retry_cap: float = 30.0
-    # A pod whose VM/VMI is missing waits for the CNI, which takes seconds: a retry is one cheap read,
-    # and a low cap keeps the pod's tags from lagging far behind its VMI.
-    pod_retry_cap: float = 5.0
 
 
 @dataclass
@@ -178,10 +169,10 @@ class Reconciler:
     `objects_changed` / `pods_changed` with the keys the translator reported.
     """
 
-    def __init__(self, client: ConfigApi, db: Database, marks: Marks, settings: Optional[Settings] = None,
+    def __init__(self, client: ConfigApi, db: Database, marks: Marks, settings: Optional[ReconcilerSettings] = None,
                  observer: Optional[Observer] = None,
                  policies: Optional[PolicyIndex] = None) -> None:
-        settings = settings or Settings()
+        settings = settings or ReconcilerSettings()
         self.client = client
         self.db = db
         self.marks = marks

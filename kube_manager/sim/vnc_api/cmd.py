@@ -15,7 +15,7 @@ from typing import Tuple
 import gevent
 import gevent.event
 
-from kube_manager.config import parse_log_level
+from kube_manager.settings import parse_log_level
 from kube_manager.logging_setup import setup_logging
 
 from .faults import ServerOptions
