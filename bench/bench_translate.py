@@ -15,7 +15,7 @@ That is 9 pass rules, 5 deny rules and 3 firewall policies per namespace (350,00
 Each size runs in its own process, so that peak memory (ru_maxrss) belongs to that size alone:
 the wall time and peak memory of `translate()` over the whole cluster (and, apart, the memory the
 input manifests held before it started, and the translator's own: peak minus inputs), then the time
-of single NetworkPolicy changes (`upsert_policy` + `pop_changes`) on a ClusterTranslator holding
+of single NetworkPolicy changes (`upsert_policy` + `flush`) on a ClusterTranslator holding
 that cluster.
 
     python bench/bench_translate.py --max-size small      # seconds
@@ -98,7 +98,7 @@ def changes(translator: ClusterTranslator, objects: Dict[str, List[Dict[str, Any
         blocks[0]["ports"] = [{"protocol": "TCP", "port": 1000 + k}]
         start, cpu_start = time.perf_counter(), time.process_time()
         translator.upsert_policy(manifest)
-        result = translator.pop_changes()
+        result = translator.flush()
         timings.append(time.perf_counter() - start)
         cpu_timings.append(time.process_time() - cpu_start)
         assert result.changed or result.added, "the change must show"
@@ -108,7 +108,7 @@ def changes(translator: ClusterTranslator, objects: Dict[str, List[Dict[str, Any
         manifest["metadata"]["labels"]["app"] = "db" if manifest["metadata"]["labels"]["app"] == "web" else "web"
         start = time.perf_counter()
         translator.upsert_pod(manifest)
-        translator.pop_changes()
+        translator.flush()
         pod_timings.append(time.perf_counter() - start)
     timings.sort()
     cpu_timings.sort()
@@ -137,7 +137,7 @@ def worker(size: str, count: int) -> Dict[str, Any]:
                          ("policies", translator.upsert_policy)):
         for manifest in objects[kind]:
             method(manifest)
-    translator.pop_changes()
+    translator.flush()
     # As the daemon does after its initial lists: the long-lived state leaves the collector's view,
     # so a collection during an event does not rescan a million objects.
     gc.collect()

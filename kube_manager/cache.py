@@ -120,7 +120,7 @@ class KubeCache:
 
     def flush(self) -> Changes:
         """Take the translator's change report, update the records, tell the sink."""
-        changes = self.translator.pop_changes()
+        changes = self.translator.flush()
         for handler in self._handlers.values():
             handler.flushed(changes)
         self._context.read_errors()

@@ -47,11 +47,12 @@ def test_incremental_upsert_and_delete_of_a_poisoned_object_never_raise_and_leav
     for kind_, group in (("Namespace", VALID_NAMESPACES), ("Pod", VALID_PODS), ("NetworkPolicy", VALID_POLICIES)):
         for valid in group:
             _upsert(translator, kind_, valid)
-    translator.pop_changes()
+    translator.flush()
     _upsert(translator, kind, manifest)  # as a watch event after the valid ones
-    translator.pop_changes()
+    translator.flush()
     assert translator.translation().to_dict() == translate(*cluster_with(kind, manifest)).to_dict()
     _delete(translator, kind, manifest)
+    translator.flush()
     if identify(kind, manifest) not in VALID_KEYS:  # else it replaced (then removed) a valid object
         assert translator.translation().to_dict() == CLEAN
 
@@ -101,6 +102,7 @@ def test_an_unexpected_error_rendering_one_policy_rejects_only_that_policy(monke
     translator = ClusterTranslator()
     translator.upsert_policy(policy("n", "boom", {"podSelector": {}}))
     translator.upsert_policy(policy("n", "ok", {"podSelector": {}}))
+    translator.flush()
     result = translator.translation().to_dict()
     assert [p["fq_name"][-1] for p in result["firewall_policies"]] == ["k8s-allowall", "k8s-denyall", "k8s-n-ok"]
     assert result["errors"] == [{"kind": "NetworkPolicy", "namespace": "n", "name": "boom",
@@ -111,6 +113,7 @@ def test_an_unexpected_error_rendering_one_policy_rejects_only_that_policy(monke
     assert records[0].kv_fields["kind"] == "NetworkPolicy" and records[0].kv_fields["namespace"] == "n"
     monkeypatch.setattr(render_module.PolicyRenderer, "render", original)
     translator.upsert_policy(policy("n", "boom", {"podSelector": {"matchLabels": {"fixed": "yes"}}}))
+    translator.flush()
     assert translator.errors() == [] and translator.policy_objects("n", "boom") is not None
 
 
@@ -135,9 +138,9 @@ def test_a_rejection_is_logged_once_until_its_reason_changes(caplog):
     bad = policy("n", "bad", {"podSelector": {}, "policyTypes": [["Ingress"]]})
     for _ in range(3):
         translator.upsert_policy(bad)
-        translator.errors()  # a flush
+        translator.flush()
     translator.upsert_policy(policy("n", "bad", {"podSelector": {}, "policyTypes": ["ingress"]}))
-    translator.errors()
+    translator.flush()
     lines = [r for r in caplog.records if getattr(r, "kv_fields", {}).get("name") == "bad"]
     assert [r.kv_fields["reason"].split(":")[0] for r in lines] == ["spec.policyTypes[0]", "spec.policyTypes[0]"]
     assert "expected a string" in lines[0].kv_fields["reason"] and "not Ingress or Egress" in lines[1].kv_fields["reason"]

@@ -145,9 +145,9 @@ def test_the_initial_lists_are_translated_in_one_flush_then_read_once_each():
         cache.on_event("networkpolicies", "ADDED", policy("a", f"np-{i}", allow_from("client", "web", 80 + i)))
     recorder.calls.clear()
     listed(cache)
-    first_read = recorder.calls.index("pop_changes")
+    first_read = recorder.calls.index("flush")
     assert set(recorder.calls[:first_read]) == {"upsert_namespace", "upsert_pod", "upsert_policy"}
-    assert recorder.calls.count("pop_changes") == 1 and recorder.calls.count("errors") == 1
+    assert recorder.calls.count("flush") == 1 and recorder.calls.count("errors") == 1
     assert recorder.calls[first_read:].count("policy_objects") == 5
     assert all(db.network_policies[("a", f"np-{i}")].rules for i in range(5))
     assert all("app=web" in db.pods[("a", f"web-{i}")].tags for i in range(5))

@@ -55,6 +55,8 @@ def expected_collisions(policies: Dict[Key, Dict[str, Any]]) -> Set[Key]:
 
 
 def suffixed(translator: ClusterTranslator, policies: Dict[Key, Dict[str, Any]]) -> Set[Key]:
+    """The policies suffixed once the events so far are flushed."""
+    translator.flush()
     found = {fq[-1] for fq in translator.desired()["firewall-policy"]}
     return {(ns, np) for ns, np in policies if f"k8s-{ns}-{collision_label(ns, np)}" in found}
 
@@ -76,7 +78,7 @@ def test_exactly_the_policies_sharing_a_name_are_suffixed(ops):
             policies[(namespace, name)] = SPECS[spec_index]
             translator.upsert_policy(policy(namespace, name, copy.deepcopy(SPECS[spec_index])))
         if then_read:
-            translator.pop_changes()
+            translator.flush()
     assert suffixed(translator, policies) == expected_collisions(policies)
 
 

@@ -1,11 +1,12 @@
 """The incremental ClusterTranslator: any sequence of events ends where a fresh translation of the
-final state starts, and pop_changes() reports exactly the differences."""
+final state starts, flush() reports exactly the differences, and reads answer for the last flush."""
 from __future__ import annotations
 
 import copy
 import json
 from typing import Any, Dict, Tuple
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,14 +18,14 @@ PM = "default-policy-management"
 
 
 class Mirror:
-    """What a reconciler would know if it only ever read pop_changes()."""
+    """What a reconciler would know if it only ever read flush()."""
 
     def __init__(self) -> None:
         self.objects: Dict[Tuple[str, Tuple[str, ...]], Any] = {}
         self.pod_tags: Dict[Tuple[str, str], Any] = {}
 
     def apply(self, translator: ClusterTranslator):
-        changes = translator.pop_changes()
+        changes = translator.flush()
         desired = translator.desired()
         for key in changes.added + changes.changed:
             assert key not in self.objects or key in changes.changed, key
@@ -87,8 +88,8 @@ pod_manifests = st.builds(
 policy_manifests = st.builds(
     lambda ns, name, spec: policy(ns, name, copy.deepcopy(spec), uid=f"{ns}/{name}"),
     st.sampled_from(NAMESPACES), st.sampled_from(POLICY_NAMES), st.sampled_from(SPECS))
-# Each event is followed, or not, by a pop_changes(): reads flush the staged work, so both
-# batched and one-by-one processing are exercised.
+# Each event is followed, or not, by a flush(), so both batched and one-by-one processing are
+# exercised.
 operations = st.lists(st.tuples(st.one_of(
     st.tuples(st.just("namespace"), namespace_manifests),
     st.tuples(st.just("pod"), pod_manifests),
@@ -121,23 +122,23 @@ def test_any_event_sequence_ends_equal_to_a_fresh_translation(ops):
             getattr(translator, f"upsert_{op}")(copy.deepcopy(arg))
         if then_pop:
             mirror.apply(translator)
+    mirror.apply(translator)
     fresh = translate(state["namespace"].values(), state["pod"].values(), state["policy"].values())
     assert json.dumps(translator.translation().to_dict()) == json.dumps(fresh.to_dict())
-    mirror.apply(translator)
     mirror.check(translator)
 
 
 # --- change reporting ------------------------------------------------------------------------------
 
-def test_pop_changes_reports_a_policy_lifecycle():
+def test_flush_reports_a_policy_lifecycle():
     t = ClusterTranslator()
-    initial = t.pop_changes()
+    initial = t.flush()
     assert ("application-policy-set", (PM, "k8s")) in initial.added
-    assert not t.pop_changes()
+    assert not t.flush()
 
     spec = {"podSelector": {"matchLabels": {"app": "db"}}, "ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}]}
     t.upsert_policy(policy("n", "np", spec))
-    added = t.pop_changes()
+    added = t.flush()
     assert set(added.added) == {
         ("tag", ("namespace=n",)), ("tag", ("app=db",)), ("address-group", (PM, "10.0.0.0/8")),
         ("firewall-rule", (PM, "k8s-n-ingress-np-0-ipBlock-0-cidr-10.0.0.0/8-0")),
@@ -148,18 +149,18 @@ def test_pop_changes_reports_a_policy_lifecycle():
         ("firewall-policy", "ADD", "k8s-n-ingress-np-denyall"), ("application-policy-set", "ADD", "k8s-n-np")}
 
     t.upsert_policy(policy("n", "np", spec))  # unchanged: nothing to do
-    assert not t.pop_changes()
+    assert not t.flush()
 
     spec["ingress"][0]["from"][0]["ipBlock"]["cidr"] = "10.0.0.0/16"
     t.upsert_policy(policy("n", "np", spec))
-    moved = t.pop_changes()
+    moved = t.flush()
     assert ("address-group", (PM, "10.0.0.0/8")) in moved.removed
     assert ("address-group", (PM, "10.0.0.0/16")) in moved.added
     assert ("firewall-policy", (PM, "k8s-n-np")) in moved.changed
     assert moved.ref_changes == ()  # the APS and denyall refs did not move
 
     t.delete_policy("n", "np")
-    gone = t.pop_changes()
+    gone = t.flush()
     assert set(gone.removed) >= {("tag", ("app=db",)), ("tag", ("namespace=n",)), ("firewall-policy", (PM, "k8s-n-np"))}
     assert {(c.operation, c.ref_fq_name[-1]) for c in gone.ref_changes} == {
         ("DELETE", "k8s-n-ingress-np-denyall"), ("DELETE", "k8s-n-np")}
@@ -172,16 +173,16 @@ def test_pod_tags_follow_labels_namespace_labels_and_selectors():
     t.upsert_pod(pod("n", "a", labels={"app": "web"}))
     t.upsert_policy(policy("m", "np", {"podSelector": {}, "ingress": [{"from": [
         {"namespaceSelector": {"matchLabels": {"team": "x"}}, "podSelector": {"matchLabels": {"app": "web"}}}]}]}))
+    t.flush()
     assert t.pod_tags("n", "a") == ("app=web", "application=k8s", "namespace.team=x", "namespace=n")
-    t.pop_changes()
     t.upsert_pod(pod("n", "a", labels={"app": "db"}))
-    assert t.pop_changes().pods == (("n", "a"),)
+    assert t.flush().pods == (("n", "a"),)
     assert t.pod_tags("n", "a") == ("application=k8s", "namespace.team=x", "namespace=n")
     t.upsert_namespace(namespace("n", team="y"))
-    assert t.pop_changes().pods == (("n", "a"),)
+    assert t.flush().pods == (("n", "a"),)
     assert t.pod_tags("n", "a") == ("application=k8s", "namespace=n")
     t.delete_pod("n", "a")
-    assert t.pop_changes().pods == (("n", "a"),)
+    assert t.flush().pods == (("n", "a"),)
     assert t.pod_tags("n", "a") is None
 
 
@@ -192,21 +193,21 @@ def test_a_policy_naming_a_label_re_tags_only_the_pods_it_can_select():
     for ns in ("a", "b", "c"):
         t.upsert_namespace(namespace(ns, team="x" if ns == "c" else "y"))
         t.upsert_pod(pod(ns, "cache", labels={"app": "cache"}))
-    t.pop_changes()
+    t.flush()
     t.upsert_policy(policy("a", "np", {"podSelector": {"matchLabels": {"app": "cache"}}}))
-    assert t.pop_changes().pods == (("a", "cache"),)
+    assert t.flush().pods == (("a", "cache"),)
     t.upsert_policy(policy("a", "peer", {"podSelector": {}, "ingress": [{"from": [
         {"namespaceSelector": {"matchLabels": {"team": "x"}}, "podSelector": {"matchLabels": {"app": "cache"}}}]}]}))
-    assert t.pop_changes().pods == (("c", "cache"),)
+    assert t.flush().pods == (("c", "cache"),)
     assert "app=cache" not in t.pod_tags("b", "cache")
     t.upsert_namespace(namespace("b", team="x"))  # b moves into the peer's scope
-    assert t.pop_changes().pods == (("b", "cache"),)
+    assert t.flush().pods == (("b", "cache"),)
     assert "app=cache" in t.pod_tags("b", "cache")
     t.delete_policy("a", "np")  # the peer still names app=cache in b and c
-    assert t.pop_changes().pods == (("a", "cache"),)
+    assert t.flush().pods == (("a", "cache"),)
     assert [ns for ns in "abc" if "app=cache" in t.pod_tags(ns, "cache")] == ["b", "c"]
     t.delete_policy("a", "peer")
-    assert sorted(t.pop_changes().pods) == [("b", "cache"), ("c", "cache")]
+    assert sorted(t.flush().pods) == [("b", "cache"), ("c", "cache")]
     assert not any("app=cache" in t.pod_tags(ns, "cache") for ns in "abc")
 
 
@@ -216,13 +217,14 @@ def test_namespace_label_changes_move_pods_in_and_out_of_selector_tags():
     t.upsert_pod(pod("n", "a"))
     selector = {"matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["dev"]}]}
     t.upsert_policy(policy("m", "np", {"podSelector": {}, "ingress": [{"from": [{"namespaceSelector": selector}]}]}))
+    t.flush()
     (tag,) = t.policy_objects("m", "np").tags
     assert tag in t.pod_tags("n", "a")
-    t.pop_changes()
     t.upsert_namespace(namespace("n", env="dev"))
-    assert t.pop_changes().pods == (("n", "a"),)
+    assert t.flush().pods == (("n", "a"),)
     assert tag not in t.pod_tags("n", "a")
     t.delete_namespace("n")  # the pods keep it known, with only kubernetes.io/metadata.name
+    t.flush()
     assert tag in t.pod_tags("n", "a")
 
 
@@ -230,17 +232,18 @@ def test_a_new_pod_re_resolves_named_ports():
     t = ClusterTranslator()
     t.upsert_pod(pod("n", "a", ports=[("http", 80, "TCP")]))
     t.upsert_policy(policy("n", "np", {"podSelector": {}, "ingress": [{"ports": [{"port": "http"}]}]}))
+    t.flush()
     rule = (PM, "k8s-n-ingress-np-0-allow-all-0")
     assert t.desired()["firewall-rule"][rule]["endpoint_2"] == {"tags": ["application=k8s", "namespace=n"]}
-    t.pop_changes()
     t.upsert_pod(pod("n", "b", ports=[("http", 81, "TCP")]))
-    changes = t.pop_changes()
+    changes = t.flush()
     assert ("firewall-rule", rule) in changes.changed
     assert ("firewall-rule", (PM, "k8s-n-ingress-np-0-allow-all-1")) in changes.added
     assert len(t.desired()["firewall-rule"][rule]["endpoint_2"]["tags"]) == 1
     assert t.policy_errors("n", "np") == ()
     t.delete_pod("n", "a")
     t.delete_pod("n", "b")
+    t.flush()
     assert "resolves on no selected pod" in t.policy_errors("n", "np")[0]
     assert t.policy_objects("n", "np").rules == ()
 
@@ -249,11 +252,14 @@ def test_a_collision_appears_and_disappears():
     t = ClusterTranslator()
     spec = {"podSelector": {}}
     t.upsert_policy(policy("a-b", "c", spec))
+    t.flush()
     assert t.policy_objects("a-b", "c").firewall_policy == (PM, "k8s-a-b-c")
     t.upsert_policy(policy("a", "b-c", spec))
+    t.flush()
     assert t.policy_objects("a-b", "c").firewall_policy[1].startswith("k8s-a-b-c-")
     assert t.policy_objects("a", "b-c").firewall_policy[1].startswith("k8s-a-b-c-")
     t.delete_policy("a", "b-c")
+    t.flush()
     assert t.policy_objects("a-b", "c").firewall_policy == (PM, "k8s-a-b-c")
     assert t.policy_objects("a-b", "c").deny_rules == ((PM, "k8s-a-b-ingress-c-denyall"),)
 
@@ -265,7 +271,7 @@ def test_a_name_handed_over_in_one_flush_stays_with_its_new_owner():
     for leave in ("delete", "reject"):
         t = ClusterTranslator()
         t.upsert_policy(policy("a", "b-c", spec, uid="a/b-c"))
-        t.translation()
+        t.flush()
         t.upsert_policy(policy("a-b", "c", spec, uid="a-b/c"))
         if leave == "delete":
             t.delete_policy("a", "b-c")
@@ -274,6 +280,7 @@ def test_a_name_handed_over_in_one_flush_stays_with_its_new_owner():
             bad = policy("a", "b-c", {"podSelector": {"matchLabels": ["not", "a", "map"]}}, uid="a/b-c")
             t.upsert_policy(copy.deepcopy(bad))
             remaining = [policy("a-b", "c", spec, uid="a-b/c"), bad]
+        t.flush()
         assert t.policy_objects("a-b", "c").firewall_policy == (PM, "k8s-a-b-c"), leave
         assert json.dumps(t.translation().to_dict()) == json.dumps(translate([], [], remaining).to_dict()), leave
 
@@ -281,11 +288,35 @@ def test_a_name_handed_over_in_one_flush_stays_with_its_new_owner():
 def test_errors_of_rejected_objects_clear_when_fixed_or_deleted():
     t = ClusterTranslator()
     t.upsert_policy(policy("n", "p", {"podSelector": {"matchLabels": {"a": 1}}}))
+    t.flush()
     assert t.policy_errors("n", "p")[0].endswith("rejected whole")
     assert t.policy_objects("n", "p") is None
     t.upsert_policy(policy("n", "p", {"podSelector": {}}))
+    t.flush()
     assert t.policy_errors("n", "p") == ()
     t.upsert_pod({"metadata": {"name": "q", "namespace": "n", "labels": {"a": ["b"]}}})
+    t.flush()
     assert [e["kind"] for e in t.errors()] == ["Pod"]
     t.delete_pod("n", "q")
+    t.flush()
     assert t.errors() == []
+
+
+def test_reads_answer_for_the_last_flush_and_never_flush_themselves():
+    """Only flush() redoes what events marked: a read between an event and the flush sees the
+    state of the last flush, and leaves the change report whole for the flush."""
+    t = ClusterTranslator()
+    t.upsert_pod(pod("n", "a", labels={"app": "web"}))
+    t.flush()
+    t.upsert_policy(policy("n", "np", {"podSelector": {"matchLabels": {"app": "web"}}}))
+    t.upsert_pod(pod("n", "b", labels={"app": "web"}))
+    assert t.policy_objects("n", "np") is None and t.pod_tags("n", "b") is None
+    assert (PM, "k8s-n-np") not in t.desired()["firewall-policy"]
+    assert t.policy_errors("n", "np") == () and t.errors() == []
+    with pytest.raises(RuntimeError, match="flush"):  # pods and tags of two moments never mix
+        t.translation()
+    changes = t.flush()
+    assert ("firewall-policy", (PM, "k8s-n-np")) in changes.added
+    assert changes.pods == (("n", "a"), ("n", "b")) and changes.policies == (("n", "np"),)
+    assert t.policy_objects("n", "np").firewall_policy == (PM, "k8s-n-np")
+    assert "app=web" in t.pod_tags("n", "b")

@@ -58,6 +58,6 @@ def test_translations_do_not_influence_each_other_and_inputs_are_not_modified():
     other = ClusterTranslator("other")
     for manifest in inputs[2]:
         other.upsert_policy(manifest)
-    other.translation()
+    other.flush()
     assert json.dumps(translate(*inputs).to_dict()) == first
     assert json.dumps(inputs, sort_keys=True) == snapshot

@@ -31,7 +31,7 @@ class RefChange:
 
 @dataclass(frozen=True)
 class Changes:
-    """Differences since the previous `pop_changes()`, each list sorted.
+    """Differences since the previous `flush()`, each list sorted.
 
     `changed` objects should be read from `desired()`; for the two objects with very long ref lists
     `ref_changes` also says which refs moved, so they can be updated one ref at a time.

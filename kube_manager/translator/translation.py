@@ -57,6 +57,7 @@ def translate(namespaces: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[st
             translator.upsert_pod(pod)
         for policy in network_policies:
             translator.upsert_policy(policy)
+        translator.flush()
         return translator.translation()
 
 

@@ -1,0 +1,208 @@
+"""NetworkPolicies as a policy source of the incremental translator (SPEC 4).
+
+A source keeps its parsed objects, renders the marked ones at each flush, and applies each
+rendering through the shared objects (tags, address groups) and the desired objects (its firewall
+policy and rules, its refs in the APS and in `<cluster>-denyall`). What is particular to
+NetworkPolicies stays here: name collisions between `<namespace>-<name>` spellings (collisions.py),
+and the policies to re-render when the pods whose named ports they resolved change.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, Optional, Set, Tuple
+
+from kvlog import kv
+
+from .bodies import FqName
+from .changes import ChangeLog
+from .collisions import NameRegistry
+from .index import ClusterIndex
+from .marks import Marks, PolicyKey
+from .model import ParsedPolicy, PodInfo, PodScope
+from .naming import collision_label
+from .rejections import Rejections, describe, object_logger
+from .render import PolicyRenderer, PolicyRendering
+from .sequenced import SequencedRefs
+from .shared import SharedObjects
+from .store import DesiredObjects
+
+POLICY_KIND = "NetworkPolicy"
+
+
+@dataclass(frozen=True)
+class PolicyObjects:
+    """The objects one NetworkPolicy owns or uses, for the introspect page and the reconciler."""
+
+    firewall_policy: FqName
+    rules: Tuple[FqName, ...]  # pass rules, in sequence order
+    deny_rules: Tuple[FqName, ...]  # in <cluster>-denyall
+    address_groups: Tuple[FqName, ...]
+    tags: Tuple[str, ...]  # label, namespace-label and selector tags its endpoints use
+    errors: Tuple[str, ...]
+
+
+@dataclass(eq=False, repr=False)
+class NetworkPolicies:
+    """The NetworkPolicy source: parsed policies in, firewall policies and their rules out."""
+
+    _renderer: PolicyRenderer
+    _index: ClusterIndex
+    _shared: SharedObjects
+    _store: DesiredObjects
+    _aps_refs: SequencedRefs
+    _deny_refs: SequencedRefs  # `<cluster>-denyall`'s
+    _rejections: Rejections
+    _marks: Marks
+    _log: ChangeLog
+    _policies: Dict[PolicyKey, ParsedPolicy] = field(default_factory=dict, init=False)
+    _renderings: Dict[PolicyKey, PolicyRendering] = field(default_factory=dict, init=False)
+    _names: NameRegistry = field(default_factory=NameRegistry, init=False)  # names rendered under <np>
+    _suffixed: Set[PolicyKey] = field(default_factory=set, init=False)  # renderings with collision labels
+    # The policies that resolved named ports on the pods of a namespace, or across namespaces.
+    _dependents_by_namespace: Dict[str, Set[PolicyKey]] = field(default_factory=dict, init=False)
+    _cluster_dependents: Set[PolicyKey] = field(default_factory=set, init=False)
+    _errors: Dict[PolicyKey, Tuple[str, ...]] = field(default_factory=dict, init=False)  # of the last flush
+
+    # --- events -------------------------------------------------------------------------------
+
+    def upsert(self, policy: ParsedPolicy) -> bool:
+        """Record `policy` and mark it when it differs; whether it is new (its namespace gains a user)."""
+        old = self._policies.get(policy.key)
+        if old is not None and old.uid == policy.uid and old.spec_sha256 == policy.spec_sha256:
+            return False
+        self._policies[policy.key] = policy
+        self._marks.policies[policy.key] = None
+        return old is None
+
+    def remove(self, key: PolicyKey) -> bool:
+        """Forget the policy and mark it; whether it was known (its namespace loses a user)."""
+        if self._policies.pop(key, None) is None:
+            return False
+        self._marks.policies[key] = None
+        return True
+
+    def pod_changed(self, old: Optional[PodInfo], new: Optional[PodInfo]) -> None:
+        """Mark the policies whose named ports may resolve differently now."""
+        if self._dependents_by_namespace:
+            for pod in (old, new):
+                if pod is not None:
+                    self._marks.mark_policies(self._dependents_by_namespace.get(pod.namespace, ()))
+        if self._cluster_dependents:
+            self._marks.mark_policies(self._cluster_dependents)
+
+    def namespace_relabelled(self) -> None:
+        """A namespace with pods changed labels: named ports resolved across namespaces may move."""
+        self._marks.mark_policies(self._cluster_dependents)
+
+    # --- reads --------------------------------------------------------------------------------
+
+    def errors_of(self, key: PolicyKey) -> Tuple[str, ...]:
+        reason = self._rejections.get((POLICY_KIND,) + key)
+        if reason is not None:
+            return (reason,)
+        rendering = self._renderings.get(key)
+        if rendering is not None:
+            return rendering.errors
+        policy = self._policies.get(key)
+        return policy.errors if policy is not None else ()
+
+    def objects_of(self, key: PolicyKey) -> Optional[PolicyObjects]:
+        rendering = self._renderings.get(key)
+        if rendering is None:
+            return None
+        return PolicyObjects(rendering.policy[0], tuple(fq for fq, _ in rendering.rules),
+                             tuple(fq for fq, _, _ in rendering.deny_rules),
+                             tuple(sorted(rendering.address_groups)), tuple(sorted(rendering.tags)),
+                             rendering.errors)
+
+    def errors(self) -> Iterator[Dict[str, str]]:
+        """The reasons of the last flush, whole rejections apart (they are the translator's)."""
+        for (namespace, name), reasons in self._errors.items():
+            for reason in reasons:
+                yield {"kind": POLICY_KIND, "namespace": namespace, "name": name, "reason": reason}
+
+    # --- flushing -----------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Render the marked policies and apply them, settling name collisions on the way."""
+        marks = self._marks
+        if not marks.policies:
+            return
+        dirty, marks.policies = marks.policies, {}
+        base: Dict[PolicyKey, Optional[PolicyRendering]] = {}
+        affected: Set[PolicyKey] = set()
+        collides = self._names.collides
+        for key in dirty:
+            rendering = base[key] = self._render(key, False)
+            affected.update(self._names.index(key, rendering.names if rendering is not None else ()))
+        # Retractions first: a deleted or rejected policy's old names can be the very names another
+        # policy takes in this flush (their collision ends), and dropping them afterwards would drop
+        # the survivor's objects with them.
+        for key in [key for key in dirty if base[key] is None] + [key for key in dirty if base[key] is not None]:
+            rendering = base[key]
+            suffixed = rendering is not None and collides(key)
+            self._apply(key, self._render(key, True) if suffixed else rendering, suffixed)
+        for key in affected.difference(dirty):
+            suffixed = collides(key)
+            if suffixed != (key in self._suffixed):
+                self._apply(key, self._render(key, suffixed), suffixed)
+
+    def _render(self, key: PolicyKey, suffixed: bool) -> Optional[PolicyRendering]:
+        policy = self._policies.get(key)
+        if policy is None or policy.spec.selection is None:
+            return None
+        label = collision_label(policy.namespace, policy.name) if suffixed else policy.name
+        try:
+            rendering = self._renderer.render(policy, self._index, label)
+        except Exception as exc:  # a bug confined to this policy: rendered as rejected whole
+            self._rejections.add((POLICY_KIND,) + key, exc)
+            return None
+        if self._rejections:
+            self._rejections.discard((POLICY_KIND,) + key)
+        return rendering
+
+    def _apply(self, key: PolicyKey, rendering: Optional[PolicyRendering], suffixed: bool) -> None:
+        old = self._renderings.pop(key, None)
+        if rendering is not None:
+            self._renderings[key] = rendering
+        if suffixed:
+            self._suffixed.add(key)
+        else:
+            self._suffixed.discard(key)
+        changed = self._shared.apply(old, rendering)
+        changed |= self._store.replace_policy(old, rendering, self._aps_refs, self._deny_refs)
+        old_errors = old.errors if old is not None else ()
+        new_errors = rendering.errors if rendering is not None else ()
+        policy = self._policies.get(key)
+        errors = new_errors if rendering is not None else policy.errors if policy is not None else ()
+        logged = self._errors.get(key, ())
+        if errors:
+            self._errors[key] = errors
+        else:
+            self._errors.pop(key, None)
+        if changed or old_errors != new_errors:
+            self._log.policy_touched(key)
+        for reason in errors:  # each reason once, whole rejections included
+            if reason not in logged:
+                object_logger(POLICY_KIND, *key).warning("%s: %s", describe((POLICY_KIND,) + key), reason,
+                                                         extra=kv(reason=reason))
+        self._apply_dependencies(key, old, rendering)
+
+    def _apply_dependencies(self, key: PolicyKey, old: Optional[PolicyRendering],
+                            new: Optional[PolicyRendering]) -> None:
+        """Remember which pods' named ports this policy read, to re-render it when they change."""
+        if not (old is not None and old.destinations) and not (new is not None and new.destinations):
+            return
+        for rendering, register in ((old, False), (new, True)):
+            for pods in rendering.destinations if rendering is not None else ():
+                namespace = pods.namespace if isinstance(pods, PodScope) else None
+                if namespace is not None:
+                    group = self._dependents_by_namespace.setdefault(namespace, set())
+                else:
+                    group = self._cluster_dependents
+                if register:
+                    group.add(key)
+                else:
+                    group.discard(key)
+                    if not group and namespace is not None:
+                        del self._dependents_by_namespace[namespace]
