@@ -207,7 +207,7 @@ def test_invalid_protocols_fail_closed(bad_protocols):
 
 @pytest.mark.parametrize("spec_change", [
     {"tier": "Middle"}, {"priority": 1001}, {"priority": "1"}, {"subject": {}},
-    {"subject": {"namespaces": {}, "pods": {"podSelector": {}}}}, {"ingres": []},
+    {"subject": {"namespaces": {}, "pods": {"podSelector": {}}}}, {"subject": None},
 ])
 def test_a_policy_with_an_invalid_tier_priority_or_subject_is_rejected_whole(spec_change):
     bad = cnp("bad", ingress=[rule("Deny", ns_peer("y"))])
@@ -223,3 +223,14 @@ def test_outside_addresses_are_never_a_subject():
     model = build([cnp("p", subject={"namespaces": {}}, egress=[everything])])
     assert allowed(model, OUTSIDE_IP, pod_ip("x", "a"))
     assert not allowed(model, "x/a", "y/a")
+
+
+def test_unknown_spec_fields_are_reported_and_a_rule_list_that_is_no_list_denies_its_direction():
+    policy_ = cnp("odd", ingress=[rule("Accept", ns_peer("y"))])
+    policy_["spec"]["ingres"] = [rule("Accept", ns_peer("z"))]
+    policy_["spec"]["egress"] = {"not": "a list"}
+    model = build([policy_])
+    assert [r.reason for r in model.rejections()] == ["spec: unknown field 'ingres', ignored",
+                                                      "spec.egress must be a list"]
+    assert not allowed(model, "x/a", "y/a")  # egress denied whole
+    assert allowed(model, "y/a", "z/a")  # not the subject

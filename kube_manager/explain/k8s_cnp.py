@@ -11,14 +11,16 @@ apis/v1alpha2/clusternetworkpolicy_types.go), sharing no code with the translato
 - ingress peers: `namespaces`, `pods`; egress peers also `networks` (CIDRs, matched against any IP,
   pod IPs included), `nodes` and `domainNames`;
 - protocols: `tcp`/`udp`/`sctp` with a `destinationPort` `number` or `range` (start < end, both
-  inclusive), or a `destinationNamedPort` resolved on the destination pod (the container port's
-  own protocol counts; an outside address never has one); no `protocols` is every port.
+  inclusive), or a `destinationNamedPort` resolved on the destination pod (a container port of
+  that name and the flow's protocol; an outside address never has one); no `protocols` is every
+  port.
 
 Fail closed as the API and SPEC 13 prescribe: a rule with a part this version cannot enforce
 (`nodes`, `domainNames`) or an invalid part is, when Accept, a rule that matches nothing and, when
 Deny or Pass, a rule that denies all traffic of its subject in its direction (`fail_closed` says
-why). A policy whose own tier, priority or subject is invalid is rejected whole and selects
-nothing. Parsing never raises on bad manifests.
+why); so is an `ingress`/`egress` that is not a list. A policy whose own tier, priority or subject
+is invalid is rejected whole and selects nothing; unknown fields of its spec are reported and
+ignored. Parsing never raises on bad manifests.
 """
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ DENY = "Deny"
 PASS = "Pass"
 ACTIONS = (ACCEPT, DENY, PASS)
 MAX_PRIORITY = 1000
+MAX_ITEMS = 25  # the API's limit on peers and protocols per rule and networks per peer
+MAX_RULE_NAME = 100
 
 _SPEC_FIELDS = {"tier", "priority", "subject", "ingress", "egress"}
 _SUBJECT_FIELDS = {"namespaces", "pods"}
@@ -96,8 +100,8 @@ class ClusterPort:
     def matches(self, port: int, protocol: str, destination: Endpoint) -> bool:
         if self.name is None:
             return protocol == self.protocol and self.start <= port <= self.end
-        pod = destination.pod
-        return pod is not None and pod.resolve_name(self.name) == (protocol, port)
+        pod = destination.pod  # the name is looked up with the flow's protocol (SPEC 4)
+        return pod is not None and pod.resolve(self.name, protocol) == port
 
 
 @dataclass(frozen=True)
@@ -172,8 +176,8 @@ def _peer(raw: Any, direction: str, what: str) -> ClusterPeer:
         raise Unenforced(f"{what}: {kind} peers are not enforced by this version")
     if kind == "networks":
         cidrs = as_list(raw["networks"], f"{what}.networks")
-        if not cidrs:
-            raise Invalid(f"{what}.networks must not be empty")
+        if not 1 <= len(cidrs) <= MAX_ITEMS:
+            raise Invalid(f"{what}.networks must list 1-{MAX_ITEMS} CIDRs")
         return ClusterPeer(networks=tuple(parse_network(c, f"{what}.networks") for c in cidrs))
     return ClusterPeer(pod_set=_pod_set(raw, what))
 
@@ -220,17 +224,21 @@ def _rule(raw: Any, direction: str, index: int, what: str) -> TierRule:
         check_fields(raw, _RULE_FIELDS[direction], what)
         if raw.get("action") not in ACTIONS:
             raise Invalid(f"{what}: unknown action {raw.get('action')!r}")
+        given_name = raw.get("name")
+        if given_name is not None and (not isinstance(given_name, str)
+                                       or len(given_name) > MAX_RULE_NAME):
+            raise Invalid(f"{what}.name must be a string of at most {MAX_RULE_NAME} characters")
         peer_field = _PEER_LIST[direction]
         raw_peers = as_list(raw.get(peer_field), f"{what}.{peer_field}")
-        if not raw_peers:
-            raise Invalid(f"{what}.{peer_field} must list at least one peer")
+        if not 1 <= len(raw_peers) <= MAX_ITEMS:
+            raise Invalid(f"{what}.{peer_field} must list 1-{MAX_ITEMS} peers")
         peers = tuple(_peer(p, direction, f"{what}.{peer_field}[{i}]")
                       for i, p in enumerate(raw_peers))
         ports: Optional[Tuple[ClusterPort, ...]] = None
         if raw.get("protocols") is not None:
             raw_ports = as_list(raw["protocols"], f"{what}.protocols")
-            if not raw_ports:
-                raise Invalid(f"{what}.protocols, when given, must not be empty")
+            if not 1 <= len(raw_ports) <= MAX_ITEMS:
+                raise Invalid(f"{what}.protocols, when given, must list 1-{MAX_ITEMS} entries")
             ports = tuple(_port(p, f"{what}.protocols[{i}]") for i, p in enumerate(raw_ports))
             if any(p.name for p in ports) and any(p.pod_set is None for p in peers):
                 raise Invalid(f"{what}: a named port cannot be used with networks peers")
@@ -248,7 +256,8 @@ def compile_cluster_policy(manifest: Mapping[str, Any]) -> Tuple[Optional[Cluste
     try:
         if not isinstance(name, str) or not name:
             raise Invalid("metadata.name is required")
-        spec = check_fields(spec, _SPEC_FIELDS, "spec")
+        if not isinstance(spec, dict):
+            raise Invalid("spec must be an object")
         tier, priority = spec.get("tier"), spec.get("priority")
         if tier not in TIERS:
             raise Invalid(f"spec.tier must be Admin or Baseline, not {tier!r}")
@@ -257,13 +266,19 @@ def compile_cluster_policy(manifest: Mapping[str, Any]) -> Tuple[Optional[Cluste
             raise Invalid(f"spec.priority must be an integer from 0 to {MAX_PRIORITY}, not {priority!r}")
         subject = _pod_set(check_fields(spec.get("subject"), _SUBJECT_FIELDS, "spec.subject"),
                            "spec.subject")
-        raw_rules = {d: as_list(spec.get(_SPEC_LIST[d]), f"spec.{_SPEC_LIST[d]}")
-                     for d in (INGRESS, EGRESS)}
     except Invalid as exc:
         return None, [str(exc)]
     directions: Dict[str, Tuple[TierRule, ...]] = {}
-    reasons: List[str] = []
-    for direction, rules in raw_rules.items():
+    reasons = [f"spec: unknown field {key!r}, ignored" for key in sorted(map(str, spec))
+               if key not in _SPEC_FIELDS]
+    for direction in (INGRESS, EGRESS):
+        what = f"spec.{_SPEC_LIST[direction]}"
+        try:
+            rules = as_list(spec.get(_SPEC_LIST[direction]), what)
+        except Invalid as exc:  # the list itself unreadable: deny the whole direction
+            directions[direction] = (TierRule(0, "", DENY, fail_closed=str(exc)),)
+            reasons.append(str(exc))
+            continue
         compiled = [_rule(raw, direction, i, f"{_SPEC_LIST[direction]}[{i}]")
                     for i, raw in enumerate(rules)]
         reasons.extend(rule.fail_closed for rule in compiled if rule.fail_closed is not None)

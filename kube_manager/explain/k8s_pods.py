@@ -37,11 +37,6 @@ class Pod:
         return next((p.number for p in self.ports
                      if p.name == port_name and p.protocol == protocol), None)
 
-    def resolve_name(self, port_name: str) -> Optional[Tuple[str, int]]:
-        """(protocol, number) of the container port named `port_name`, or None: a
-        ClusterNetworkPolicy's destinationNamedPort names no protocol, the port carries it."""
-        return next(((p.protocol, p.number) for p in self.ports if p.name == port_name), None)
-
 
 @dataclass(frozen=True)
 class Endpoint:
