@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from kube_manager.manifests import Manifests
 from tests.e2e_support import DaemonProcess, Environment, wait_until
-from vnc_client.client import USER_AGENT
+from vnc_client.transport import USER_AGENT
 
 NAMESPACE, LEASE = "kube-system", "contrail-kube-manager-k8s"
 ANSWER_LIMIT = 60.0

@@ -14,7 +14,7 @@ from kube_manager.manifests import Manifests
 from tests.e2e_support import wait_until
 from tests.leader_support import SHORT, ElectionRig, log_time, parse_time
 from builders import HTTP_8080, allow_from, namespace, pod, policy
-from vnc_client.client import USER_AGENT
+from vnc_client.transport import USER_AGENT
 
 BASE = Manifests(
     namespaces=[namespace("shop", team="shop")],

@@ -7,7 +7,8 @@ from typing import List
 
 import pytest
 
-from vnc_client.client import USER_AGENT, VncClient
+from vnc_client.client import VncClient
+from vnc_client.transport import USER_AGENT
 from vnc_client.errors import WriteRefused
 from kube_manager.sim.vnc_api.runner import BackgroundServer
 
