@@ -19,7 +19,7 @@ from kube_manager.explain.trace import peer_text
 from introspect.contrail import paced
 from introspect.decoded import selectors_of
 from introspect.explain import db_manifests
-from introspect.lists import TAGS, Snapshot, href, policy_detail_href
+from introspect.listing import TAGS_PATH, Snapshot, href, policy_detail_href
 
 Row = Dict[str, Any]
 
@@ -71,7 +71,7 @@ def pod_detail(snapshot: Snapshot, namespace: str, name: str) -> Optional[Row]:
     selectors = selectors_of(db, record.tags)
     tags = [{"tag": tag, "selector": selectors.get(tag),
              "text": describe(selectors[tag]) if tag in selectors else "",
-             "href": href(TAGS.path, name=tag)} for tag in record.tags]
+             "href": href(TAGS_PATH, name=tag)} for tag in record.tags]
     return {
         "pod": {"uid": record.uid, "namespace": record.namespace, "name": record.name,
                 "ip": record.ip, "labels": dict(sorted(record.labels.items())),

@@ -18,12 +18,14 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from kube_manager.db import Database
 from kube_manager.settings import HealthSettings
 from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
-from introspect import lists
+from introspect import list_rows, lists
 from introspect.contrail import FIREWALL_POLICY, FIREWALL_RULE, UNREFERENCED, deny_rule_names
 from introspect.explain import EXPLAIN_FIELDS, ExplainFn, ExplainPage
 from introspect.health import ConfigApiProbe, liveness, readiness, render_text
 from introspect.http import BadRequest, Request, Response
-from introspect.lists import LIST_PAGES, ListPage, Snapshot, href, pod_detail_href, policy_detail_href
+from introspect.listing import (NAME, NAME_CONTAINS, NAMESPACE, ListPage, Snapshot, href, pod_detail_href,
+                                policy_detail_href)
+from introspect.lists import LIST_PAGES
 from introspect import pod_page
 from introspect.redact import Redactor
 
@@ -145,7 +147,7 @@ class Pages:
         if page is not lists.NETWORK_POLICIES:
             return []
         rows = [dict(error) for error in self.db.errors]
-        for flt in (lists.NAMESPACE, lists.NAME, lists.NAME_CONTAINS):
+        for flt in (NAMESPACE, NAME, NAME_CONTAINS):
             wanted = request.param(flt.param)
             if wanted:
                 rows = [row for row in rows if flt.matches(row, wanted)]
@@ -157,7 +159,7 @@ class Pages:
         if not namespace or not name:
             raise BadRequest("give both namespace= and name= of the NetworkPolicy")
         snapshot = self.snapshot()
-        matches = [r for r in lists.network_policy_rows(snapshot)
+        matches = [r for r in list_rows.network_policy_rows(snapshot)
                    if (r["namespace"], r["name"]) == (namespace, name)]
         if not matches:
             return self.error(request, 404, f"no NetworkPolicy {namespace}/{name} in the database")
@@ -260,14 +262,14 @@ def _policy_detail(snapshot: Snapshot, row: Dict[str, Any]) -> Dict[str, Any]:
     for name in dict.fromkeys(named + optional):
         rule = view.find(FIREWALL_RULE, DEFAULT_POLICY_MANAGEMENT + [name])
         if rule is not None:
-            found[name] = lists.rule_row(snapshot, rule, view.memberships.get(name))
+            found[name] = list_rows.rule_row(snapshot, rule, view.memberships.get(name))
     rules = sorted(found.values(), key=lambda r: (r["policy_sequence"] or UNREFERENCED,
                                                    r["sequence"] or UNREFERENCED, r["name"]))
     missing = sorted(set(named) - set(found))
     tag_names = {t for r in rules for t in r["tags"]}
     group_names = {g for r in rules for g in r["address_groups"]}
-    tags = [t for t in lists.tag_rows(snapshot) if t["name"] in tag_names]
-    groups = [g for g in lists.address_group_rows(snapshot) if g["name"] in group_names]
+    tags = [t for t in list_rows.tag_rows(snapshot) if t["name"] in tag_names]
+    groups = [g for g in list_rows.address_group_rows(snapshot) if g["name"] in group_names]
     as_json = {
         **lists.NETWORK_POLICIES.to_json(row),
         "firewall_rules": [lists.FIREWALL_RULES.to_json(r) for r in rules],
