@@ -38,26 +38,22 @@ import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from typing import Any, Callable, Dict, List, Optional, Tuple  # noqa: E402
+from typing import Any, Callable, Dict, List, Tuple  # noqa: E402
 
-import gevent  # noqa: E402
 import requests  # noqa: E402
 from gevent.pool import Pool  # noqa: E402
 
-from bench_reconcile import (RequestCount, feed, policy, populate_vmis, refresh_states,  # noqa: E402
+from bench_reconcile import (RequestCount, feed, policy, populate_vmis,  # noqa: E402
                              synthetic)
 from bench_vnc_client import embedded_server  # noqa: E402
 
 from introspect.app import create_app  # noqa: E402
 from introspect.explain import db_explainer  # noqa: E402
 from introspect.server import IntrospectServer  # noqa: E402
-from kube_manager.cache import KubeCache  # noqa: E402
 from kube_manager.db import Database  # noqa: E402
-from kube_manager.reconciler.core import Reconciler  # noqa: E402
-from kube_manager.settings import ReconcilerSettings  # noqa: E402
-from kube_manager.reconciler.ownership import Marks  # noqa: E402
+from kube_manager.pipeline import build_pipeline  # noqa: E402
 from kube_manager.reconciler.pods import VMI, tag_changes  # noqa: E402
-from kube_manager.translator import ClusterTranslator  # noqa: E402
+from kube_manager.settings import ReconcilerSettings  # noqa: E402
 from vnc_client.client import VncClient  # noqa: E402
 
 WAVES = ("tag", "address-group", "firewall-rule", "firewall-policy", "application-policy-set")
@@ -82,14 +78,11 @@ class Daemon:
     """The daemon's path on one DB: cache, reconciler and client, with the request counter."""
 
     def __init__(self, url: str, concurrency: int) -> None:
-        self.db = Database()
-        self.cache = KubeCache(self.db, ClusterTranslator("k8s", "k8s"))
+        pipeline = build_pipeline("k8s", "k8s")
+        self.db, self.cache = pipeline.db, pipeline.cache
         self.count = RequestCount()
         self.client = VncClient(url, concurrency=concurrency, observer=self.count)
-        self.reconciler = Reconciler(self.client, self.db, Marks("k8s", "k8s"), ReconcilerSettings(concurrency=concurrency),
-                                     policies=self.cache)
-        self.cache.sink = self.reconciler
-        self.states: Optional[gevent.Greenlet] = None
+        self.reconciler = pipeline.connect(self.client, ReconcilerSettings(concurrency=concurrency))
 
     def converge(self, cluster: Any, translated_hook: Callable[[], Any] = lambda: None) -> Tuple[float, float, float]:
         """Feed the cluster, start, resync, wait: (translation seconds, reconcile seconds, CPU
@@ -102,15 +95,12 @@ class Daemon:
         translated_hook()
         cpu = time.process_time()
         self.reconciler.start()
-        self.states = gevent.spawn(refresh_states, self.cache, self.reconciler)
         self.reconciler.resync()
         if not self.reconciler.wait_converged(7200):
             raise SystemExit(f"did not converge: {self.reconciler.summary()}")
         return translated - started, time.perf_counter() - translated, time.process_time() - cpu
 
     def close(self) -> None:
-        if self.states is not None:
-            self.states.kill()
         self.reconciler.stop()
         self.client.close()
 
@@ -234,9 +224,10 @@ def cache_only(policies: int, pods: int) -> Dict[str, Any]:
     base = rss_mb()
     cluster = synthetic(policies, pods)
     manifests_mb = rss_mb() - base
-    db = Database()
+    pipeline = build_pipeline("k8s", "k8s")
+    db = pipeline.db
     started = time.perf_counter()
-    feed(KubeCache(db, ClusterTranslator("k8s", "k8s")), cluster)
+    feed(pipeline.cache, cluster)
     translate_s = time.perf_counter() - started
     gc.collect()
     gc.freeze()

@@ -2,9 +2,10 @@
 """Reconciler benchmark: cold start of a large cluster against the embedded config API, and the
 latency from one NetworkPolicy event to its last write.
 
-The path measured is the daemon's: `KubeCache` (DB records + incremental translator) -> `Reconciler`
--> `VncClient` over real HTTP -> the embedded config API with `--latency` added to every answer
-(2 ms by default, a LAN round trip to a busy contrail-api). The server runs in its own process, as
+The path measured is the daemon's, built by `build_pipeline`: `KubeCache` (DB records +
+incremental translator) -> `Reconciler` (pushing NetworkPolicy states to the records) ->
+`VncClient` over real HTTP -> the embedded config API with `--latency` added to every answer (2 ms
+by default, a LAN round trip to a busy contrail-api). The server runs in its own process, as
 contrail-api does (`--server thread` runs it in this one, sharing the interpreter lock); each pod's
 VM and VMI exist before the start, as the CNI would have made them. Requests are counted as sent,
 by the client's observer hook (every HTTP attempt, retries included).
@@ -31,19 +32,16 @@ import time  # noqa: E402
 from dataclasses import asdict, dataclass  # noqa: E402
 from typing import Any, Dict, List, Optional  # noqa: E402
 
-import gevent  # noqa: E402
 from gevent.pool import Pool  # noqa: E402
 
 from bench_vnc_client import embedded_server  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 from kube_manager.cache import KubeCache  # noqa: E402
-from kube_manager.daemon import STATE_REFRESH_INTERVAL  # noqa: E402
-from kube_manager.db import Database  # noqa: E402
 from kube_manager.manifests import Manifests  # noqa: E402
+from kube_manager.pipeline import build_pipeline  # noqa: E402
 from kube_manager.reconciler.core import Reconciler  # noqa: E402
+from kube_manager.reconciler.ownership import OWNED_TYPES  # noqa: E402
 from kube_manager.settings import ReconcilerSettings  # noqa: E402
-from kube_manager.reconciler.ownership import OWNED_TYPES, Marks  # noqa: E402
-from kube_manager.translator import ClusterTranslator  # noqa: E402
 from vnc_client.client import VncClient  # noqa: E402
 
 VN = ["default-domain", "default-project", "k8s-default-pod-network"]
@@ -161,8 +159,8 @@ def run(cluster: Cluster, concurrency: int, latency: float, events: int,
     with embedded_server(server, latency) as srv:
         url = srv.url
         populate_vmis(url, cluster)
-        db = Database()
-        cache = KubeCache(db, ClusterTranslator("k8s", "k8s"))
+        pipeline = build_pipeline("k8s", "k8s")
+        db, cache = pipeline.db, pipeline.cache
         started = time.perf_counter()
         feed(cache, cluster)
         translate_s = time.perf_counter() - started
@@ -170,13 +168,10 @@ def run(cluster: Cluster, concurrency: int, latency: float, events: int,
         gc.freeze()
         count = RequestCount()
         client = VncClient(url, concurrency=concurrency, observer=count)
-        reconciler = Reconciler(client, db, Marks("k8s", "k8s"), ReconcilerSettings(concurrency=concurrency),
-                                policies=cache)
-        cache.sink = reconciler
+        reconciler = pipeline.connect(client, ReconcilerSettings(concurrency=concurrency))
         server_cpu = srv.cpu_seconds()
         started, cpu = time.perf_counter(), time.process_time()
         reconciler.start()
-        states = gevent.spawn(refresh_states, cache, reconciler)
         reconciler.resync()
         if not reconciler.wait_converged(3600):
             raise SystemExit(f"cold start did not converge: {reconciler.summary()}")
@@ -190,18 +185,9 @@ def run(cluster: Cluster, concurrency: int, latency: float, events: int,
                          round(cpu * 1000 / count.requests, 2),
                          None if server_cpu is None else round(server_cpu * 1000 / count.requests, 2))
         figures = measure_events(cache, reconciler, count, cluster, events) if events else None
-        states.kill()
         reconciler.stop()
         client.close()
         return cold, figures
-
-
-def refresh_states(cache: KubeCache, reconciler: Reconciler) -> None:
-    """What the daemon runs beside the reconciler: NetworkPolicy states for the introspect pages,
-    once a second; its cost delays events, so it belongs in the measure."""
-    while True:
-        gevent.sleep(STATE_REFRESH_INTERVAL)
-        cache.refresh_states(reconciler, reconciler.pop_state_changes())
 
 
 def measure_events(cache: KubeCache, reconciler: Reconciler, count: RequestCount, cluster: Cluster,

@@ -25,11 +25,10 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, Iterable, List, Optional, Protocol, Set, Tuple
 
-from kube_manager.db import Database, FqName, Key
+from kube_manager.db import Database, Key, ObjKey
 from kube_manager.handlers import KINDS
 from kube_manager.handlers.base import Context
-from kube_manager.handlers.network_policy import NetworkPolicyHandler, ObjKey, StateSource
-from kube_manager.kube.kinds import KindError, KindHandler, KindRegistry
+from kube_manager.kube.kinds import KindError, KindHandler, KindRegistry, StateSource
 from kube_manager.kube.watcher import ADDED, DELETED, LISTED, MODIFIED, RELISTED
 from kube_manager.logging_setup import kv
 from kube_manager.translator import Changes, ClusterTranslator, RefChange
@@ -65,7 +64,7 @@ class KubeCache:
         self.listed: Set[str] = set()  # resources whose first list has been delivered
         # events held until every first list is in (None once they are)
         self._held: Optional[Dict[str, List[Tuple[str, Dict[str, Any]]]]] = {}
-        db.desired = translator.desired()  # type: ignore[assignment]  # live, read-only view
+        db.desired = translator.published().objects  # live, read-only view
         db.selectors = translator.selectors()  # live, read-only view
 
     # --- events ------------------------------------------------------------------------------
@@ -132,22 +131,10 @@ class KubeCache:
             self.sink.pods_changed(changes.pods)
         return changes
 
-    # --- what the reconciler and the introspect pages ask ------------------------------------
+    # --- pushed by the reconciler --------------------------------------------------------------
 
-    @property
-    def _policies(self) -> NetworkPolicyHandler:
-        handler = self._handlers["networkpolicies"]
-        assert isinstance(handler, NetworkPolicyHandler)
-        return handler
-
-    def deny_owner(self, rule: FqName) -> Optional[FqName]:
-        """The firewall policy of the NetworkPolicy whose deny rule `rule` is."""
-        return self._policies.deny_owner(rule)
-
-    def policy_tags(self, policy: FqName) -> Tuple[str, ...]:
-        """The label, namespace-label and selector tags the endpoints of that policy use."""
-        return self._policies.policy_tags(policy)
-
-    def refresh_states(self, source: StateSource, changed: Optional[Iterable[ObjKey]] = None) -> None:
-        """NetworkPolicy sync states from the states of their objects (see the handler)."""
-        self._policies.refresh_states(source, changed)
+    def states_changed(self, source: StateSource, keys: Optional[Iterable[ObjKey]]) -> None:
+        """The reconciler's `StateListener`: the records with a sync state follow (see the handlers)."""
+        changed = None if keys is None else list(keys)
+        for handler in self._handlers.values():
+            handler.states_changed(source, changed)

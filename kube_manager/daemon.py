@@ -1,14 +1,16 @@
 """The kube-manager service: watches -> DB and translator -> reconciler -> config API, in one gevent loop.
 
-`Daemon.run` starts, in this order: the in-process config API (`vnc_endpoint_ip = embedded`) and the
-emulated Kubernetes API server with the emulated CNI (`kubernetes_api_server = emulated`) when
-configured; the introspect server; the three watchers; leader election (SPEC section 12). It waits
+The pipeline (records, translator, and per term a reconciler) comes from `build_pipeline`
+(kube_manager/pipeline.py). `Daemon.run` starts, in this order: the in-process config API
+(`vnc_endpoint_ip = embedded`) and the emulated Kubernetes API server with the emulated CNI
+(`kubernetes_api_server = emulated`) when configured; the introspect server; one watcher per
+registered kind; leader election (SPEC section 12). It waits
 for the first list of each resource (before that, the picture of the cluster is incomplete and garbage
 collection would delete what is merely not listed yet), then for a term as leader. A standby keeps
 watching and translating, serves introspect and writes nothing.
 
 Each term as leader gets its own config API client, bound to the term's write-gate epoch, and its own
-reconciler: the start-up resync (one listing per type, repair, garbage collection), then the workers.
+reconciler connected to the pipeline: the start-up resync (one listing per type, repair, garbage collection), then the workers.
 From then on events flow continuously, and a full resync repairs drift every `kube_timer_interval`
 seconds, or at once on SIGHUP. When the term is lost the gate already refuses the term's writes; the
 reconciler's queued and in-flight work is abandoned, and the daemon waits for its next term.
@@ -34,17 +36,13 @@ from typing import Any, Callable, List, Optional
 import gevent
 import gevent.event
 
-from kube_manager.cache import KubeCache
-from kube_manager.db import Database
-from kube_manager.handlers import KINDS
 from kube_manager.leader.leadership import Leadership
 from kube_manager.logging_setup import kv
 from kube_manager.manifests import load_manifests
 from kube_manager.metrics import Metrics
+from kube_manager.pipeline import build_pipeline
 from kube_manager.reconciler.core import Reconciler
-from kube_manager.reconciler.ownership import Marks
 from kube_manager.settings import OperatorSettings
-from kube_manager.translator import ClusterTranslator
 from vnc_client.auth import KeystoneCredentials
 from vnc_client.client import VncClient
 from vnc_client.errors import VncError
@@ -53,7 +51,6 @@ from vnc_client.ratelimit import ExponentialRateLimiter
 log = logging.getLogger(__name__)
 
 HEARTBEAT_INTERVAL = 2.0       # db.loop_heartbeat_at, read by /livez
-STATE_REFRESH_INTERVAL = 1.0   # NetworkPolicy sync states on the introspect pages
 STOP_GRACE = 3.0               # per component; the whole stop stays well under 10 s
 ABANDON_GRACE = 0.5            # the same after `--once` timed out: in-flight work is abandoned
 START_RETRY = (1.0, 30.0)      # first resync when the config API is down: backoff from/to
@@ -74,12 +71,11 @@ class Daemon:
 
     def __init__(self, settings: OperatorSettings, *, metrics: Optional[Metrics] = None) -> None:
         self.settings = settings
-        self.db = Database()
+        self.pipeline = build_pipeline(settings.cluster.name, settings.cluster.owner)
+        self.db = self.pipeline.db
+        self.cache = self.pipeline.cache
         self.metrics = metrics or Metrics()
         self.metrics.bind_database(self.db)
-        self.translator = ClusterTranslator(settings.cluster.name, settings.cluster.owner)
-        self.cache = KubeCache(self.db, self.translator)
-        self.reconciler: Optional[Reconciler] = None
         self.client: Optional[VncClient] = None  # the current term's (epoch 0 before any: reads only)
         self.leadership = Leadership(settings, self.db.leader, on_transition=self.metrics.leader_transition)
         self._vnc_endpoints: List[str] = list(settings.vnc.endpoints)
@@ -93,6 +89,11 @@ class Daemon:
         self._resynced_once = False
         self._stop_grace = STOP_GRACE
         self._running = _Running()
+
+    @property
+    def reconciler(self) -> Optional[Reconciler]:
+        """The current term's (None between terms)."""
+        return self.pipeline.reconciler
 
     # --- control -----------------------------------------------------------------------------
 
@@ -141,7 +142,6 @@ class Daemon:
         self._start_introspect()
         self.leadership.start(self._start_watchers(self._kubernetes_url()))
         self._spawn(self._heartbeat)
-        self._spawn(self._refresh_states)
 
     def _make_client(self, epoch: int) -> VncClient:
         """A config API client whose writes pass only while term `epoch` lasts."""
@@ -158,23 +158,16 @@ class Daemon:
 
     def _begin_term(self, epoch: int) -> gevent.event.Event:
         """A term as leader begins: its own client and reconciler; returns the event of its end."""
-        cluster = self.settings.cluster
         if self.client is not None:
             self.client.close()
         self.client = self._make_client(epoch)
-        self.reconciler = Reconciler(
-            self.client, self.db, Marks(cluster.owner, cluster.name), self.settings.reconciler,
-            observer=_MetricsObserver(self.metrics), policies=self.cache)
-        self.cache.sink = self.reconciler
+        self.pipeline.connect(self.client, self.settings.reconciler, _MetricsObserver(self.metrics))
         log.info("leading: start-up resync", extra=kv(term=epoch))
         return self.leadership.term_end
 
     def _abandon_term(self) -> None:
         """Leadership lost: the term's work is dropped at once (its writes are refused already)."""
-        self.cache.sink = None
-        if self.reconciler is not None:
-            self.reconciler.abandon()
-            self.reconciler = None
+        self.pipeline.disconnect()
 
     def _lead(self) -> None:
         """Terms as leader, one after another, until stopped; standing by in between."""
@@ -222,7 +215,7 @@ class Daemon:
         api_client, endpoint = build_api_client(self.settings.kubernetes, emulated_url)
         self.kube_url = endpoint.url
         self._running.stoppers.append(api_client.close)
-        watchers = make_watchers(api_client, KINDS, self._on_event, self.db, metrics=self.metrics,
+        watchers = make_watchers(api_client, self.pipeline.kinds, self._on_event, self.db, metrics=self.metrics,
                                  settings=self.settings.watch)
         for watcher in watchers:
             self._running.stoppers.append(watcher.stop)
@@ -323,7 +316,6 @@ class Daemon:
                 assert self.reconciler is not None
                 self.reconciler.start()
                 if self.reconciler.wait_converged(max(0.0, deadline - time.monotonic()), end):
-                    self.cache.refresh_states(self.reconciler)
                     log.info("converged", extra=kv(**self._figures()))
                     return 0
             if self._stop.is_set():
@@ -367,13 +359,6 @@ class Daemon:
         while not self._stop.is_set():
             self.db.loop_heartbeat_at = time.time()
             self._stop.wait(HEARTBEAT_INTERVAL)
-
-    def _refresh_states(self) -> None:
-        """NetworkPolicy sync states for the introspect pages: those of the policies whose objects
-        changed state (all of them after a resync), so that a large quiet cluster costs nothing."""
-        while not self._stop.wait(STATE_REFRESH_INTERVAL):
-            if self.reconciler is not None:
-                self.cache.refresh_states(self.reconciler, self.reconciler.pop_state_changes())
 
     def _observe_vnc(self, method: str, template: str, status: Optional[int], seconds: float) -> None:
         self.metrics.observe_config_api_request(method, "error" if status is None else str(status), seconds)

@@ -1,8 +1,11 @@
 """The in-memory database of kube-manager: what Kubernetes told us, what we want in Contrail, what
 Contrail has, and how the connections are doing.
 
-The watchers write the Kubernetes records, the reconciler writes the desired/actual objects and sync
-states, and the introspect server only reads. Everything runs in one gevent loop, so no locks.
+Each piece has one writer: the kind handlers (kube_manager/handlers) the Kubernetes records, the
+translator the desired objects (a live read-only view), the reconciler the actual objects, the
+parked writes and the pods' tagging states, and it pushes object sync states to the handlers,
+which write the NetworkPolicy states; the introspect server only reads. Everything runs in one
+gevent loop, so no locks.
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 Key = Tuple[str, str]  # (namespace, name)
 FqName = Tuple[str, ...]
+ObjKey = Tuple[str, FqName]  # a Contrail object: (resource type, fq_name)
 
 # Sync states shown on the introspect pages.
 PENDING = "pending"      # known, not yet written to Contrail
@@ -19,6 +23,9 @@ SYNCED = "synced"        # Contrail holds exactly the desired objects
 RETRYING = "retrying"    # a write failed; retried with backoff
 REJECTED = "rejected"    # invalid input, nothing (or only part) written; see errors
 PARKED = "parked"        # the config API refused a write for good (4xx); retried on change or resync
+# Pod tagging states besides those.
+NO_VM = "no-vm"          # the pod's VM or VMI is not in the config API yet: retried with backoff
+HOST_NETWORK = "host-network"  # spec.hostNetwork: no VM nor VMI of its own, never tagged
 
 
 @dataclass
@@ -37,8 +44,16 @@ class PodRecord:
     labels: Dict[str, str] = field(default_factory=dict)
     manifest: Dict[str, Any] = field(default_factory=dict)  # the trimmed object the translator reads
     tags: List[str] = field(default_factory=list)           # "type=value" its VMIs must carry
-    vmi_state: str = PENDING                                # pending | synced | retrying | no-vm
+    # Written by the reconciler alone: pending | synced | retrying | parked | no-vm
+    tagging: str = PENDING
     vmi_error: str = ""
+    host_network: bool = False                              # spec.hostNetwork: never tagged
+
+    @property
+    def vmi_state(self) -> str:
+        """What the pages show: `host-network` for such a pod (a Kubernetes fact, shown even where
+        nothing is tagged: a standby), else the reconciler's tagging state."""
+        return HOST_NETWORK if self.host_network else self.tagging
 
 
 @dataclass
@@ -91,9 +106,9 @@ class Database:
     namespaces: Dict[str, NamespaceRecord] = field(default_factory=dict)
     pods: Dict[Key, PodRecord] = field(default_factory=dict)
     network_policies: Dict[Key, PolicyRecord] = field(default_factory=dict)
-    # Contrail objects by resource type then fq_name: the translator's bodies, and what the config
-    # API holds (bodies as read back, with "uuid").
-    desired: Dict[str, Dict[FqName, Dict[str, Any]]] = field(default_factory=dict)
+    # Contrail objects by resource type then fq_name: the translator's bodies (its live, read-only
+    # view), and what the config API holds (bodies as read back, with "uuid").
+    desired: Mapping[str, Mapping[FqName, Mapping[str, Any]]] = field(default_factory=dict)
     actual: Dict[str, Dict[FqName, Dict[str, Any]]] = field(default_factory=dict)
     # Selector tag -> the object it was hashed from (the translator's live view), to decode tags.
     selectors: Mapping[str, Any] = field(default_factory=dict)

@@ -13,10 +13,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import gevent
 
-from kube_manager.cache import KubeCache
-from kube_manager.db import Database
+from kube_manager.pipeline import build_pipeline
 from kube_manager.reconciler.ownership import OWNED_TYPES, Marks
-from kube_manager.translator import ClusterTranslator
 from vnc_client.errors import ServerError, VncConnectionError, error_for_status
 from kube_manager.sim.vnc_api.api import ConfigApi, ListQuery
 from kube_manager.sim.vnc_api.errors import ApiError
@@ -174,11 +172,12 @@ RESOURCE_OF = {"Namespace": "namespaces", "Pod": "pods", "NetworkPolicy": "netwo
 
 
 class Cluster:
-    """The daemon's KubeCache (translator + DB records) fed events by hand."""
+    """The daemon's pipeline (records, translator; a reconciler once connected) fed events by hand."""
 
-    def __init__(self, sink: Any = None) -> None:
-        self.db = Database()
-        self.cache = KubeCache(self.db, ClusterTranslator("k8s", "k8s"), sink)
+    def __init__(self) -> None:
+        self.pipeline = build_pipeline("k8s", "k8s")
+        self.db = self.pipeline.db
+        self.cache = self.pipeline.cache
         for resource in RESOURCE_OF.values():  # empty first lists: later events apply at once
             self.cache.on_event(resource, "LISTED", {"resourceVersion": "1"})
 

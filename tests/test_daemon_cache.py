@@ -66,7 +66,7 @@ def test_records_follow_events_and_the_desired_state_is_the_translators():
     record = db.network_policies[("a", "np")]
     assert record.firewall_policy == [PM, "k8s-a-np"]
     assert record.rules == ["k8s-a-ingress-np-0-podSelector-0-0", "k8s-a-ingress-np-denyall"]  # SPEC 10
-    assert db.desired is cache.translator.desired()
+    assert db.desired is cache.translator.desired()  # the live view, never a copy
     assert "app=client" in db.pods[("a", "client")].tags
     sink.pods.clear()
     cache.on_event("pods", "MODIFIED", pod("a", "client", "10.0.0.2", app="other", ports=HTTP_8080))
@@ -77,15 +77,36 @@ def test_records_follow_events_and_the_desired_state_is_the_translators():
     assert ("firewall-policy", (PM, "k8s-a-np")) in sink.objects
 
 
-def test_deny_rules_and_tags_are_mapped_to_their_policy():
+def test_the_published_desired_state_maps_deny_rules_and_tags_to_their_policy():
     db, sink, cache = make()
     listed(cache)
+    desired = cache.translator.published()
+    assert db.desired is desired.objects
     cache.on_event("networkpolicies", "ADDED", policy("a", "np", allow_from("client", "web")))
-    assert cache.deny_owner((PM, "k8s-a-ingress-np-denyall")) == (PM, "k8s-a-np")
-    assert {"app=client", "app=web"} <= set(cache.policy_tags((PM, "k8s-a-np")))
+    assert desired.deny_owner((PM, "k8s-a-ingress-np-denyall")) == (PM, "k8s-a-np")
+    assert {"app=client", "app=web"} <= set(desired.policy_tags((PM, "k8s-a-np")))
     cache.on_event("networkpolicies", "DELETED", policy("a", "np", {}))
-    assert cache.deny_owner((PM, "k8s-a-ingress-np-denyall")) is None
-    assert cache.policy_tags((PM, "k8s-a-np")) == ()
+    assert desired.deny_owner((PM, "k8s-a-ingress-np-denyall")) is None
+    assert desired.policy_tags((PM, "k8s-a-np")) == ()
+
+
+def test_a_name_handed_over_in_one_flush_keeps_its_new_owner_in_the_published_state():
+    """a/b-c and a-b/c both render as k8s-a-b-c (SPEC 4): while both exist they are suffixed;
+    when one leaves, the other takes the plain names, and the maps must name it, not the leaver."""
+    db, sink, cache = make()
+    listed(cache)
+    desired = cache.translator.published()
+    spec = allow_from("client", "web")
+    cache.on_event("networkpolicies", "ADDED", policy("a", "b-c", spec))
+    cache.on_event("networkpolicies", "ADDED", policy("a-b", "c", spec))
+    survivor = db.network_policies[("a-b", "c")]
+    assert survivor.firewall_policy[-1] != "k8s-a-b-c"  # suffixed while the names collide
+    cache.on_event("networkpolicies", "DELETED", policy("a", "b-c", spec))
+    assert survivor.firewall_policy == [PM, "k8s-a-b-c"]
+    deny = next(fq for fq in (tuple(survivor.firewall_policy[:-1]) + (rule,) for rule in survivor.rules)
+                if fq[-1].endswith("denyall"))
+    assert desired.deny_owner(deny) == (PM, "k8s-a-b-c")
+    assert {"app=client", "app=web"} <= set(desired.policy_tags((PM, "k8s-a-b-c")))
 
 
 def test_an_invalid_policy_is_recorded_rejected_with_its_reason():
@@ -107,13 +128,13 @@ def test_policy_states_come_from_the_states_of_their_objects():
     class Source:
         def state_of(self, key):
             return states.get(key, SYNCED)
-    cache.refresh_states(Source())
+    cache.states_changed(Source(), None)
     assert db.network_policies[("a", "np")].state == SYNCED
     states[("firewall-rule", (PM, "k8s-a-ingress-np-denyall"))] = "pending"
-    cache.refresh_states(Source())
+    cache.states_changed(Source(), None)
     assert db.network_policies[("a", "np")].state == PENDING
     states[("firewall-policy", (PM, "k8s-a-np"))] = RETRYING
-    cache.refresh_states(Source())
+    cache.states_changed(Source(), None)
     assert db.network_policies[("a", "np")].state == RETRYING
 
 

@@ -108,3 +108,13 @@ def test_the_validator_refuses_an_object_without_a_readable_identity_and_the_nex
     assert list(db.pods) == [("a", "web")] and list(db.namespaces) == []  # never recorded
     assert [(e["kind"], e["name"], e["reason"].split(":")[0]) for e in db.errors] == [
         ("Namespace", "Not_A_Label", "metadata.name"), ("Pod", "", "metadata.name")]
+
+
+@pytest.mark.parametrize("part", ["lister", "handler"])
+def test_a_kind_registered_without_a_lister_or_handler_fails_when_the_pipeline_is_built(part):
+    from kube_manager.pipeline import build_pipeline
+    incomplete = Kind(CLUSTER_POLICIES, **dict(PARTS, **{part: None}))
+    with pytest.raises(KindError, match=f"ClusterNetworkPolicy .* without a {part}"):
+        build_pipeline("k8s", "k8s", kinds=list(KINDS) + [incomplete])
+    assert build_pipeline("k8s", "k8s", kinds=list(KINDS) + [Kind(CLUSTER_POLICIES, **PARTS)]).kinds.names()[-1] == (
+        "clusternetworkpolicies")

@@ -55,7 +55,7 @@ def test_database_gauges_follow_the_db_at_each_scrape():
     db.desired = {"firewall-rule": {("default-policy-management", "r1"): {}}, "tag": {("a=b",): {}}}
     db.network_policies[("ns", "good")] = PolicyRecord("u1", "ns", "good", state=SYNCED)
     db.network_policies[("ns", "bad")] = PolicyRecord("u2", "ns", "bad", state=REJECTED)
-    db.pods[("ns", "p")] = PodRecord("u3", "ns", "p", vmi_state="no-vm")
+    db.pods[("ns", "p")] = PodRecord("u3", "ns", "p", tagging="no-vm")
     # Two errors of one policy count it once: the gauge counts objects, not reasons.
     db.errors = [
         {"kind": "NetworkPolicy", "namespace": "ns", "name": "bad", "reason": "bad CIDR"},

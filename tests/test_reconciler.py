@@ -6,12 +6,11 @@ from typing import List, Optional, Tuple
 
 import pytest
 
-from kube_manager.db import SYNCED
-from kube_manager.reconciler.core import Reconciler
+from kube_manager.db import PENDING, SYNCED
 from kube_manager.settings import ReconcilerSettings
 from kube_manager.reconciler.pods import NO_VM
 from builders import HTTP_8080, allow_from, namespace, pod, policy
-from tests.reconciler_support import (MARKS, Cluster, InProcessApi, connection_error, differences,
+from tests.reconciler_support import (Cluster, InProcessApi, connection_error, differences,
                                       expected_objects, server_error, wait_for)
 
 NS_A = namespace("a", team="x")
@@ -33,12 +32,11 @@ FAST = ReconcilerSettings(concurrency=4, retry_base=0.01, retry_cap=0.05)
 
 
 class Setup:
-    def __init__(self, api: Optional[InProcessApi] = None, settings: Settings = FAST,
+    def __init__(self, api: Optional[InProcessApi] = None, settings: ReconcilerSettings = FAST,
                  manifests=BASE, vmis: bool = True) -> None:
         self.api = api or InProcessApi()
         self.cluster = Cluster()
-        self.rec = Reconciler(self.api, self.cluster.db, MARKS, settings, policies=self.cluster.cache)
-        self.cluster.cache.sink = self.rec
+        self.rec = self.cluster.pipeline.connect(self.api, settings)
         self.cluster.apply(*manifests)
         if vmis:
             for manifest in manifests:
@@ -85,7 +83,6 @@ def test_cold_start_writes_each_object_once_and_matches_translate(setup):
     assert s.api.writes_of("update") == [] and s.api.writes_of("delete") == []
     assert len(s.api.writes_of("set-tag")) == len(PODS)
     assert s.rec.counters.writes == len(s.api.writes)
-    s.cluster.cache.refresh_states(s.rec)
     assert all(r.state == SYNCED for r in s.cluster.db.network_policies.values())
     assert s.api.max_inflight <= FAST.concurrency
 
@@ -226,7 +223,6 @@ def test_name_taken_by_an_unowned_object_is_reported_not_overwritten(setup):
     wait_for(lambda: s.api.owned()["firewall-policy"].get(
         ("default-policy-management", "k8s-b-from-team")) is not None, what="the other policies")
     assert api.api.lookup("firewall-policy", taken).props.get("annotations") is None
-    s.cluster.cache.refresh_states(s.rec)
     assert s.cluster.db.network_policies[("a", "egress")].state == "retrying"
     assert s.cluster.db.network_policies[("b", "from-team")].state == SYNCED
     assert not s.rec.converged()
@@ -464,22 +460,18 @@ def test_host_network_is_kept_by_the_watcher_and_marks_the_pod():
     assert cluster.db.pods[("a", "web")].vmi_state != HOST_NETWORK
 
 
-def test_policy_states_are_recomputed_only_for_objects_whose_state_changed(setup):
-    s = setup().start()
+def test_policy_states_are_pushed_by_the_reconciler_for_the_objects_whose_state_changed(setup):
+    s = setup()
+    db = s.cluster.db
+    s.start()
+    assert {r.state for r in db.network_policies.values()} == {PENDING}  # pushed by the resync
     s.converge()
-    db, cache = s.cluster.db, s.cluster.cache
-    assert s.rec.pop_state_changes() is None  # a resync happened: every state may have changed
-    cache.refresh_states(s.rec, None)
-    assert {r.state for r in db.network_policies.values()} == {SYNCED}
-    assert s.rec.pop_state_changes() == set()
+    assert {r.state for r in db.network_policies.values()} == {SYNCED}  # nobody asked: pushed
     db.network_policies[("b", "from-team")].state = "untouched"
     s.cluster.apply(policy("a", "allow-client", allow_from("client", "web", port=8443)))
+    assert db.network_policies[("a", "allow-client")].state == PENDING  # at once, with the event
     wait_for(s.rec.converged, what="convergence")
-    changed = s.rec.pop_state_changes()
-    assert ("firewall-policy", ("default-policy-management", "k8s-a-allow-client")) in changed
-    db.network_policies[("a", "allow-client")].state = "stale"
-    cache.refresh_states(s.rec, changed)
     assert db.network_policies[("a", "allow-client")].state == SYNCED
-    assert db.network_policies[("b", "from-team")].state == "untouched"
-    s.rec.resync()
-    assert s.rec.pop_state_changes() is None
+    assert db.network_policies[("b", "from-team")].state == "untouched"  # its objects did not move
+    s.rec.resync()  # every state may have changed: every policy is recomputed
+    assert db.network_policies[("b", "from-team")].state == SYNCED

@@ -24,7 +24,6 @@ def attempts_on(calls: List[Tuple[str, Tuple[str, ...]]], fq: Tuple[str, ...]) -
 
 
 def np_entry(s):
-    s.cluster.cache.refresh_states(s.rec)
     return s.cluster.db.network_policies[NP]
 
 
@@ -163,7 +162,6 @@ def test_the_introspect_pages_show_the_parked_object_and_the_server_message(setu
         op == "create" and fq == RULE) else None
     s.start()
     wait_for(lambda: s.rec.state_of(RULE_KEY) == PARKED, what="the refused rule parked")
-    s.cluster.cache.refresh_states(s.rec)
     app = create_app(s.cluster.db)
     entry = next(p for p in call(app, "/Snh_NetworkPolicyDatabaseList?format=json").json()["network_policies"]
                  if (p["namespace"], p["name"]) == NP)

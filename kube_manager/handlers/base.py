@@ -12,9 +12,10 @@ object with a reason), so that one bad object never stops the events after it (S
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional, Set
+from typing import Any, Dict, Iterable, Mapping, Optional, Set
 
-from kube_manager.db import Database, Key
+from kube_manager.db import Database, Key, ObjKey
+from kube_manager.kube.kinds import StateSource
 from kube_manager.translator import Changes, ClusterTranslator
 from kube_manager.translator.validation import metadata_problem
 
@@ -91,4 +92,7 @@ class Handler:
 
     def flushed(self, changes: Changes) -> None:
         """Nothing to refresh by default."""
+
+    def states_changed(self, source: StateSource, keys: Optional[Iterable[ObjKey]]) -> None:
+        """No record with a sync state by default."""
 

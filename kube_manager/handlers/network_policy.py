@@ -1,14 +1,19 @@
 """NetworkPolicies: their records (spec, firewall policy, rules, errors, sync state) and the
-translator's NetworkPolicy source."""
+translator's NetworkPolicy source.
+
+A NetworkPolicy's sync state is that of its objects (firewall policy, pass and deny rules), which
+the reconciler owns and pushes as they change (`states_changed`); the handler keeps which objects
+are whose, from the translator's change report.
+"""
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, Iterable, Optional, Protocol, Set, Tuple
+from typing import Any, Dict, Iterable, Optional, Set, Tuple
 
 from kubernetes import client
 
-from kube_manager.db import PARKED, PENDING, REJECTED, RETRYING, SYNCED, FqName, Key, PolicyRecord
-from kube_manager.kube.kinds import Kind
+from kube_manager.db import PARKED, PENDING, REJECTED, RETRYING, SYNCED, Key, ObjKey, PolicyRecord
+from kube_manager.kube.kinds import Kind, StateSource
 from kube_manager.kube.resources import NETWORK_POLICIES
 from kube_manager.logging_setup import kv
 from kube_manager.translator import Changes
@@ -16,15 +21,6 @@ from kube_manager.translator import Changes
 from .base import Context, Handler, mapping, metadata, trim_metadata, validate_namespaced
 
 log = logging.getLogger(__name__)
-
-ObjKey = Tuple[str, FqName]
-
-
-class StateSource(Protocol):
-    """Sync state of one Contrail object (the reconciler's `state_of`)."""
-
-    def state_of(self, key: ObjKey) -> str: ...
-
 
 def trim_network_policy(obj: Dict[str, Any]) -> Dict[str, Any]:
     """metadata and the spec exactly as the server gives it (its sha256 is an annotation)."""
@@ -41,12 +37,10 @@ class NetworkPolicyHandler(Handler):
     def __init__(self, context: Context) -> None:
         super().__init__(context)
         self._touched: Set[Key] = set()  # upserted, deleted or failed since the last flush
-        self._deny_owner: Dict[FqName, FqName] = {}              # deny rule -> its NP's firewall policy
-        self._tags_of: Dict[FqName, Tuple[str, ...]] = {}        # firewall policy -> tags it uses
         # NetworkPolicy -> its firewall policy, pass and deny rules (in that order), and back
         self._objects_of: Dict[Key, Tuple[ObjKey, ...]] = {}
         self._owner_of: Dict[ObjKey, Key] = {}
-        self._states_dirty: Set[Key] = set()  # refreshed since the last refresh_states
+        self._states_dirty: Set[Key] = set()  # refreshed since the last push of states
 
     def upsert(self, obj: Dict[str, Any]) -> None:
         key = self.key(obj)
@@ -83,17 +77,9 @@ class NetworkPolicyHandler(Handler):
         for key in touched.union(changes.policies):
             self._refresh(key)
 
-    # --- what the reconciler and the introspect pages ask ------------------------------------
-
-    def deny_owner(self, rule: FqName) -> Optional[FqName]:
-        return self._deny_owner.get(rule)
-
-    def policy_tags(self, policy: FqName) -> Tuple[str, ...]:
-        return self._tags_of.get(policy, ())
-
-    def refresh_states(self, source: StateSource, changed: Optional[Iterable[ObjKey]] = None) -> None:
+    def states_changed(self, source: StateSource, changed: Optional[Iterable[ObjKey]]) -> None:
         """Recompute sync states from the states of their objects: of every policy, or, given the
-        objects whose state `changed` since the last call, of the policies they belong to and of
+        objects whose state `changed` since the last push, of the policies they belong to and of
         those refreshed since (so that a large cluster costs nothing while quiet)."""
         if changed is None:
             keys: Iterable[Key] = list(self.db.network_policies)
@@ -124,23 +110,18 @@ class NetworkPolicyHandler(Handler):
     # --- after a flush ------------------------------------------------------------------------
 
     def _refresh(self, key: Key) -> None:
-        """Bring the maps and the record of one NetworkPolicy up to date."""
+        """Bring the objects and the record of one NetworkPolicy up to date."""
         objects = self.translator.policy_objects(*key)
         self._states_dirty.add(key)
         for obj_key in self._objects_of.pop(key, ()):
             if self._owner_of.get(obj_key) != key:
                 continue  # a name another NetworkPolicy took over in the same flush (SPEC 4 suffixes)
             del self._owner_of[obj_key]
-            self._deny_owner.pop(obj_key[1], None)
-            self._tags_of.pop(obj_key[1], None)
         if objects is not None:
             new = (("firewall-policy", objects.firewall_policy),) + tuple(
                 ("firewall-rule", fq) for fq in objects.rules + objects.deny_rules)
             self._objects_of[key] = new
             self._owner_of.update((obj_key, key) for obj_key in new)
-            for rule in objects.deny_rules:
-                self._deny_owner[rule] = objects.firewall_policy
-            self._tags_of[objects.firewall_policy] = objects.tags
         record = self.db.network_policies.get(key)
         if record is None:
             return

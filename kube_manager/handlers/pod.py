@@ -8,7 +8,6 @@ from kubernetes import client
 from kube_manager.db import Key, PodRecord
 from kube_manager.kube.kinds import Kind
 from kube_manager.kube.resources import PODS
-from kube_manager.reconciler.pods import HOST_NETWORK
 from kube_manager.translator import Changes
 
 from .base import Context, Handler, mapping, metadata, trim_metadata, validate_namespaced
@@ -52,8 +51,9 @@ class PodHandler(Handler):
             tags = record.tags if record is not None else []
             record = PodRecord(uid, key[0], key[1], tags=tags)
             self.db.pods[key] = record
-        if mapping(obj.get("spec")).get("hostNetwork") is True:
-            record.vmi_state, record.tags = HOST_NETWORK, []  # no interface of its own: never tagged
+        record.host_network = mapping(obj.get("spec")).get("hostNetwork") is True
+        if record.host_network:
+            record.tags = []  # no interface of its own: never tagged
         ip = mapping(obj.get("status")).get("podIP")
         record.ip = ip if isinstance(ip, str) else None
         record.labels = dict(mapping(meta.get("labels")))
@@ -77,7 +77,7 @@ class PodHandler(Handler):
             if record is not None:
                 tags = self.translator.pod_tags(*key)
                 context.errors_stale |= tags is None  # known, yet without tags: rejected
-                record.tags = list(tags or ()) if record.vmi_state != HOST_NETWORK else []
+                record.tags = list(tags or ()) if not record.host_network else []
         for key in touched.difference(changes.pods):  # same tags as before, or still rejected
             context.errors_stale |= key in self.db.pods and self.translator.pod_tags(*key) is None
 

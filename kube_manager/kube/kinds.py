@@ -26,7 +26,7 @@ Adding a kind (ClusterNetworkPolicy is next) is one record, one handler and one 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Protocol, Tuple
 
 from kube_manager.kube.resources import Resource
 
@@ -39,6 +39,12 @@ Lister = Callable[[Any], Callable[..., Any]]
 Trimmer = Callable[[Dict[str, Any]], Dict[str, Any]]
 # A trimmed object -> why it cannot be handled at all, or None.
 Validator = Callable[[Mapping[str, Any]], Optional[str]]
+
+
+class StateSource(Protocol):
+    """Sync state of one Contrail object `(resource type, fq_name)` (the reconciler's `state_of`)."""
+
+    def state_of(self, key: Tuple[str, Tuple[str, ...]]) -> str: ...
 
 
 class KindHandler(Protocol):
@@ -55,6 +61,10 @@ class KindHandler(Protocol):
 
     def flushed(self, changes: "Changes") -> None:
         """The translator flushed: bring the kind's records up to date from its change report."""
+
+    def states_changed(self, source: StateSource, keys: Optional[Iterable[Tuple[str, Tuple[str, ...]]]]) -> None:
+        """The reconciler pushed: the sync states of `keys` (of every object, when None) may have
+        changed; bring the records' states up to date."""
 
 
 # The handlers' shared context -> the kind's handler.

@@ -1,8 +1,11 @@
 """The reconciler: the owned objects in the config API follow the translator's desired state.
 
 Level-triggered (SPEC section 7). Events only say *which* keys to look at; what to do is always
-decided by comparing the desired body (`db.desired`) with the object actually in the config API
-(`db.actual`, our owned objects as listed at start and as we wrote them since). Keys are
+decided by comparing the desired body (the translator's published, read-only `DesiredState`) with
+the object actually in the config API (`db.actual`, our owned objects as listed at start and as we
+wrote them since). Data flows one way: the reconciler reads the desired state and never asks
+anyone upstream (which NetworkPolicy a deny rule protects is part of that state), and it pushes the
+sync states it owns to its `StateListener` as they change. Keys are
 `(resource type, fq_name)` for Contrail objects and `("pod", (namespace, name))` for pod tagging.
 
 How a key is handled (one worker per key at a time, see `workqueue` and `executor`):
@@ -48,6 +51,7 @@ import gevent.event
 from kube_manager.db import PARKED, PENDING, RETRYING, SYNCED, Database, FqName
 from kube_manager.logging_setup import kv
 from kube_manager.settings import ReconcilerSettings
+from kube_manager.translator.published import DesiredState
 from vnc_client.errors import Conflict, NotFound, VncError, WriteRefused, is_temporary
 from vnc_client.ratelimit import ExponentialRateLimiter, half_jitter
 from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
@@ -56,7 +60,7 @@ from . import diff
 from .diff import ObjKey, Progress, Step
 from .executor import Executor
 from .ownership import OWNED_TYPES, SHARED_TYPES, Lister, Marks, list_objects
-from .pods import HOST_NETWORK, POD, PodTagger, VmiApi, pod_key, pod_of
+from .pods import POD, PodTagger, VmiApi, pod_key, pod_of
 from .reflists import RefListIndex
 from .workqueue import WorkQueue
 
@@ -66,7 +70,6 @@ ACTIVE = "active"
 BLOCKED = "blocked"
 # Order in which a resync queues keys: what others refer to first, so fewer keys park.
 _RANK = {t: n for n, t in enumerate(OWNED_TYPES)}
-_SETTLED_PODS = frozenset({SYNCED, HOST_NETWORK})  # pod states that do not hold convergence
 _MAX_WRITES_PER_TURN = 4  # create -> 409 -> adopt -> update is 2; more means the server disagrees
 
 
@@ -139,15 +142,11 @@ class TranslatorRefChange(Protocol):
     def sequence(self) -> str: ...
 
 
-class PolicyIndex(Protocol):
-    """What the reconciler needs to know about NetworkPolicies beyond bodies (make before break);
-    kube_manager.cache.KubeCache answers it from the translator."""
+class StateListener(Protocol):
+    """Where the reconciler pushes sync states as they change (the kind handlers, for the pages)."""
 
-    def deny_owner(self, rule: FqName) -> Optional[FqName]:
-        """The firewall policy of the NetworkPolicy whose deny rule `rule` is."""
-
-    def policy_tags(self, policy: FqName) -> Sequence[str]:
-        """The label, namespace-label and selector tags the endpoints of that policy use."""
+    def states_changed(self, source: "Reconciler", keys: Optional[Iterable[ObjKey]]) -> None:
+        """The `state_of` of `keys` may have changed (of every key, when None)."""
 
 
 class Observer(Protocol):
@@ -163,15 +162,17 @@ def describe(key: ObjKey) -> str:
 
 
 class Reconciler:
-    """Keeps `db.actual` (and the config API) equal to `db.desired`; see the module docstring.
+    """Keeps `db.actual` (and the config API) equal to the translator's published desired state;
+    see the module docstring.
 
-    The daemon updates `db.desired` (the translator's output) and `db.pods[..].tags`, then calls
-    `objects_changed` / `pods_changed` with the keys the translator reported.
+    The pipeline (kube_manager/pipeline.py) calls `objects_changed` / `pods_changed` with the keys
+    the translator reported, after the records (`db.pods[..].tags`) follow; sync states are pushed
+    to `on_states` as they change.
     """
 
-    def __init__(self, client: ConfigApi, db: Database, marks: Marks, settings: Optional[ReconcilerSettings] = None,
-                 observer: Optional[Observer] = None,
-                 policies: Optional[PolicyIndex] = None) -> None:
+    def __init__(self, client: ConfigApi, db: Database, desired: DesiredState, marks: Marks,
+                 settings: Optional[ReconcilerSettings] = None, observer: Optional[Observer] = None,
+                 on_states: Optional[StateListener] = None) -> None:
         settings = settings or ReconcilerSettings()
         self.client = client
         self.db = db
@@ -180,7 +181,8 @@ class Reconciler:
         self.counters = Counters()
         self.conflicts: Dict[ObjKey, Conflicting] = {}
         self._observer = observer
-        self._policies = policies
+        self.desired = desired
+        self._on_states = on_states
         self.queue: WorkQueue[ObjKey] = WorkQueue(on_depth=observer.queue_depth if observer else None)
         self.executor: Executor[ObjKey] = Executor(
             self.queue, self._handle, concurrency=settings.concurrency,
@@ -209,7 +211,7 @@ class Reconciler:
         self._written_at: Dict[ObjKey, int] = {}
         self._vmi_written_at: Dict[str, int] = {}
         self._synced_once = gevent.event.Event()
-        self._state_changes: Optional[Set[ObjKey]] = None  # see pop_state_changes
+        self._state_changes: Set[ObjKey] = set()  # since the last push to on_states
         # Pods being tagged (ACTIVE), by the tags they are to carry: deny rules wait for them.
         self._tagging: Dict[ObjKey, Tuple[str, ...]] = {}
         self._tagging_by_tag: Dict[str, Set[ObjKey]] = {}
@@ -235,6 +237,7 @@ class Reconciler:
         for key in sorted(keys, key=_order):
             self._unpark_failed(key)
             self._enqueue(key)
+        self._push_states()
 
     def refs_changed(self, changes: Iterable[TranslatorRefChange]) -> None:
         """Refs of the APS or `<cluster>-denyall` moved in the desired state (before `objects_changed`
@@ -294,13 +297,13 @@ class Reconciler:
                 self._enqueue(pod_key(*pod))
                 queued += 1
             else:
-                self.db.pods[pod].vmi_state = SYNCED
+                self.pods.mark(pod, SYNCED)
         self._synced_once.set()
-        self._state_changes = None
+        self._push_states(everything=True)
         if self._observer is not None:
             self._observer.reconciled("resync", time.monotonic() - started)
         log.info("resync done", extra=kv(queued=queued, owned=sum(map(len, self.db.actual.values())),
-                                         desired=sum(map(len, self.db.desired.values())),
+                                         desired=sum(map(len, self.desired.objects.values())),
                                          seconds=round(time.monotonic() - started, 3)))
         return queued
 
@@ -317,7 +320,7 @@ class Reconciler:
             return False
         if any(not self._deferred_shared_delete(k) for k in self._status):
             return False
-        return all(record.vmi_state in _SETTLED_PODS for record in self.db.pods.values())
+        return all(self.pods.settled(key) for key in self.db.pods)
 
     def wait_converged(self, timeout: float, stop: Optional[gevent.event.Event] = None) -> bool:
         """Wait until `converged()`; False on timeout, on `stop`, or when the work queue is idle
@@ -335,11 +338,12 @@ class Reconciler:
                 return False
         return False
 
-    def pop_state_changes(self) -> Optional[Set[ObjKey]]:
-        """The objects whose `state_of` may have changed since the previous call; None when it
-        may have changed for every object (a resync happened since)."""
-        changes, self._state_changes = self._state_changes, set()
-        return changes
+    def _push_states(self, everything: bool = False) -> None:
+        """Tell `on_states` which keys' `state_of` may have changed since the last push (every
+        key's after a resync); called at the end of each entry point, so the pages follow at once."""
+        changed, self._state_changes = self._state_changes, set()
+        if self._on_states is not None:
+            self._on_states.states_changed(self, None if everything else changed)
 
     def state_of(self, key: ObjKey) -> str:
         """`synced`, `pending`, `retrying` or `parked`: what the introspect pages show for one object
@@ -381,16 +385,15 @@ class Reconciler:
             return Progress.BLOCKED if self._reaches(key, waiter) else Progress.PENDING
         if key[0] != POD and self._desired(key) is None and not self.present(key):
             return Progress.BLOCKED  # nobody will create it: do without it until things change
-        self._enqueue(key)  # settled-looking but not as the waiter needs it: look again
-        return Progress.PENDING
+        return Progress.PENDING  # settled-looking but not as the waiter needs it: `_park` looks again
 
     def gate_add(self, holder: ObjKey, ref_field: str, target: ObjKey) -> Optional[ObjKey]:
         """A deny rule enters `<cluster>-denyall` only once its NetworkPolicy's firewall policy holds
         all its pass rules and is in the APS, and no pod is still being given a tag that policy's
         rules use (else that pod would be denied what the new rules allow it)."""
-        if holder != self.denyall_key or ref_field != "firewall_rule_refs" or self._policies is None:
+        if holder != self.denyall_key or ref_field != "firewall_rule_refs":
             return None
-        owner = self._policies.deny_owner(target[1])
+        owner = self.desired.deny_owner(target[1])
         if owner is None:
             return None
         policy = ("firewall-policy", owner)
@@ -398,7 +401,7 @@ class Reconciler:
             return policy
         if self._actual(self.aps_key) is not None and policy not in self._aps_refs.actual:
             return self.aps_key
-        for tag in self._policies.policy_tags(owner):
+        for tag in self.desired.policy_tags(owner):
             for pod in self._tagging_by_tag.get(tag, ()):
                 return pod
         return None
@@ -428,6 +431,8 @@ class Reconciler:
                 raise  # backoff; a refused write (not the leader) is no verdict on the object
             self._park_failed(key, exc)
             return True
+        finally:
+            self._push_states()
 
     def _handle_key(self, key: ObjKey) -> bool:
         self._activate(key)
@@ -610,10 +615,10 @@ class Reconciler:
                 "config API write failed, will retry", extra=kv(
                     key=describe(key), error=f"{type(exc).__name__}: {exc}", retry_in=round(delay, 3),
                     failures=self.executor.backoff.num_requeues(key)))
-        if key[0] == POD and key[1] in self.db.pods:
-            record = self.db.pods[key[1]]
-            record.vmi_state, record.vmi_error = RETRYING, f"{type(exc).__name__}: {exc}"
+        if key[0] == POD:
+            self.pods.mark(pod_of(key), RETRYING, f"{type(exc).__name__}: {exc}")
         self._set_status(key, BLOCKED)
+        self._push_states()
 
     def _park_failed(self, key: ObjKey, exc: Exception) -> None:
         """A permanent failure: `key` waits, with the reason shown, for a change or the next resync."""
@@ -623,9 +628,8 @@ class Reconciler:
         log.error("config API write refused, parked until its desired state changes or the next resync",
                   extra=kv(key=describe(key), error=reason), exc_info=not isinstance(exc, VncError))
         self.executor.backoff.forget(key)
-        if key[0] == POD and key[1] in self.db.pods:
-            record = self.db.pods[key[1]]
-            record.vmi_state, record.vmi_error = PARKED, reason
+        if key[0] == POD:
+            self.pods.mark(pod_of(key), PARKED, reason)
         self._state_changed(key)
         self._set_status(key, BLOCKED)
 
@@ -663,7 +667,7 @@ class Reconciler:
             self._state_changed(key)
 
     def _state_changed(self, key: ObjKey) -> None:
-        if self._state_changes is not None and key[0] != POD:
+        if key[0] != POD:
             self._state_changes.add(key)
 
     def _set_status(self, key: ObjKey, status: Optional[str]) -> None:
@@ -687,6 +691,9 @@ class Reconciler:
         for target in self._waiting_on[key] | self._blocked_on[key]:
             self._waiters.setdefault(target, set()).add(key)
         self._set_status(key, status)
+        for target in pending:  # settled-looking, yet not as `key` needs it: look at it again
+            if target not in self._status:
+                self._enqueue(target)
 
     def _unpark(self, key: ObjKey) -> None:
         for target in self._waiting_on.pop(key, set()) | self._blocked_on.pop(key, set()):
@@ -718,7 +725,7 @@ class Reconciler:
     # --- objects -------------------------------------------------------------------------------
 
     def _desired(self, key: ObjKey) -> Optional[Dict[str, Any]]:
-        return self.db.desired.get(key[0], {}).get(key[1])
+        return self.desired.get(key[0], key[1])
 
     def _actual(self, key: ObjKey) -> Optional[Dict[str, Any]]:
         return self.db.actual.get(key[0], {}).get(key[1])
@@ -741,7 +748,7 @@ class Reconciler:
 
     def _all_object_keys(self) -> Set[ObjKey]:
         keys: Set[ObjKey] = set()
-        for source in (self.db.desired, self.db.actual):
+        for source in (self.desired.objects, self.db.actual):
             for obj_type, objects in source.items():
                 keys.update((obj_type, fq) for fq in objects)
         return keys

@@ -10,7 +10,9 @@ start and at each resync (`VmiIndex.load`); only a pod the listing did not know 
 (and of a VMI the listing did not have). A pod whose VM or VMI does not exist yet (the CNI has not run)
 is shown as `no-vm` and retried with backoff. Tags that are not ours are never removed from a VMI:
 only tags we own or want are managed. A pod on the node's network (`spec.hostNetwork`) never gets a
-VM from the CNI: the cache marks it `host-network`, and it is left alone.
+VM from the CNI: its handler records that, and it is left alone.
+
+A pod's tagging state (`PodRecord.tagging`, shown as its VMI state) has one writer: `PodTagger`.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import AbstractSet, Any, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
 
-from kube_manager.db import PENDING, RETRYING, SYNCED, Database, Key
+from kube_manager.db import HOST_NETWORK, NO_VM, PENDING, RETRYING, SYNCED, Database, Key
 from kube_manager.logging_setup import kv
 from vnc_client.errors import NotFound
 
@@ -27,8 +29,6 @@ from .diff import ObjKey, Progress, View, tag_key
 log = logging.getLogger(__name__)
 
 VMI = "virtual-machine-interface"
-NO_VM = "no-vm"          # the pod's VM or VMI is not in the config API yet: retried with backoff
-HOST_NETWORK = "host-network"  # spec.hostNetwork: no VM nor VMI of its own, never tagged
 LABEL_TYPE = "label"     # the multi-valued predefined tag type
 POD = "pod"              # the resource type of pod keys in the work queue: ("pod", (namespace, name))
 
@@ -198,7 +198,7 @@ class PodTagger:
     def untaggable(self, key: Key) -> bool:
         """A host-network pod: nothing to tag, nothing to wait for."""
         record = self._db.pods.get(key)
-        return record is not None and record.vmi_state == HOST_NETWORK
+        return record is not None and record.host_network
 
     def needs_work(self, key: Key) -> bool:
         """Whether the pod's known VMIs differ from its desired tags (or none are known)."""
@@ -219,14 +219,26 @@ class PodTagger:
                 result.append(pod_key(*key))
         return result
 
+    def settled(self, key: Key) -> bool:
+        """Whether the pod holds convergence no more: tagged, or nothing to tag."""
+        record = self._db.pods.get(key)
+        return record is None or record.vmi_state in (SYNCED, HOST_NETWORK)
+
+    def mark(self, key: Key, state: str, error: str = "") -> None:
+        """The tagging state of pod `key`, when decided outside a sync (a failed or parked try, or a
+        resync that found its VMIs as they should be)."""
+        record = self._db.pods.get(key)
+        if record is not None:
+            record.tagging, record.vmi_error = state, error
+
     def sync(self, key: Key) -> PodOutcome:
         """One attempt at tagging the pod `key`; raises the client's errors for the caller to retry."""
         record = self._db.pods.get(key)
-        if record is None or record.vmi_state == HOST_NETWORK:
+        if record is None or record.host_network:
             return PodOutcome(done=True)  # deleted (the CNI removes its VMIs), or no VMI to tag
         vmis = self.index.vmis_of(record.uid) or self._discover(record.uid)
         if not vmis:
-            record.vmi_state = NO_VM
+            record.tagging = NO_VM
             record.vmi_error = f"no virtual-machine {record.uid} with an interface in the config API yet"
             return PodOutcome(done=False)
         waiter = pod_key(*key)
@@ -237,7 +249,7 @@ class PodTagger:
             state = self._view.progress(waiter, tag_key(tag))
             (outcome.pending if state is Progress.PENDING else outcome.blocked).append(tag_key(tag))
         if outcome.pending:
-            record.vmi_state = PENDING
+            record.tagging = PENDING
             return outcome
         for vmi in vmis:
             changes = tag_changes(self.index.tags[vmi], desired, self._managed, skip=missing)
@@ -253,11 +265,11 @@ class PodTagger:
             log.info("tagged pod VMI", extra=kv(pod=f"{key[0]}/{key[1]}", fq_name=self.index.names.get(vmi, ""),
                                                  uuid=vmi, changes=",".join(sorted(changes))))
         if outcome.blocked:
-            record.vmi_state = RETRYING
+            record.tagging = RETRYING
             record.vmi_error = "tags not created yet: " + ", ".join(sorted(":".join(k[1]) for k in outcome.blocked))
             outcome.done = False
         else:
-            record.vmi_state = SYNCED
+            record.tagging = SYNCED
             record.vmi_error = ""
         return outcome
 

@@ -42,6 +42,7 @@ from .network_policies import POLICY_KIND, NetworkPolicies, PolicyObjects
 from .parsecache import ParseCache
 from .podtags import PodTags
 from .policy import parse_policy
+from .published import DesiredState
 from .rejections import Rejections
 from .render import PolicyRenderer
 from .sequenced import SequencedRefs
@@ -108,8 +109,10 @@ class ClusterTranslator:
         self._explicit_namespaces: Dict[str, NamespaceInfo] = {}
         self._namespace_users: Dict[str, int] = {}  # pods and policies of each namespace
         aps_refs, deny_refs = self._create_cluster_objects(renderer.application_tag)
+        self._published = DesiredState(self._store.by_type)
         self._network_policies = NetworkPolicies(renderer, self._index, self._shared, self._store, aps_refs,
-                                                 deny_refs, self._rejections, self._marks, self._log)
+                                                 deny_refs, self._rejections, self._marks, self._log,
+                                                 self._published)
         self._sources: Tuple[PolicySource, ...] = (self._network_policies,)
 
     # --- Kubernetes events --------------------------------------------------------------------
@@ -211,6 +214,10 @@ class ClusterTranslator:
         """resource type -> fq_name -> body, for everything kube-manager wants in Contrail: a live
         view, updated in place by each flush."""
         return self._store.by_type
+
+    def published(self) -> DesiredState:
+        """The desired state as the reconciler reads it: a live, read-only view (published.py)."""
+        return self._published
 
     def pod_tags(self, namespace: str, name: str) -> Optional[Tuple[str, ...]]:
         """The sorted `type=value` tags the pod's VMIs must carry; None for an unknown pod."""

@@ -19,6 +19,7 @@ from .collisions import NameRegistry
 from .index import ClusterIndex
 from .marks import Marks, PolicyKey
 from .model import ParsedPolicy, PodInfo, PodScope
+from .published import DesiredState
 from .naming import collision_label
 from .rejections import Rejections, describe, object_logger
 from .render import PolicyRenderer, PolicyRendering
@@ -54,6 +55,7 @@ class NetworkPolicies:
     _rejections: Rejections
     _marks: Marks
     _log: ChangeLog
+    _published: DesiredState  # its deny rules' owners and its tags, for the reconciler
     _policies: Dict[PolicyKey, ParsedPolicy] = field(default_factory=dict, init=False)
     _renderings: Dict[PolicyKey, PolicyRendering] = field(default_factory=dict, init=False)
     _names: NameRegistry = field(default_factory=NameRegistry, init=False)  # names rendered under <np>
@@ -165,6 +167,7 @@ class NetworkPolicies:
         old = self._renderings.pop(key, None)
         if rendering is not None:
             self._renderings[key] = rendering
+        self._published.applied(key, old, rendering)
         if suffixed:
             self._suffixed.add(key)
         else:
