@@ -1,6 +1,6 @@
 """`contrail-kube-manager translate -f PATH... [-o table|json|yaml] [--cluster-name NAME]` (SPEC 8).
 
-Offline: reads Namespace, Pod and NetworkPolicy manifests and prints the Contrail objects the daemon
+Offline: reads Namespace, Pod, NetworkPolicy and ClusterNetworkPolicy manifests and prints the Contrail objects the daemon
 would write for them. The same input always gives byte-identical output, so the result can be
 diffed and kept under version control.
 """
@@ -58,7 +58,8 @@ def _translate(args: argparse.Namespace) -> int:
         print(f"contrail-kube-manager translate: {exc}", file=sys.stderr)
         return USAGE_ERROR
     translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
-                            cluster_name=args.cluster_name)
+                            cluster_name=args.cluster_name,
+                            cluster_network_policies=manifests.cluster_network_policies)
     sys.stdout.flush()
     sys.stdout.buffer.write(render(translation, args.output))
     return 0

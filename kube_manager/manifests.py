@@ -1,4 +1,4 @@
-"""Reading Namespace, Pod and NetworkPolicy manifests from files for the offline commands (SPEC 8).
+"""Reading Namespace, Pod, NetworkPolicy and ClusterNetworkPolicy manifests for the offline commands (SPEC 8).
 
 Files, directories (recursively, *.yaml / *.yml / *.json, in sorted order), standard input (`-`),
 multi-document YAML and `List` kinds are accepted. Other kinds are skipped. Defaults follow the API
@@ -44,6 +44,7 @@ class Manifests:
     namespaces: List[Dict[str, Any]] = field(default_factory=list)
     pods: List[Dict[str, Any]] = field(default_factory=list)
     network_policies: List[Dict[str, Any]] = field(default_factory=list)
+    cluster_network_policies: List[Dict[str, Any]] = field(default_factory=list)  # cluster-scoped
 
     def add(self, obj: Dict[str, Any]) -> None:
         kind = obj.get("kind")
@@ -58,12 +59,13 @@ class Manifests:
             "Namespace": self.namespaces,
             "Pod": self.pods,
             "NetworkPolicy": self.network_policies,
+            "ClusterNetworkPolicy": self.cluster_network_policies,
         }.get(kind)
         if target is None:
             return
         metadata = obj.setdefault("metadata", {}) or {}
         obj["metadata"] = metadata
-        if isinstance(metadata, dict) and kind != "Namespace" and not metadata.get("namespace"):
+        if isinstance(metadata, dict) and kind in ("Pod", "NetworkPolicy") and not metadata.get("namespace"):
             metadata["namespace"] = "default"
         target.append(obj)
 

@@ -6,8 +6,9 @@ and marks what depends on it (`marks.py`); `flush()` re-renders the marked polic
 marked pods and reports what changed. Reads never flush: they answer for the state of the last
 flush. The rooms:
 
-- policy sources (`network_policies.py`; ClusterNetworkPolicy is to be the next): parsed policies
-  in, renderings applied; each plugs in as one `PolicySource` in `_sources` and one kind in `reject`;
+- policy sources (`network_policies.py`, `cnp/source.py` for ClusterNetworkPolicies): parsed
+  policies in, renderings applied; each plugs in as one `PolicySource` in `_sources` and one kind
+  in `reject`;
 - `shared.py`: the tags and address groups policies share, reference-counted;
 - `podtags.py`: the tags each pod must carry;
 - `store.py`: the desired objects, the change log of every write, and the two objects that refer
@@ -29,6 +30,10 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Proto
 from .bodies import (ADDRESS_GROUP, APPLICATION_POLICY_SET, FIREWALL_POLICY, FIREWALL_RULE,
                      PASS, TAG, Body, BodyFactory, FqName, global_fq_name, sequenced_ref)
 from .changes import ChangeLog, Changes
+from .cnp.model import KIND as CNP_KIND
+from .cnp.parse import cnp_key, parse_cnp
+from .cnp.render import CnpStatus, TierRenderer
+from .cnp.source import ClusterNetworkPolicies
 from .decode import SelectorView
 from .encoding import namespace_tag
 from .index import ClusterIndex, PodKey
@@ -113,7 +118,9 @@ class ClusterTranslator:
         self._network_policies = NetworkPolicies(renderer, self._index, self._shared, self._store, aps_refs,
                                                  deny_refs, self._rejections, self._marks, self._log,
                                                  self._published)
-        self._sources: Tuple[PolicySource, ...] = (self._network_policies,)
+        self._cluster_policies = ClusterNetworkPolicies(TierRenderer(renderer), self._index, self._shared, self._store,
+                                                        aps_refs, self._marks)
+        self._sources: Tuple[PolicySource, ...] = (self._network_policies, self._cluster_policies)
 
     # --- Kubernetes events --------------------------------------------------------------------
 
@@ -170,6 +177,21 @@ class ClusterTranslator:
         if self._network_policies.remove((namespace, name)):
             self._use_namespace(namespace, -1)
 
+    def set_cluster_network_policy(self, manifest: Mapping[str, Any]) -> None:
+        """Add or replace a ClusterNetworkPolicy (SPEC 13); its tier is re-rendered at the next flush."""
+        try:
+            policy = parse_cnp(manifest)
+        except Exception as exc:  # InvalidInput (no valid name), or a bug confined to this object
+            self.reject(CNP_KIND, "", cnp_key(manifest), exc)
+            return
+        if self._rejections:
+            self._rejections.discard((CNP_KIND, "", policy.name))
+        self._cluster_policies.upsert(policy)
+
+    def remove_cluster_network_policy(self, name: str) -> None:
+        self._rejections.discard((CNP_KIND, "", name))
+        self._cluster_policies.remove(name)
+
     def _parse_namespaced(self, kind: str, parser: Callable[[Any, ParseCache], Parsed],
                           manifest: Mapping[str, Any]) -> Optional[Parsed]:
         """Parse a pod or policy; one that cannot be read replaces any earlier state of its key by
@@ -188,7 +210,8 @@ class ClusterTranslator:
         calls this too, when handling the object failed outside the translator."""
         remove = {NAMESPACE_KIND: lambda: self._remove_namespace(name),
                   POD_KIND: lambda: self._remove_pod(namespace, name),
-                  POLICY_KIND: lambda: self._remove_policy(namespace, name)}[kind]
+                  POLICY_KIND: lambda: self._remove_policy(namespace, name),
+                  CNP_KIND: lambda: self._cluster_policies.remove(name)}[kind]
         remove()
         self._rejections.add((kind, namespace, name), exc)
 
@@ -229,6 +252,12 @@ class ClusterTranslator:
     def policy_objects(self, namespace: str, name: str) -> Optional[PolicyObjects]:
         """The objects of one NetworkPolicy; None when it is unknown or rejected whole."""
         return self._network_policies.objects_of((namespace, name))
+
+    def cluster_network_policy_status(self, name: str) -> Optional[CnpStatus]:
+        """What the named ClusterNetworkPolicy emitted (its firewall policy, Accept rules, Deny
+        rules) and its errors; None when it is unknown (one without a valid name is only in
+        `errors()`)."""
+        return self._cluster_policies.status(name)
 
     def errors(self) -> List[Dict[str, str]]:
         """Every rejection and unresolved named port, sorted by kind, namespace and name."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import AbstractSet, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from .cidr import IpBlock
-from .model import METADATA_NAME_LABEL, NamespaceInfo, PodInfo, PodScope, PodSet
+from .model import METADATA_NAME_LABEL, NamespaceInfo, PodExpression, PodInfo, PodScope, PodSet
 from .selectors import EXISTS, IN, LabelSelector
 
 PodKey = Tuple[str, str]
@@ -143,6 +143,8 @@ class ClusterIndex:
     def contains(self, pods: PodSet, pod: PodInfo) -> bool:
         if isinstance(pods, IpBlock):
             return pods.contains(pod.address)
+        if isinstance(pods, PodExpression):
+            return pods.contains(pod, self.namespace_labels(pod.namespace))
         return pods.matches(pod.namespace, pod.labels, self.namespace_labels(pod.namespace))
 
     def matching_namespaces(self, selector: LabelSelector) -> List[str]:
@@ -153,6 +155,10 @@ class ClusterIndex:
         """The pods of a pod set, found through the indexes (an ipBlock scans pods with an IP)."""
         if isinstance(pods, IpBlock):
             return [pod for pod in self.pods.values() if pods.contains(pod.address)]
+        if isinstance(pods, PodExpression):
+            scope = pods.candidates()
+            found = self._scope_pods(scope) if scope is not None else self.pods.values()
+            return [pod for pod in found if pods.contains(pod, self.namespace_labels(pod.namespace))]
         return self._scope_pods(pods)
 
     def _scope_pods(self, scope: PodScope) -> List[PodInfo]:

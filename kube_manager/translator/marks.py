@@ -25,9 +25,10 @@ class Marks:
     pods: Dict[PodKey, None] = field(default_factory=dict)  # pods to re-tag
     origins: List[LabelOrigin] = field(default_factory=list)  # namespace label tags referenced or released
     scopes: List[ScopedLabel] = field(default_factory=list)  # pod label scopes that came or went
+    tiers: Dict[str, None] = field(default_factory=dict)  # ClusterNetworkPolicy tiers to re-render
 
     def __bool__(self) -> bool:
-        return bool(self.policies or self.pods or self.origins or self.scopes)
+        return bool(self.policies or self.pods or self.origins or self.scopes or self.tiers)
 
     def mark_pods(self, keys: Iterable[PodKey]) -> None:
         self.pods.update(dict.fromkeys(keys))

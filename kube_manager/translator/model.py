@@ -6,6 +6,7 @@ selector evaluation) works on them and never looks at raw dicts again.
 from __future__ import annotations
 
 import ipaddress
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
@@ -62,8 +63,29 @@ class PodScope:
 # Every pod of the cluster: the destination of an egress block without peers (SPEC 4).
 CLUSTER_SCOPE = PodScope(namespace_selector=EVERYTHING)
 
+
+class PodExpression(ABC):
+    """A set of pods no single selector describes: a ClusterNetworkPolicy rule minus the rules
+    before it (SPEC 13). It stands in Contrail as a selector tag kube-manager evaluates, so it says
+    which pods it holds and where to look for them."""
+
+    namespace: Optional[str] = None  # never confined to one namespace, as selector tags go
+
+    @abstractmethod
+    def hash_input(self) -> Any:
+        """The canonical set expression its selector tag hashes."""
+
+    @abstractmethod
+    def contains(self, pod: "PodInfo", namespace_labels: Mapping[str, str]) -> bool:
+        ...
+
+    @abstractmethod
+    def candidates(self) -> Optional[PodScope]:
+        """A scope holding every member (None: any pod may be one), to narrow the search."""
+
+
 Peer = Union[PodScope, IpBlock]
-PodSet = Union[PodScope, IpBlock]
+PodSet = Union[PodScope, IpBlock, PodExpression]
 NamedPort = Tuple[str, str, int]  # (port name, protocol as Kubernetes spells it, number)
 
 

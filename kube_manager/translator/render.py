@@ -43,6 +43,13 @@ _NO_SCOPED: Mapping[ScopedLabel, None] = MappingProxyType({})
 _Endpoint = Tuple[Body, Mapping[str, TagOrigin], PodScope, Mapping[ScopedLabel, None]]
 
 
+class EndpointSink(Protocol):
+    """Where an endpoint reports the tags it references (a render's accumulators)."""
+
+    tags: Dict[str, TagOrigin]
+    scoped_labels: Dict[ScopedLabel, None]
+
+
 class PodView(Protocol):
     """The cluster's pods, as the renderer needs them for named ports."""
 
@@ -137,7 +144,7 @@ class PolicyRenderer:
         work.tags[tag] = definition
         return {"tags": [tag]}
 
-    def scope_endpoint(self, scope: PodScope, namespace: str, work: _Work) -> Body:
+    def scope_endpoint(self, scope: PodScope, namespace: str, work: EndpointSink) -> Body:
         """The endpoint of a pod set of a policy of `namespace` (SPEC 2.1): its tags plus
         application=<cluster>, or one selector tag when a selector is not a plain conjunction of
         labels."""

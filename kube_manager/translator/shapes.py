@@ -254,3 +254,23 @@ EGRESS_RULE = fields(ports=ListOf(POLICY_PORT, each=True), to=ListOf(PEER, each=
 # Open only so that an unknown spec field can be reported and ignored rather than reject the policy.
 POLICY_SPEC = fields(closed=False, podSelector=LABEL_SELECTOR, policyTypes=ListOf(STRING),
                      ingress=ListOf(INGRESS_RULE, each=True), egress=ListOf(EGRESS_RULE, each=True))
+
+# ClusterNetworkPolicy (policy.networking.k8s.io/v1alpha2, SPEC 13): closed as the CRD's structural
+# schema prunes nothing the translator reads; a peer or protocol of an unknown kind (a newer API)
+# fails to conform, and the parser fails that rule closed. Rules and their lists are `each`: one bad
+# rule, peer or protocol fails closed alone.
+CNP = fields(closed=False, metadata=fields(closed=False, name=STRING, uid=STRING))
+NAMESPACED_POD = fields(namespaceSelector=LABEL_SELECTOR, podSelector=LABEL_SELECTOR)
+CNP_SUBJECT = fields(namespaces=LABEL_SELECTOR, pods=NAMESPACED_POD)
+CNP_PEER = fields(namespaces=LABEL_SELECTOR, pods=NAMESPACED_POD, networks=ListOf(STRING),
+                  nodes=LABEL_SELECTOR, domainNames=ListOf(STRING))
+CNP_PORT = fields(number=INTEGER, range=fields(start=INTEGER, end=INTEGER))
+CNP_PROTOCOL_PORT = fields(destinationPort=CNP_PORT)
+CNP_PROTOCOL = fields(tcp=CNP_PROTOCOL_PORT, udp=CNP_PROTOCOL_PORT, sctp=CNP_PROTOCOL_PORT,
+                      destinationNamedPort=STRING)
+CNP_INGRESS_RULE = Fields(MappingProxyType({"name": STRING, "action": STRING, "from": ListOf(CNP_PEER, each=True),
+                                            "protocols": ListOf(CNP_PROTOCOL, each=True)}))
+CNP_EGRESS_RULE = fields(name=STRING, action=STRING, to=ListOf(CNP_PEER, each=True),
+                         protocols=ListOf(CNP_PROTOCOL, each=True))
+CNP_SPEC = fields(closed=False, tier=STRING, priority=INTEGER, subject=CNP_SUBJECT,
+                  ingress=ListOf(CNP_INGRESS_RULE, each=True), egress=ListOf(CNP_EGRESS_RULE, each=True))

@@ -9,17 +9,31 @@ that comes or goes is marked (`Marks.scopes`) for `podtags` to re-tag its pods.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, FrozenSet, Optional, Tuple
+from typing import Any, Collection, Dict, FrozenSet, Mapping, Optional, Protocol, Tuple
 
 from .bodies import ADDRESS_GROUP, TAG, BodyFactory, FqName
 from .cidr import IpBlock
 from .marks import Marks
 from .membership import SelectorMembership
 from .model import SelectorDef
-from .render import POD_LABEL, LabelOrigin, PolicyRendering, ScopedLabel, TagOrigin
+from .render import POD_LABEL, LabelOrigin, ScopedLabel, TagOrigin
 from .store import DesiredObjects
 
 Label = Tuple[str, str]
+
+
+class SharedUse(Protocol):
+    """What a rendering uses of the shared objects: a NetworkPolicy's, or a tier of
+    ClusterNetworkPolicies."""
+
+    @property
+    def tags(self) -> Mapping[str, TagOrigin]: ...
+
+    @property
+    def address_groups(self) -> Mapping[FqName, IpBlock]: ...
+
+    @property
+    def scoped_labels(self) -> Collection[ScopedLabel]: ...
 
 
 class SharedObjects:
@@ -42,7 +56,7 @@ class SharedObjects:
         self._label_selectors: Dict[Label, Dict[FrozenSet[Label], int]] = {}
         self._address_group_refs: Dict[FqName, int] = {}
 
-    def apply(self, old: Optional[PolicyRendering], new: Optional[PolicyRendering]) -> bool:
+    def apply(self, old: Optional[SharedUse], new: Optional[SharedUse]) -> bool:
         """Move one policy's references from `old` to `new`, the new before the old are released
         (make before break); whether its set of tags or address groups changed."""
         old_tags = old.tags if old is not None else {}

@@ -41,7 +41,7 @@ class Translation:
 
 def translate(namespaces: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]],
               network_policies: Iterable[Mapping[str, Any]], *, cluster_name: str = "k8s",
-              owner: str = "k8s") -> Translation:
+              owner: str = "k8s", cluster_network_policies: Iterable[Mapping[str, Any]] = ()) -> Translation:
     """Translate plain manifests (as the API server returns them) in one go.
 
     Equal, by construction, to a ClusterTranslator fed the same objects: it is one, without the
@@ -57,6 +57,8 @@ def translate(namespaces: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[st
             translator.upsert_pod(pod)
         for policy in network_policies:
             translator.upsert_policy(policy)
+        for cluster_policy in cluster_network_policies:
+            translator.set_cluster_network_policy(cluster_policy)
         translator.flush()
         return translator.translation()
 
