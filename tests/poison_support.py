@@ -93,9 +93,14 @@ JSON_VALUES = st.recursive(
 
 def poisoned(kind: str, path: Tuple[Any, ...], value: Any) -> Any:
     """The template of `kind` with `value` at `path` (the whole object when the path is empty)."""
+    return poison_at(TEMPLATES[kind], path, value)
+
+
+def poison_at(template: Any, path: Tuple[Any, ...], value: Any) -> Any:
+    """A copy of `template` with `value` at `path` (the whole object when the path is empty)."""
     if not path:
         return value
-    manifest = copy.deepcopy(TEMPLATES[kind])
+    manifest = copy.deepcopy(template)
     parent = manifest
     for step in path[:-1]:
         if isinstance(parent, dict):

@@ -10,9 +10,13 @@ from kube_manager.manifests import Manifests
 from kube_manager.translator import ClusterTranslator, translate
 from kube_manager.explain.explainer import Explainer
 from kube_manager.translator import render as render_module
-from poison_support import (CLEAN, POISONS, VALID_KEYS, VALID_NAMESPACES, VALID_PODS, VALID_POLICIES,
-                            assert_others_converge, cluster_with, fuzz, identify)
+from hypothesis import strategies as st
+
+from kube_manager.translator.cnp.parse import cnp_key
+from poison_support import (CLEAN, JSON_VALUES, POISONS, VALID_KEYS, VALID_NAMESPACES, VALID_PODS, VALID_POLICIES,
+                            assert_others_converge, cluster_with, fuzz, identify, paths, poison_at)
 from builders import pod, policy
+from cnp_support import cnp
 
 
 
@@ -168,3 +172,51 @@ def test_explain_never_raises_and_flows_between_valid_pods_keep_their_verdict(po
     verdicts = _verdicts(*cluster_with(kind, manifest))  # raises nothing, whatever the poison
     if key not in VALID_KEYS and (key[1] == "zz" or (kind == "Namespace" and key[2] not in ("a", "b"))):
         assert verdicts == CLEAN_VERDICTS
+
+
+# --- ClusterNetworkPolicy (SPEC 11 and 13) ---------------------------------------------------------
+
+CNP_TEMPLATE = cnp("zz", "Admin", 5, {"pods": {"namespaceSelector": {"matchLabels": {"team": "x"}},
+                                               "podSelector": {"matchExpressions": [{"key": "app", "operator": "In",
+                                                                                     "values": ["web", "db"]}]}}},
+                   ingress=[{"name": "a", "action": "Accept", "from": [{"namespaces": {"matchLabels": {"team": "y"}}}],
+                             "protocols": [{"tcp": {"destinationPort": {"number": 80}}},
+                                           {"destinationNamedPort": "http"}]},
+                            {"action": "Deny", "from": [{"pods": {"namespaceSelector": {}, "podSelector": {}}}]}],
+                   egress=[{"action": "Pass", "to": [{"networks": ["10.0.0.0/8"]}],
+                            "protocols": [{"udp": {"destinationPort": {"range": {"start": 53, "end": 60}}}}]},
+                           {"action": "Deny", "to": [{"networks": ["0.0.0.0/0"]}]}])
+CNP_POISONS = st.sampled_from(paths(CNP_TEMPLATE) + [("spec", "egress", 0, "from"), ("spec", "subject", "nodes")]).flatmap(
+    lambda path: JSON_VALUES.map(lambda value: poison_at(CNP_TEMPLATE, path, value)))
+
+
+def _valid_network_policy_objects(result):
+    return {o["fq_name"][-1]: o for key in ("firewall_rules", "firewall_policies") for o in result[key]
+            if not o["fq_name"][-1].startswith("k8s--")}
+
+
+@fuzz(400)
+@given(CNP_POISONS)
+def test_no_value_in_a_cluster_network_policy_raises_or_touches_the_network_policies(manifest):
+    result = translate(VALID_NAMESPACES, VALID_PODS, VALID_POLICIES, cluster_network_policies=[manifest]).to_dict()
+    assert _valid_network_policy_objects(result) == _valid_network_policy_objects(CLEAN)
+    assert [e for e in result["errors"] if e["kind"] != "ClusterNetworkPolicy"] == CLEAN["errors"]
+    cnp_errors = [e for e in result["errors"] if e["kind"] == "ClusterNetworkPolicy"]
+    emitted = [r for r in result["application_policy_set"]["firewall_policy_refs"] if r["to"][-1].startswith("k8s--")]
+    assert cnp_errors or emitted, "a policy that emits nothing says why"
+
+
+@fuzz(200)
+@given(CNP_POISONS)
+def test_setting_and_removing_a_poisoned_cluster_network_policy_never_raises_and_leaves_no_trace(manifest):
+    translator = ClusterTranslator()
+    for upsert, group in ((translator.upsert_namespace, VALID_NAMESPACES), (translator.upsert_pod, VALID_PODS),
+                          (translator.upsert_policy, VALID_POLICIES)):
+        list(map(upsert, group))
+    translator.pop_changes()
+    translator.set_cluster_network_policy(manifest)
+    translator.pop_changes()
+    expected = translate(VALID_NAMESPACES, VALID_PODS, VALID_POLICIES, cluster_network_policies=[manifest])
+    assert translator.translation().to_dict() == expected.to_dict()
+    translator.remove_cluster_network_policy(cnp_key(manifest))
+    assert translator.translation().to_dict() == CLEAN
