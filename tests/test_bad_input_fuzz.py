@@ -213,10 +213,11 @@ def test_setting_and_removing_a_poisoned_cluster_network_policy_never_raises_and
     for upsert, group in ((translator.upsert_namespace, VALID_NAMESPACES), (translator.upsert_pod, VALID_PODS),
                           (translator.upsert_policy, VALID_POLICIES)):
         list(map(upsert, group))
-    translator.pop_changes()
+    translator.flush()
     translator.set_cluster_network_policy(manifest)
-    translator.pop_changes()
+    translator.flush()
     expected = translate(VALID_NAMESPACES, VALID_PODS, VALID_POLICIES, cluster_network_policies=[manifest])
     assert translator.translation().to_dict() == expected.to_dict()
     translator.remove_cluster_network_policy(cnp_key(manifest))
+    translator.flush()
     assert translator.translation().to_dict() == CLEAN

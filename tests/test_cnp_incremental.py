@@ -1,5 +1,5 @@
 """ClusterNetworkPolicies in the incremental translator: any sequence of policy, pod and namespace
-events ends equal to a batch `translate()` of the final state, pop_changes() reports exactly what
+events ends equal to a batch `translate()` of the final state, flush() reports exactly what
 changed, and one policy change re-renders its own tier only."""
 from __future__ import annotations
 
@@ -47,8 +47,8 @@ def test_any_event_sequence_ends_equal_to_a_batch_translation_with_exact_change_
     translator = ClusterTranslator()
     state = {"cnp": {}, "namespace": {}, "pod": {}}
     before = _snapshot(translator)
-    translator.pop_changes()
-    for (op, arg), then_pop in ops:
+    translator.flush()
+    for (op, arg), then_flush in ops:
         if op == "cnp":
             state["cnp"][arg["metadata"]["name"]] = arg
             translator.set_cluster_network_policy(copy.deepcopy(arg))
@@ -64,13 +64,14 @@ def test_any_event_sequence_ends_equal_to_a_batch_translation_with_exact_change_
         else:
             state["pod"].pop(arg, None)
             translator.delete_pod(*arg)
-        if then_pop:
-            changes = translator.pop_changes()
+        if then_flush:
+            changes = translator.flush()
             after = _snapshot(translator)
             assert set(changes.added) == after.keys() - before.keys()
             assert set(changes.removed) == before.keys() - after.keys()
             assert {k for k in after.keys() & before.keys() if after[k] != before[k]} <= set(changes.changed)
             before = after
+    translator.flush()
     fresh = translate(state["namespace"].values(), state["pod"].values(), [],
                       cluster_network_policies=state["cnp"].values())
     assert json.dumps(translator.translation().to_dict()) == json.dumps(fresh.to_dict())
@@ -84,12 +85,12 @@ def test_one_policy_change_re_renders_its_tier_and_nothing_else(monkeypatch):
     deny = [{"action": "Deny", "from": [{"namespaces": {}}]}]
     translator.set_cluster_network_policy(cnp("admin", "Admin", 1, {"namespaces": {}}, ingress=deny))
     translator.set_cluster_network_policy(cnp("base", "Baseline", 1, {"namespaces": {}}, ingress=deny))
-    translator.pop_changes()
+    translator.flush()
     rendered = []
     original = TierRenderer.render
     monkeypatch.setattr(TierRenderer, "render", lambda self, tier, *a: rendered.append(tier) or original(self, tier, *a))
     translator.set_cluster_network_policy(cnp("admin", "Admin", 2, {"namespaces": {}}, ingress=deny))
-    changes = translator.pop_changes()
+    changes = translator.flush()
     assert rendered == ["Admin"]
     touched = {fq[-1] for _, fq in changes.added + changes.changed + changes.removed}
     assert touched == {"k8s--cnp-admin", "k8s"}  # its policy's annotations and its APS ref (priority 1 -> 2)

@@ -141,12 +141,14 @@ def test_status_names_what_each_policy_emitted():
     translator.set_cluster_network_policy(cnp("p", "Admin", 1, HOUSE_A, ingress=[
         {"action": "Accept", "from": FROM_B, "protocols": [{"destinationNamedPort": "nope"}]},
         {"action": "Deny", "from": FROM_B}]))
+    translator.flush()
     status = translator.cluster_network_policy_status("p")
     assert status is not None and status.firewall_policy == ("default-policy-management", "k8s--cnp-p")
     assert status.rules == () and status.deny_rules == (("default-policy-management", "k8s--cnp-p-ingress-1-0-0-0"),)
     assert "named port 'nope' resolves on no destination pod" in status.errors[0]
     assert translator.cluster_network_policy_status("unknown") is None
     translator.set_cluster_network_policy({"kind": "ClusterNetworkPolicy", "metadata": {"name": "Bad_Name"}})
+    translator.flush()
     assert [e["name"] for e in translator.errors()] == ["Bad_Name", "p"]
 
 

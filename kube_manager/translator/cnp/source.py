@@ -10,11 +10,11 @@ rule leaves out) is marked again whenever pods or namespace labels change.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, Optional
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from kvlog import kv
 
-from ..bodies import ADDRESS_GROUP, FIREWALL_POLICY, FIREWALL_RULE
+from ..bodies import ADDRESS_GROUP, FIREWALL_POLICY, FIREWALL_RULE, Body, FqName
 from ..index import ClusterIndex
 from ..marks import Marks
 from ..model import PodInfo
@@ -88,6 +88,7 @@ class ClusterNetworkPolicies:
         if not marks.tiers:
             return
         dirty, marks.tiers = marks.tiers, {}
+        changes = []
         for tier in dirty:
             # A policy rejected whole has no tier; its errors are kept with the Admin tier's.
             policies = [p for p in self._policies.values() if p.tier == tier or (tier == TIERS[0] and p.tier not in TIERS)]
@@ -95,24 +96,40 @@ class ClusterNetworkPolicies:
             old = self._renderings.pop(tier, None)
             if new is not None:
                 self._renderings[tier] = new
-            self._apply(old, new)
+            changes.append((old, new))
+            self._log_new_errors(old, new)
+        self._apply(changes)
 
-    def _apply(self, old: Optional[TierRendering], new: Optional[TierRendering]) -> None:
-        """Move the tier from `old` to `new`: references first (make before break), then objects."""
-        self._shared.apply(old, new)
+    def _apply(self, changes: List[Tuple[Optional[TierRendering], Optional[TierRendering]]]) -> None:
+        """Move the re-rendered tiers from old to new, all together: a policy moving between tiers
+        keeps its firewall policy, and every new reference is taken before an old one is released
+        (make before break)."""
+        for _, new in changes:
+            self._shared.apply(None, new)
+        for old, _ in changes:
+            self._shared.apply(old, None)
         store = self._store
         for resource_type in (FIREWALL_RULE, FIREWALL_POLICY, ADDRESS_GROUP):
-            kept = new.objects[resource_type] if new is not None else {}
+            kept: Dict[FqName, Body] = {}
+            for _, new in changes:
+                kept.update(new.objects[resource_type] if new is not None else {})
             store.put_all(resource_type, kept.items())
-            for fq_name in old.objects[resource_type] if old is not None else ():
-                if fq_name not in kept:
-                    store.drop(resource_type, fq_name)
-        refs = new.aps_refs if new is not None else {}
+            for old, _ in changes:
+                for fq_name in old.objects[resource_type] if old is not None else ():
+                    if fq_name not in kept:
+                        store.drop(resource_type, fq_name)
+        refs: Dict[FqName, str] = {}
+        for _, new in changes:
+            refs.update(new.aps_refs if new is not None else {})
         for fq_name, sequence in refs.items():
             self._aps_refs.set(fq_name, sequence, store.by_type[FIREWALL_POLICY][fq_name]["fq_name"])
-        for fq_name in old.aps_refs if old is not None else ():
-            if fq_name not in refs:
-                self._aps_refs.discard(fq_name)
+        for old, _ in changes:
+            for fq_name in old.aps_refs if old is not None else ():
+                if fq_name not in refs:
+                    self._aps_refs.discard(fq_name)
+
+    @staticmethod
+    def _log_new_errors(old: Optional[TierRendering], new: Optional[TierRendering]) -> None:
         logged = {(name, r) for name, s in (old.statuses.items() if old is not None else ()) for r in s.errors}
         for name, status in new.statuses.items() if new is not None else ():
             for reason in status.errors:  # each reason once
