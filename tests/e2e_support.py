@@ -26,7 +26,7 @@ from kube_manager.sim.kube_api.server import DEFAULT_BOOKMARK_INTERVAL
 from kube_manager.sim.kube_api.runner import EmulatorRunner
 from kube_manager.manifests import Manifests
 from kube_manager.translator import translate
-from tests.kube_helpers import wait_until
+from tests.waiting import wait_until
 from tests.reconciler_support import InProcessApi, differences, expected_objects
 from vnc_client.client import VncClient
 from kube_manager.sim.vnc_api.runner import BackgroundServer, run_in_background

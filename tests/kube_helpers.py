@@ -6,7 +6,6 @@ import contextlib
 import json
 import socket
 import threading
-import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from kubernetes.watch.watch import iter_resp_lines
@@ -14,24 +13,7 @@ from kubernetes.watch.watch import iter_resp_lines
 from kube_manager.db import Database
 from kube_manager.handlers import KINDS
 from kube_manager.kube.watcher import KubeWatcher
-
-DEADLINE = 10.0  # seconds any awaited condition may take before the test fails
-
-
-def wait_until(predicate: Callable[[], Any], what: str, timeout: float = DEADLINE,
-               sleep: Callable[[float], None] = time.sleep) -> Any:
-    """Poll `predicate` until it is truthy; fail naming `what` after `timeout`.
-
-    `sleep` is `gevent.sleep` where the awaited work runs in greenlets of the test's own hub."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        sleep(0.01)
-
+from tests.waiting import DEADLINE, wait_until
 
 def raw_watch(api_call: Any, *args: Any, **kwargs: Any) -> Any:
     """The raw streaming response of a watch call (what the daemon's watcher reads)."""

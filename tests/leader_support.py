@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from kube_manager.manifests import Manifests
-from tests.e2e_support import DaemonProcess, Environment, wait_until
+from tests.e2e_support import DaemonProcess, Environment
+from tests.waiting import wait_until
 from vnc_client.transport import USER_AGENT
 
 NAMESPACE, LEASE = "kube-system", "contrail-kube-manager-k8s"

@@ -224,10 +224,3 @@ def differences(expected: Mapping[str, Mapping[Tuple[str, ...], Any]],
     return problems
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
-    """Poll `predicate` (yielding to gevent) until true or the deadline passes."""
-    deadline = gevent.get_hub().loop.now() + timeout
-    while not predicate():
-        if gevent.get_hub().loop.now() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        gevent.sleep(0.005)

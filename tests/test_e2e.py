@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from kube_manager.manifests import Manifests
-from tests.e2e_support import Environment, wait_until
+from tests.e2e_support import Environment
+from tests.waiting import wait_until
 from builders import HTTP_8080, allow_from, namespace, pod, policy
 
 NS_SHOP = namespace("shop", team="shop")

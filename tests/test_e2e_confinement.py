@@ -6,7 +6,8 @@ are rejected with their reasons on the introspect page, and everything else conv
 from __future__ import annotations
 
 from kube_manager.manifests import Manifests
-from tests.e2e_support import Environment, wait_until
+from tests.e2e_support import Environment
+from tests.waiting import wait_until
 from builders import HTTP_8080, allow_from, namespace, pod, policy
 
 BAD_TYPES = policy("shop", "bad-types", {"podSelector": {}, "policyTypes": [["Ingress"]]})

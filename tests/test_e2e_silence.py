@@ -6,7 +6,8 @@ from __future__ import annotations
 import urllib.error
 import urllib.request
 
-from tests.e2e_support import Environment, wait_until
+from tests.e2e_support import Environment
+from tests.waiting import wait_until
 from builders import allow_from, policy
 from tests.test_e2e import BASE
 

@@ -18,7 +18,8 @@ from kube_manager.sim.kube_api.runner import EmulatorRunner
 from kube_manager.sim.kube_api.store import ApiError, KubeStore
 from kube_manager.manifests import load_manifests
 from builders import namespace, pod, policy
-from kube_helpers import raw_watch, read_events, wait_until
+from kube_helpers import raw_watch, read_events
+from tests.waiting import wait_until
 
 
 @pytest.fixture

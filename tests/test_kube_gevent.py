@@ -16,7 +16,6 @@ SCRIPT = textwrap.dedent("""
 
     import json
     import gevent
-    import gevent.event
 
     from kube_manager.db import Database
     from kube_manager.kube.client_factory import api_client_for_url
@@ -24,19 +23,12 @@ SCRIPT = textwrap.dedent("""
     from kube_manager.handlers import KINDS
     from kube_manager.kube.watcher import make_watchers
     from kube_manager.settings import WatchSettings
+    from tests.waiting import wait_green
 
     events = []
-    changed = gevent.event.Event()
 
     def on_event(resource, event_type, obj):
         events.append([resource, event_type, obj.get("metadata", {}).get("name", "")])
-        changed.set()
-
-    def wait_for(predicate):
-        with gevent.Timeout(10):
-            while not predicate():
-                changed.clear()
-                changed.wait()
 
     runner = EmulatorRunner().start()
     runner.store.create({"kind": "Namespace", "metadata": {"name": "dev"}})
@@ -44,16 +36,14 @@ SCRIPT = textwrap.dedent("""
     watchers = make_watchers(api_client_for_url(runner.url), KINDS, on_event, db,
                              settings=WatchSettings(initial_backoff=0.05))
     greenlets = [gevent.spawn(w.run) for w in watchers]
-    wait_for(lambda: sum(e[1] == "LISTED" for e in events) == 3)
-    with gevent.Timeout(10):
-        while runner.store.watch_count < 3:
-            gevent.sleep(0.01)
+    wait_green(lambda: sum(e[1] == "LISTED" for e in events) == 3, "the three initial lists")
+    wait_green(lambda: runner.store.watch_count >= 3, "the three watches")
     runner.store.create({"kind": "Pod", "metadata": {"name": "web", "namespace": "dev"}})
     runner.store.drop_watches()
     runner.store.create({"kind": "NetworkPolicy", "metadata": {"name": "np", "namespace": "dev"},
                          "spec": {"podSelector": {}}})
-    wait_for(lambda: ["networkpolicies", "ADDED", "np"] in events
-             and ["pods", "ADDED", "web"] in events)
+    wait_green(lambda: ["networkpolicies", "ADDED", "np"] in events and ["pods", "ADDED", "web"] in events,
+               "the events made while the watches were dropped")
     for w in watchers:
         w.stop()
     stopped = gevent.joinall(greenlets, timeout=5)

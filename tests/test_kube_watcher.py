@@ -9,7 +9,8 @@ from typing import Any, Dict, List, Tuple
 from prometheus_client import CollectorRegistry
 
 from builders import namespace, pod, policy
-from kube_helpers import Recorder, ScriptedServer, http_response, running, wait_until, watcher
+from kube_helpers import Recorder, ScriptedServer, http_response, running, watcher
+from tests.waiting import wait_until
 from kube_manager.db import Database
 from kube_manager.kube.client_factory import api_client_for_url
 from kube_manager.sim.kube_api.runner import EmulatorRunner

@@ -11,7 +11,7 @@ from typing import Iterator, List
 import pytest
 
 from kube_manager.manifests import Manifests
-from tests.e2e_support import wait_until
+from tests.waiting import wait_until
 from tests.leader_support import SHORT, ElectionRig, log_time, parse_time
 from builders import HTTP_8080, allow_from, namespace, pod, policy
 from vnc_client.transport import USER_AGENT

@@ -8,7 +8,6 @@ greenlets with short timings, waited on by polling conditions with deadlines.
 from __future__ import annotations
 
 import datetime
-import functools
 import time
 from typing import Any, Callable, List, Optional, Tuple
 
@@ -18,7 +17,7 @@ import pytest
 from kube_manager.db import LeaderStatus
 from kube_manager.kube.client_factory import api_client_for_url
 from kube_manager.sim.kube_api.runner import EmulatorRunner
-from tests.kube_helpers import wait_until
+from tests.waiting import wait_green
 from kube_manager.leader.elector import LeaderElector
 from kube_manager.leader.gate import WriteGate
 from kube_manager.leader.lock import LeaseLock, LeaseRecord, LockError
@@ -174,10 +173,6 @@ def test_release_clears_the_holder_and_a_standby_takes_over_at_once(kube: Emulat
     assert _holder(kube) == "b"
 
 
-# Poll while letting the elector's greenlets run.
-_wait = functools.partial(wait_until, sleep=gevent.sleep)
-
-
 def _refused(gate: WriteGate, epoch: int) -> bool:
     try:
         gate.check(epoch)
@@ -195,23 +190,23 @@ def test_a_leader_whose_renewals_fail_stops_writing_before_its_renew_deadline(ku
     a._on_transition = transitions.append
     runner = gevent.spawn(a.run)
     try:
-        _wait(lambda: a.is_leader, "leadership")
+        wait_green(lambda: a.is_leader, "leadership")
         epoch = a.epoch
-        _wait(lambda: a.status.last_renew_at and a.term_deadline > a._renewed_at and
+        wait_green(lambda: a.status.last_renew_at and a.term_deadline > a._renewed_at and
               kube.call(lambda s: s.leases.writes) >= 2, "a renewal")
         assert not _refused(a.gate, epoch)
         kube.call(lambda store: store.leases.fail_writes_from("a", mode))
         failing_from = time.monotonic()
-        _wait(lambda: _refused(a.gate, epoch), "the gate to close")
+        wait_green(lambda: _refused(a.gate, epoch), "the gate to close")
         closed_at = time.monotonic()
         # The last renewal that succeeded started before the fault, so the gate closed within the
         # renew deadline of the fault (plus the polling step), never later.
         assert closed_at - failing_from <= renew + 0.1
-        _wait(lambda: not a.is_leader, "stepping down", timeout=renew + 1.0)
+        wait_green(lambda: not a.is_leader, "stepping down", timeout=renew + 1.0)
         assert transitions == [True, False]
         assert a.status.transitions == 2 and not a.status.is_leader
         kube.call(lambda store: store.leases.clear_faults())
-        _wait(lambda: a.is_leader, "leadership again")    # a new term: the old epoch stays refused
+        wait_green(lambda: a.is_leader, "leadership again")    # a new term: the old epoch stays refused
         assert a.epoch == epoch + 1
         assert _refused(a.gate, epoch) and not _refused(a.gate, a.epoch)
     finally:
@@ -225,15 +220,15 @@ def test_a_standby_loop_takes_over_when_the_leader_releases(kube: EmulatorRunner
     b = _candidate(kube, "b", lease=3, renew=2.0, retry=0.2)
     runners = [gevent.spawn(a.run)]
     try:
-        _wait(lambda: a.is_leader, "a leading")
+        wait_green(lambda: a.is_leader, "a leading")
         runners.append(gevent.spawn(b.run))
-        _wait(lambda: b.status.leader == "a", "b seeing a")
+        wait_green(lambda: b.status.leader == "a", "b seeing a")
         assert not b.is_leader
         a.stop()
         runners[0].join(5)
         released = time.monotonic()
         assert a.release()
-        _wait(lambda: b.is_leader, "b leading")
+        wait_green(lambda: b.is_leader, "b leading")
         assert time.monotonic() - released < 3.0   # well before a's lease (3 s) would have expired
         assert _holder(kube) == "b"
     finally:

@@ -11,7 +11,8 @@ from kube_manager.settings import ReconcilerSettings
 from kube_manager.reconciler.pods import NO_VM
 from builders import HTTP_8080, allow_from, namespace, pod, policy
 from tests.reconciler_support import (Cluster, InProcessApi, connection_error, differences,
-                                      expected_objects, server_error, wait_for)
+                                      expected_objects, server_error)
+from tests.waiting import wait_green
 
 NS_A = namespace("a", team="x")
 NS_B = namespace("b")
@@ -49,7 +50,7 @@ class Setup:
         return self
 
     def converge(self, timeout: float = 10.0) -> None:
-        wait_for(self.rec.converged, timeout, "convergence")
+        wait_green(self.rec.converged, "convergence", timeout)
         assert differences(expected_objects(self.cluster.translation()), self.api.owned()) == []
         for workload in self.cluster.translation()["workloads"]:
             uid = self.cluster.db.pods[(workload["namespace"], workload["name"])].uid
@@ -173,8 +174,8 @@ def test_a_failing_object_does_not_hold_back_the_others(setup):
         body = s.api.owned()["application-policy-set"].get(aps)
         refs = {r["to"][-1] for r in (body or {}).get("firewall_policy_refs", [])}
         return {"k8s-b-from-team", "k8s-a-egress", "k8s-denyall", "k8s-allowall"} <= refs
-    wait_for(others_in_force, what="the other policies in the APS")
-    wait_for(lambda: s.rec.counters.failures >= 3, what="retries of the broken rule")
+    wait_green(others_in_force, "the other policies in the APS")
+    wait_green(lambda: s.rec.counters.failures >= 3, "retries of the broken rule")
     # fail closed: without its pass rule, the policy's deny rule is not in force either
     denyall = s.api.owned()["firewall-policy"][("default-policy-management", "k8s-denyall")]
     assert "k8s-a-ingress-allow-client-denyall" not in {r["to"][-1] for r in denyall["firewall_rule_refs"]}
@@ -219,9 +220,9 @@ def test_name_taken_by_an_unowned_object_is_reported_not_overwritten(setup):
     taken = ["default-policy-management", "k8s-a-egress"]
     api.api.create("firewall-policy", {"fq_name": taken, "parent_type": "policy-management"})
     s = setup(api=api).start()
-    wait_for(lambda: ("firewall-policy", tuple(taken)) in s.rec.conflicts, what="the conflict")
-    wait_for(lambda: s.api.owned()["firewall-policy"].get(
-        ("default-policy-management", "k8s-b-from-team")) is not None, what="the other policies")
+    wait_green(lambda: ("firewall-policy", tuple(taken)) in s.rec.conflicts, "the conflict")
+    wait_green(lambda: s.api.owned()["firewall-policy"].get(
+        ("default-policy-management", "k8s-b-from-team")) is not None, "the other policies")
     assert api.api.lookup("firewall-policy", taken).props.get("annotations") is None
     assert s.cluster.db.network_policies[("a", "egress")].state == "retrying"
     assert s.cluster.db.network_policies[("b", "from-team")].state == SYNCED
@@ -233,11 +234,11 @@ def test_shared_tag_of_another_cluster_is_used_as_it_is(setup):
     theirs = {"key_value_pair": [{"key": "owner", "value": "k8s"}, {"key": "cluster", "value": "other"}]}
     api.api.create("tag", {"fq_name": ["app=web"], "tag_type_name": "app", "tag_value": "web", "annotations": theirs})
     s = setup(api=api).start()
-    wait_for(s.rec.converged, what="convergence")
+    wait_green(s.rec.converged, "convergence")
     tag = api.api.lookup("tag", ["app=web"])
     assert tag.props["annotations"] == theirs  # not adopted, not rewritten
     s.cluster.remove(ALLOW_CLIENT, EGRESS)
-    wait_for(s.rec.converged, what="convergence after removal")
+    wait_green(s.rec.converged, "convergence after removal")
     assert api.api.lookup("tag", ["app=web"]) is not None  # not ours to delete
 
 
@@ -262,7 +263,7 @@ def test_create_conflict_with_our_own_object_reads_compares_updates(setup):
 def test_pod_whose_vmi_appears_late_is_pending_then_tagged(setup):
     s = setup(vmis=False).start()
     record = s.cluster.db.pods[("a", "web")]
-    wait_for(lambda: record.vmi_state == NO_VM, what="the pod shown without VM")
+    wait_green(lambda: record.vmi_state == NO_VM, "the pod shown without VM")
     assert not s.rec.converged()
     for manifest in PODS:
         s.api.add_pod_vmi(manifest["metadata"]["uid"], manifest["metadata"]["name"])
@@ -288,7 +289,7 @@ def test_a_tag_still_used_by_someone_else_is_left_for_the_next_resync(setup):
     s.api.api.set_tag({"obj_type": "virtual-machine-interface", "obj_uuid": foreign,
                        "app": {"is_global": True, "value": "client"}})
     s.cluster.remove(ALLOW_CLIENT)
-    wait_for(s.rec.converged, what="convergence with the tag in use")
+    wait_green(s.rec.converged, "convergence with the tag in use")
     assert s.api.api.lookup("tag", ["app=client"]) is not None
     assert s.rec.summary()["deferred"] == 1
 
@@ -326,7 +327,7 @@ def test_an_object_deleted_by_hand_while_being_updated_is_created_again(setup):
     store.delete("firewall-rule", store.lookup("firewall-rule", name).uuid)
     s.api.writes.clear()
     s.cluster.apply(policy("a", "allow-client", allow_from("client", "web", port=8443)))  # updates the rule
-    wait_for(lambda: s.rec.queue.is_idle(), what="the update handled")
+    wait_green(lambda: s.rec.queue.is_idle(), "the update handled")
     rule_writes = [w.op for w in s.api.writes if w.fq_name[-1] == name[-1]]
     assert rule_writes == ["create"]  # its PUT got 404 (not logged as a write): created again
     s.rec.resync()  # the policy edited by hand is drift: repaired by the resync
@@ -365,7 +366,7 @@ def test_an_event_never_reads_the_long_ref_lists_whole(setup, monkeypatch):
     s.cluster.apply(policy("b", "one-more", {**allow_from("web", "db", 5432), "policyTypes": ["Ingress", "Egress"],
                                              "egress": [{"ports": [{"port": 53, "protocol": "UDP"}]}]}))
     s.cluster.remove(many[7])
-    wait_for(s.rec.converged, what="convergence")
+    wait_green(s.rec.converged, "convergence")
     assert whole_reads == []
     monkeypatch.undo()
     s.converge()
@@ -414,10 +415,10 @@ def test_a_name_taken_in_the_listing_costs_no_request_at_each_resync(setup):
     calls: List[Tuple[str, Tuple[str, ...]]] = []
     api.fault = lambda op, obj_type, fq: calls.append((op, fq))
     s = setup(api=api).start()
-    wait_for(lambda: ("firewall-policy", taken) in s.rec.conflicts, what="the conflict")
-    wait_for(lambda: s.rec.queue.is_idle(), what="the rest written")
+    wait_green(lambda: ("firewall-policy", taken) in s.rec.conflicts, "the conflict")
+    wait_green(lambda: s.rec.queue.is_idle(), "the rest written")
     s.rec.resync()
-    wait_for(lambda: s.rec.queue.is_idle(), what="the resync's work")
+    wait_green(lambda: s.rec.queue.is_idle(), "the resync's work")
     assert ("create", taken) not in calls and [op for op, _fq in calls if op == "read"] == []
     assert s.rec.state_of(("firewall-policy", taken)) == "retrying"
     # deleted by its owner: the next resync creates ours
@@ -438,12 +439,12 @@ def test_a_host_network_pod_is_left_alone_and_does_not_hold_convergence(setup):
     s.api.fault = lambda op, obj_type, fq: reads.append(obj_type) if op == "read" else None
     s.cluster.apply(agent)
     s.start()
-    wait_for(s.rec.converged, what="convergence without the host-network pod's VM")
+    wait_green(s.rec.converged, "convergence without the host-network pod's VM")
     record = s.cluster.db.pods[("a", "node-agent")]
     assert record.vmi_state == HOST_NETWORK and record.tags == [] and reads == []
     s.cluster.apply(pod("a", "node-agent", "192.168.0.10", app="client", ports=HTTP_8080) | {"spec": agent["spec"]})
     s.rec.resync()
-    wait_for(s.rec.converged, what="convergence after a relabel and a resync")
+    wait_green(s.rec.converged, "convergence after a relabel and a resync")
     assert record.vmi_state == HOST_NETWORK and reads == []
 
 
@@ -470,7 +471,7 @@ def test_policy_states_are_pushed_by_the_reconciler_for_the_objects_whose_state_
     db.network_policies[("b", "from-team")].state = "untouched"
     s.cluster.apply(policy("a", "allow-client", allow_from("client", "web", port=8443)))
     assert db.network_policies[("a", "allow-client")].state == PENDING  # at once, with the event
-    wait_for(s.rec.converged, what="convergence")
+    wait_green(s.rec.converged, "convergence")
     assert db.network_policies[("a", "allow-client")].state == SYNCED
     assert db.network_policies[("b", "from-team")].state == "untouched"  # its objects did not move
     s.rec.resync()  # every state may have changed: every policy is recomputed

@@ -8,7 +8,8 @@ from typing import List, Tuple
 
 from kube_manager.db import PARKED, RETRYING
 from builders import policy
-from tests.reconciler_support import server_error, wait_for
+from tests.reconciler_support import server_error
+from tests.waiting import wait_green
 from tests.test_reconciler import ALLOW_CLIENT, allow_from, setup  # noqa: F401  (the fixture)
 from vnc_client.errors import BadRequest
 
@@ -29,7 +30,7 @@ def np_entry(s):
 
 def settle(s) -> None:
     """Wait until the work queue has nothing left: not queued, not running, not scheduled."""
-    wait_for(s.rec.queue.is_idle, what="an idle work queue")
+    wait_green(s.rec.queue.is_idle, "an idle work queue")
 
 
 def test_a_400_parks_the_object_with_the_server_message_until_its_desired_state_changes(setup):
@@ -43,7 +44,7 @@ def test_a_400_parks_the_object_with_the_server_message_until_its_desired_state_
         return None
     s.api.fault = refuse
     s.start()
-    wait_for(lambda: s.rec.state_of(RULE_KEY) == PARKED, what="the refused rule parked")
+    wait_green(lambda: s.rec.state_of(RULE_KEY) == PARKED, "the refused rule parked")
     settle(s)
     # Parked, not retried: nothing is scheduled, one attempt only, everything else converged.
     assert attempts_on(calls, RULE) == 1
@@ -78,7 +79,7 @@ def test_a_parked_object_is_tried_again_at_the_next_resync(setup):
     s.api.fault = lambda op, obj_type, fq: BadRequest("POST", "/firewall-rules", 400, "no") if (
         refusing[0] and op == "create" and fq == RULE) else None
     s.start()
-    wait_for(lambda: s.rec.state_of(RULE_KEY) == PARKED, what="the refused rule parked")
+    wait_green(lambda: s.rec.state_of(RULE_KEY) == PARKED, "the refused rule parked")
     settle(s)
     refusing[0] = False
     s.rec.resync()
@@ -96,7 +97,7 @@ def test_a_5xx_is_retried_with_backoff_and_recovers(setup):
         return server_error() if failing[0] and op == "create" and fq == RULE else None
     s.api.fault = flaky
     s.start()
-    wait_for(lambda: attempts_on(calls, RULE) >= 3, what="retries of the rule")
+    wait_green(lambda: attempts_on(calls, RULE) >= 3, "retries of the rule")
     assert s.rec.state_of(RULE_KEY) == RETRYING
     assert RULE_KEY not in s.cluster.db.parked
     failing[0] = False
@@ -120,7 +121,7 @@ def test_a_404_about_a_missing_reference_never_creates_a_parent(setup):
         return None
     s.api.fault = delete_rule_first
     s.start()
-    wait_for(lambda: s.rec.state_of(POLICY_KEY) == PARKED, what="the policy parked")
+    wait_green(lambda: s.rec.state_of(POLICY_KEY) == PARKED, "the policy parked")
     settle(s)
     assert ("create", "policy-management") not in requested  # not even an attempt
     reason = s.cluster.db.parked[POLICY_KEY]
@@ -147,7 +148,7 @@ def test_an_unexpected_exception_is_confined_to_its_object(setup):
     s = setup()
     s.api.fault = lambda op, obj_type, fq: TypeError("a bug") if op == "create" and fq == RULE else None
     s.start()
-    wait_for(lambda: s.rec.state_of(RULE_KEY) == PARKED, what="the rule parked")
+    wait_green(lambda: s.rec.state_of(RULE_KEY) == PARKED, "the rule parked")
     settle(s)
     assert s.cluster.db.parked[RULE_KEY] == "TypeError: a bug"
     assert np_entry(s).state == PARKED
@@ -161,7 +162,7 @@ def test_the_introspect_pages_show_the_parked_object_and_the_server_message(setu
     s.api.fault = lambda op, obj_type, fq: BadRequest("POST", "/firewall-rules", 400, "the rule says no") if (
         op == "create" and fq == RULE) else None
     s.start()
-    wait_for(lambda: s.rec.state_of(RULE_KEY) == PARKED, what="the refused rule parked")
+    wait_green(lambda: s.rec.state_of(RULE_KEY) == PARKED, "the refused rule parked")
     app = create_app(s.cluster.db)
     entry = next(p for p in call(app, "/Snh_NetworkPolicyDatabaseList?format=json").json()["network_policies"]
                  if (p["namespace"], p["name"]) == NP)
@@ -181,7 +182,7 @@ def test_a_write_refused_by_the_leader_gate_is_retried_not_parked(setup):
     s.api.fault = lambda op, obj_type, fq: WriteRefused("not the leader") if (
         refusing[0] and op == "create" and fq == RULE) else None
     s.start()
-    wait_for(lambda: s.rec.counters.failures >= 2, what="retries of the refused write")
+    wait_green(lambda: s.rec.counters.failures >= 2, "retries of the refused write")
     assert s.cluster.db.parked == {} and s.rec.state_of(RULE_KEY) == RETRYING
     refusing[0] = False
     s.converge()
