@@ -4,8 +4,9 @@ talking to both over HTTP, and an emulated CNI gives each new pod its VM and VMI
 
 Convergence is checked against `translate` of what the emulated API server holds at that moment,
 compared with our objects in the config API (uuids and hrefs ignored) and with the tags on every
-pod's VMIs. Waiting is polling with deadlines; the daemon is synchronised with through its log, its
-introspect JSON and signals (SIGHUP: resync now, SIGTERM: stop).
+pod's VMIs. Waiting is polling with deadlines (tests/waiting.py); the daemon is synchronised with
+through /metrics, /readyz and its introspect JSON, and signals (SIGHUP: resync now, SIGTERM: stop);
+its log only tells the introspect port, and is read where a test checks a line itself.
 """
 from __future__ import annotations
 
@@ -21,17 +22,40 @@ import threading
 import urllib.request
 from typing import Any, Callable, Dict, List, Optional
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from kube_manager.sim.cni import CniEmulator
 from kube_manager.sim.kube_api.server import DEFAULT_BOOKMARK_INTERVAL
 from kube_manager.sim.kube_api.runner import EmulatorRunner
 from kube_manager.manifests import Manifests
 from kube_manager.translator import translate
+from tests.builders import HTTP_8080, allow_from, namespace, pod, policy
 from tests.waiting import wait_until
 from tests.reconciler_support import InProcessApi, differences, expected_objects
 from vnc_client.client import VncClient
 from kube_manager.sim.vnc_api.runner import BackgroundServer, run_in_background
 
 DEADLINE = 20.0
+
+# The cluster the end-to-end tests start from: two namespaces, three pods, two NetworkPolicies.
+NS_SHOP = namespace("shop", team="shop")
+NS_OPS = namespace("ops", team="ops")
+WEB = pod("shop", "web", "10.1.0.1", app="web", ports=HTTP_8080)
+API = pod("shop", "api", "10.1.0.2", app="api", ports=HTTP_8080)
+MONITOR = pod("ops", "monitor", "10.2.0.1", app="monitor", ports=HTTP_8080)
+API_FROM_WEB = policy("shop", "api-from-web", allow_from("web", "api", 8080))
+
+
+def monitoring(team: str) -> dict:
+    return policy("shop", "from-ops", {
+        "podSelector": {}, "policyTypes": ["Ingress"],
+        "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"team": team}}},
+                              {"ipBlock": {"cidr": "10.9.0.0/16", "except": ["10.9.1.0/24"]}}],
+                     "ports": [{"port": "http"}]}]})
+
+
+BASE = Manifests(namespaces=[NS_SHOP, NS_OPS], pods=[WEB, API, MONITOR],
+                 network_policies=[API_FROM_WEB, monitoring("ops")])
 STOP_LIMIT = 10.0  # SPEC section 8: a clean stop within 10 s
 RESOURCE_OF = {"Namespace": "namespaces", "Pod": "pods", "NetworkPolicy": "networkpolicies"}
 
@@ -183,8 +207,8 @@ class DaemonProcess:
         with self._lock:
             return list(self.lines)
 
-    def wait_log(self, text: str, timeout: float = DEADLINE, after: int = 0) -> str:
-        return wait_until(lambda: next((l for l in self.log()[after:] if text in l), None) or self._died(),
+    def wait_log(self, text: str, timeout: float = DEADLINE) -> str:
+        return wait_until(lambda: next((l for l in self.log() if text in l), None) or self._died(),
                           f"log line {text!r}", timeout)
 
     def _died(self) -> None:
@@ -203,11 +227,15 @@ class DaemonProcess:
             body = answer.read().decode()
         return json.loads(body) if "format=json" in path else body
 
-    def resync(self) -> int:
-        """Ask for a resync (SIGHUP); returns the log position to wait for its end from."""
-        position = len(self.log())
+    def metric(self, name: str, **labels: str) -> float:
+        """The sum of the samples `name` on /metrics whose labels include `labels` (0 when none)."""
+        return sum(sample.value for family in text_string_to_metric_families(self.get("/metrics"))
+                   for sample in family.samples
+                   if sample.name == name and labels.items() <= sample.labels.items())
+
+    def resync(self) -> None:
+        """Ask for a resync (SIGHUP)."""
         self.proc.send_signal(signal.SIGHUP)
-        return position
 
     def stop(self) -> int:
         """SIGTERM; the exit status (it must come within STOP_LIMIT seconds)."""

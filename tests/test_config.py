@@ -1,42 +1,20 @@
 """Configuration: INI file + command line (SPEC section 9), and the logging it drives."""
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import logging
 import re
-import textwrap
 from pathlib import Path
 from typing import List
 
 import pytest
 
 from kube_manager.logging_setup import KeyValueFormatter, kv, setup_from_settings, setup_logging
-from kube_manager.settings import (KEYS, ConfigError, LogSettings, OperatorSettings, add_arguments, keys,
-                                   load_settings, values)
+from kube_manager.settings import KEYS, ConfigError, LogSettings, OperatorSettings, keys, values
+from tests.config_support import cli_parser, load, write
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "etc" / "contrail-kubernetes.conf"
-
-
-def write(tmp_path: Path, text: str, name: str = "kube.conf") -> str:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return str(path)
-
-
-def cli_parser() -> argparse.ArgumentParser:
-    """The shape kube_manager.cli builds: run options on the top level AND on the `run` subparser."""
-    parser = argparse.ArgumentParser(prog="contrail-kube-manager")
-    sub = parser.add_subparsers(dest="command")
-    add_arguments(sub.add_parser("run"))
-    sub.add_parser("translate")
-    add_arguments(parser)
-    return parser
-
-
-def load(argv: List[str]) -> OperatorSettings:
-    return load_settings(cli_parser().parse_args(argv))
 
 
 def test_defaults_without_a_file() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kube_manager.settings import ConfigError
-from tests.test_config import load, write
+from tests.config_support import load, write
 
 
 def test_defaults_follow_client_go_and_name_the_lease_after_the_cluster() -> None:

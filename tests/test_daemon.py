@@ -10,6 +10,7 @@ import textwrap
 from kube_manager.manifests import load_manifests
 from kube_manager.translator import translate
 from tests.e2e_support import DaemonProcess, closed_port, write_config
+from tests.waiting import wait_until
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "demo")
 RUN = [sys.executable, "-m", "kube_manager", "run"]
@@ -39,7 +40,8 @@ def test_sigterm_stops_cleanly_with_status_0_even_while_waiting_for_the_api_serv
     config = write_config(str(tmp_path / "kube-manager.conf"), "127.0.0.1", closed_port(), "embedded", 0)
     daemon = DaemonProcess(config)
     try:
-        daemon.wait_log("watch failed, retrying", timeout=60)
+        wait_until(lambda: daemon.metric("kube_manager_watch_restarts_total") >= 1, "a failed watch retried",
+                   timeout=60)
         assert daemon.stop() == 0  # within STOP_LIMIT seconds
     finally:
         daemon.kill()

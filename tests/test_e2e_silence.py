@@ -6,10 +6,9 @@ from __future__ import annotations
 import urllib.error
 import urllib.request
 
-from tests.e2e_support import Environment
+from tests.e2e_support import BASE, Environment
 from tests.waiting import wait_until
 from builders import allow_from, policy
-from tests.test_e2e import BASE
 
 SILENCE = "1"  # --watch-silence-timeout for these tests (production: 60 s)
 
@@ -30,7 +29,8 @@ def test_a_stalled_watch_is_restarted_and_the_change_made_meanwhile_reaches_the_
         assert env.kube.store.freeze_watches() == 3  # namespaces, pods, NetworkPolicies
         env.apply(policy("shop", "late-from-web", allow_from("web", "api", 9090)))
         env.wait_converged()
-        daemon.wait_log("watch silent, restarting")
+        wait_until(lambda: daemon.metric("kube_manager_watch_restarts_total", reason="silent") >= 1,
+                   "a watch restarted for silence")
 
         def talking_again() -> bool:
             """Each watch's page row: restarted for silence, and a bookmark or event since."""

@@ -61,7 +61,7 @@ def test_two_daemons_one_leader_a_silent_standby_and_failover_on_sigkill(rig: El
     assert took_over_at - killed_at <= SHORT.lease + 2 * SHORT.retry
     assert rig.lease()["leaseTransitions"] == 1
     rig.env.wait_converged()  # the new leader's start-up resync wrote what changed meanwhile
-    standby.process.wait_log("leading: start-up resync")
+    wait_until(lambda: standby.process.metric("kube_manager_leader_is_leader") == 1, "the standby leading")
     assert rig.writes_of(standby) > 0
 
 

@@ -5,7 +5,7 @@ from typing import List
 
 from kube_manager.reconciler.diff import LONG_REF_LIST, RefChange, plan
 from kube_manager.reconciler.reflists import RefListIndex
-from tests.test_reconciler_diff import FakeView, policy_body, ref, rule
+from tests.diff_support import FakeView, policy_body, ref, rule
 
 FIELD = "firewall_rule_refs"
 

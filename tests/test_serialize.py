@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -12,7 +13,8 @@ from kube_manager.manifests import load_manifests
 from kube_manager.serialize import json_bytes, yaml_bytes
 from kube_manager.yaml_block import BlockWriter, Unsupported
 from kube_manager.translator import translate
-from test_cmd_translate import EXAMPLES
+
+EXAMPLES = str(Path(__file__).resolve().parent.parent / "examples")
 
 
 class ReferenceDumper(yaml.SafeDumper):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kube_manager.settings import KEYS, SECTIONS, OperatorSettings, keys, values
-from tests.test_config import load, write
+from tests.config_support import load, write
 
 
 def test_the_keys_are_the_fields_of_the_tree_in_the_four_sections_of_spec_9() -> None:
