@@ -45,6 +45,9 @@ def liveness(db: Database, policy: HealthSettings, now: float) -> List[Check]:
     checks = [Check("loop", age <= policy.heartbeat_timeout,
                     f"last heartbeat {age:.1f} s ago (limit {policy.heartbeat_timeout:g} s)")]
     for name, status in sorted(db.kube_connections.items()):
+        if status.absent:  # no watch to stall: looked for again at each resync
+            checks.append(Check(f"watch:{name}", True, "not served (CRD not installed)"))
+            continue
         idle = now - (status.last_progress_at or db.started_at)
         checks.append(Check(f"watch:{name}", idle <= policy.watch_stall_timeout,
                             f"last event, bookmark or list {idle:.1f} s ago "

@@ -162,7 +162,7 @@ def connection_row(snapshot: Snapshot, status: ConnectionStatus) -> Row:
             "last_event_at": status.last_event_at, "last_error": text(status.last_error),
             "last_error_at": status.last_error_at, "reconnects": status.reconnects,
             "resource_version": status.resource_version,
-            "initial_list_done": status.initial_list_done}
+            "initial_list_done": status.initial_list_done, "served": not status.absent}
 
 
 def kube_connection_rows(snapshot: Snapshot) -> List[Row]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Tuple
 
 from introspect import contrail as c
+from introspect.cluster_policies import cluster_network_policy_rows
 from introspect.list_rows import (address_group_rows, aps_rows, describe_rule, firewall_policy_rows,
                                   firewall_rule_rows, kube_connection_rows, namespace_rows, network_policy_rows,
                                   pod_rows, tag_rows, vnc_connection_rows)
@@ -17,6 +18,11 @@ OBJECT_LEGEND = ((c.PRESENT, "in the config API"), (c.PENDING, "desired, not yet
                  (c.MISSING, "named by a policy, known to neither side"),
                  (c.PARKED, "the config API refused its last write (see the NetworkPolicy's errors); "
                             "tried again when it changes or at the next resync"))
+POLICY_LEGEND = (
+    ("synced", "Contrail holds exactly the desired objects"), ("pending", "not yet written"),
+    ("retrying", "a write failed; retried with backoff"),
+    ("parked", "the config API refused a write for good (see errors); retried when it changes or at the next resync"),
+    ("rejected", "invalid input; only the valid part (if any) is written"))
 UUID = Column("uuid", "uuid", "code")
 OBJECT_STATE = Column("state", "state", "state")
 
@@ -35,12 +41,28 @@ NETWORK_POLICIES: ListPage = ListPage(  # named by its own column links, before 
      Column("errors", "errors", "errors")),
     (NAMESPACE, NAME, NAME_CONTAINS, Filter("network_policy_uuid", "uid", label="uid"), STATE),
     network_policy_rows, "Each NetworkPolicy, its firewall policy and whether Contrail holds it.",
-    "Kubernetes",
-    (("synced", "Contrail holds exactly the desired objects"), ("pending", "not yet written"),
-     ("retrying", "a write failed; retried with backoff"),
-     ("parked", "the config API refused a write for good (see errors); retried when it changes or at the next resync"),
-     ("rejected", "invalid input; only the valid part (if any) is written")),
+    "Kubernetes", POLICY_LEGEND,
     count=lambda s: len(s.db.network_policies))
+
+CLUSTER_NETWORK_POLICIES: ListPage = ListPage(  # named by its own column links, before it exists
+    "/Snh_ClusterNetworkPolicyDatabaseList", "ClusterNetworkPolicies", "cluster_network_policies",
+    ("uid", "name", "tier", "priority", "subject", "spec", "actions", "firewall_policy", "rules", "state",
+     "errors"),
+    (Column("name", "name", link=lambda r: href(CLUSTER_NETWORK_POLICIES.path, name=r["name"])),
+     Column("tier", "tier"), Column("priority", "priority", "code"),
+     Column("subject_text", "subject", "code"), Column("action_list", "rules (action)", "list"),
+     Column("firewall_policy_name", "firewall policy",
+            link=lambda r: href(FIREWALL_POLICIES.path, name=r["firewall_policy_name"])
+            if r["firewall_policy_name"] else None),
+     Column("sequence", "APS sequence", "code"),
+     Column("rules", "emitted rules", "list"),
+     Column("state", "sync state", "state"), Column("errors", "errors and rejections", "errors"),
+     Column("uid", "uid", "code")),
+    (NAME, NAME_CONTAINS, Filter("tier", "tier", label="tier"), STATE),
+    cluster_network_policy_rows,
+    "Each ClusterNetworkPolicy (Admin and Baseline tiers), the firewall policy and rules it emits "
+    "and whether Contrail holds them.", "Kubernetes", POLICY_LEGEND,
+    count=lambda s: len(s.db.cluster_network_policies))
 
 PODS: ListPage = ListPage(  # named by its own column links, before it exists
     "/Snh_PodDatabaseList", "Pods", "pods", ("uid", "namespace", "name", "ip", "tags", "vmi_state"),
@@ -142,20 +164,23 @@ APPLICATION_POLICY_SETS = ListPage(
     count=lambda s: s.contrail.count(c.APS))
 
 _CONNECTION_COLUMNS = (
-    Column("name", "name"), Column("connected", "connected", "bool"), Column("url", "URL", "code"),
+    Column("name", "name"), Column("served", "served", "bool"),
+    Column("connected", "connected", "bool"), Column("url", "URL", "code"),
     Column("initial_list_done", "initial list done", "bool"),
     Column("last_event_at", "last event or bookmark (config API: answer)", "time"), Column("reconnects", "reconnects", "count"),
     Column("last_error", "last error", "errors"), Column("last_error_at", "last error at", "time"),
     Column("resource_version", "resourceVersion", "code"))
 _CONNECTION_FIELDS = ("name", "url", "connected", "last_event_at", "last_error", "last_error_at",
-                      "reconnects", "resource_version", "initial_list_done")
-# The config API is no watch: no list to finish, no resourceVersion.
-_WATCH_ONLY = ("initial_list_done", "resource_version")
+                      "reconnects", "resource_version", "initial_list_done", "served")
+# The config API is no watch: no list to finish, no resourceVersion, no CRD to be installed.
+_WATCH_ONLY = ("initial_list_done", "resource_version", "served")
 
 KUBE_CONNECTIONS = ListPage(
     "/Snh_KubeApiConnectionStatus", "Kubernetes API connections", "kube_api_connections",
     _CONNECTION_FIELDS, _CONNECTION_COLUMNS, (NAME,), kube_connection_rows,
-    "One watch per resource: list, then watch from its resourceVersion.", "Connections")
+    "One watch per resource: list, then watch from its resourceVersion. A custom resource whose CRD "
+    "the API server does not serve (ClusterNetworkPolicy) shows served = no: it counts as an empty "
+    "list and is looked for again at each resync.", "Connections")
 
 VNC_CONNECTIONS = ListPage(
     "/Snh_VncApiConnectionStatus", "Config API connection", "vnc_api_connections",
@@ -164,5 +189,5 @@ VNC_CONNECTIONS = ListPage(
     "The Contrail config API (contrail-api) kube-manager writes to.", "Connections")
 
 LIST_PAGES: Tuple[ListPage, ...] = (
-    NETWORK_POLICIES, PODS, NAMESPACES, TAGS, ADDRESS_GROUPS, FIREWALL_POLICIES, FIREWALL_RULES,
+    NETWORK_POLICIES, CLUSTER_NETWORK_POLICIES, PODS, NAMESPACES, TAGS, ADDRESS_GROUPS, FIREWALL_POLICIES, FIREWALL_RULES,
     APPLICATION_POLICY_SETS, KUBE_CONNECTIONS, VNC_CONNECTIONS)

@@ -71,6 +71,16 @@ class PolicyRecord:
 
 
 @dataclass
+class ClusterPolicyRecord(PolicyRecord):
+    """A ClusterNetworkPolicy (SPEC 13): cluster-scoped (`namespace` is ""), with its tier and
+    priority. `firewall_policy` is its own policy (its Accept rules); `rules` names every rule it
+    emits, its Deny rules in the tier's deny policy included."""
+
+    tier: str = ""
+    priority: Optional[int] = None
+
+
+@dataclass
 class ConnectionStatus:
     """One connection (a watch, or the config API) as shown on the introspect pages."""
 
@@ -84,6 +94,9 @@ class ConnectionStatus:
     reconnects: int = 0
     resource_version: str = ""
     initial_list_done: bool = False
+    # A custom resource the API server does not serve (CRD not installed): listed as empty, looked
+    # for again at each resync.
+    absent: bool = False
 
 
 @dataclass
@@ -106,6 +119,7 @@ class Database:
     namespaces: Dict[str, NamespaceRecord] = field(default_factory=dict)
     pods: Dict[Key, PodRecord] = field(default_factory=dict)
     network_policies: Dict[Key, PolicyRecord] = field(default_factory=dict)
+    cluster_network_policies: Dict[str, ClusterPolicyRecord] = field(default_factory=dict)  # by name
     # Contrail objects by resource type then fq_name: the translator's bodies (its live, read-only
     # view), and what the config API holds (bodies as read back, with "uuid").
     desired: Mapping[str, Mapping[FqName, Mapping[str, Any]]] = field(default_factory=dict)

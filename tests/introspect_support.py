@@ -6,7 +6,9 @@ Cluster `k8s`; namespace `shop` with pods `web` and `db`, namespace `tools` with
 - `shop/allow-monitoring`: ingress to every `shop` pod from 10.200.0.0/16 except 10.200.1.0/24
   on TCP 9100, its rule still pending in the config API;
 - `tools/<script>alert(1)</script>`: a rejected policy whose name and error carry markup, to prove
-  the pages escape what they show.
+  the pages escape what they show;
+- ClusterNetworkPolicies: `deny-tenants` (Admin, priority 10: a Pass then a Deny, synced) and a
+  rejected one whose rule name, action and error carry markup.
 Plus one stale rule (in the config API, no longer desired), connection states, and errors.
 """
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 from wsgiref.util import setup_testing_defaults
 
-from kube_manager.db import (SYNCED, PENDING, REJECTED, ConnectionStatus, Database,
+from kube_manager.db import (SYNCED, PENDING, REJECTED, ClusterPolicyRecord, ConnectionStatus, Database,
                              NamespaceRecord, PodRecord, PolicyRecord)
 
 CLUSTER = "k8s"
@@ -168,6 +170,23 @@ def _np(namespace: str, name: str, uid: str, spec: Dict[str, Any], fp: str, rule
                         errors)
 
 
+FP_CNP = "k8s--cnp-deny-tenants"
+R_CNP_DENY = "k8s--admin-deny-tenants-ingress-1-0"
+CNP_SPEC = {"tier": "Admin", "priority": 10, "subject": {"namespaces": {"matchLabels": {"team": "payments"}}},
+            "ingress": [{"name": "from-monitoring", "action": "Pass",
+                         "from": [{"namespaces": {"matchLabels": {"team": "ops"}}}]},
+                        {"name": "no-tenants", "action": "Deny", "from": [{"namespaces": {}}]}]}
+BAD_CNP_SPEC = {"tier": "Admin", "priority": 20, "subject": "everyone",
+                "egress": [{"name": XSS, "action": XSS, "to": [{"domainNames": ["example.com"]}]}, "not a rule"]}
+
+
+def _cnp(name: str, uid: str, spec: Dict[str, Any], fp: str, rules: List[str], state: str,
+         errors: List[str]) -> ClusterPolicyRecord:
+    manifest = {"kind": "ClusterNetworkPolicy", "metadata": {"name": name, "uid": uid}, "spec": spec}
+    return ClusterPolicyRecord(uid, "", name, spec, manifest, [PM, fp] if fp else [], rules, state, errors,
+                               tier=spec["tier"], priority=spec["priority"])
+
+
 def build_db(now: float = NOW) -> Database:
     db = Database(started_at=now - 3600, loop_heartbeat_at=now - 1)
     for name in ("shop", "tools"):
@@ -188,6 +207,10 @@ def build_db(now: float = NOW) -> Database:
     bad_spec = {"podSelector": {"matchExpressions": [{"key": "app", "operator": "Sometimes"}]}}
     db.network_policies[("tools", XSS)] = _np("tools", XSS, "uid-np-bad", bad_spec, "", [], REJECTED,
                                               [f"write failed: {XSS}"])
+    db.cluster_network_policies["deny-tenants"] = _cnp(
+        "deny-tenants", "uid-cnp-tenants", CNP_SPEC, FP_CNP, [R_CNP_DENY], SYNCED, [])
+    db.cluster_network_policies["bad"] = _cnp("bad", "uid-cnp-bad", BAD_CNP_SPEC, "", [], REJECTED,
+                                              [f"egress[0]: unknown action {XSS}"])
     db.errors = [{"kind": "NetworkPolicy", "namespace": "tools", "name": XSS,
                   "reason": f"podSelector: unknown operator 'Sometimes' {XSS}"}]
     db.desired = _desired()

@@ -7,6 +7,7 @@ import pytest
 
 from introspect.app import create_app
 from introspect.lists import LIST_PAGES
+from kube_manager.db import ConnectionStatus
 from kube_manager.metrics import Metrics
 
 from introspect_support import (AG_NAME, FP_DB, FP_MON, NOW, R_DB_DENY, R_MON_DENY, R_MONITORING,
@@ -298,3 +299,16 @@ def test_connection_pages_show_times_errors_and_reconnects(app):
     # The config API is not a watch: no "initial list done: no" that would look like a fault.
     assert "initial list done" not in vnc_page and "resourceVersion" not in vnc_page
     assert "initial list done" in text and "resourceVersion" in text
+    assert "served" not in vnc_page
+
+
+def test_connection_page_shows_a_custom_resource_the_api_server_does_not_serve(db, app):
+    db.kube_connections["clusternetworkpolicies"] = ConnectionStatus(
+        "clusternetworkpolicies", url="https://k8s:6443/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies",
+        initial_list_done=True, absent=True)
+    rows = {row["name"]: row for row in
+            get_json(app, "/Snh_KubeApiConnectionStatus?format=json")["kube_api_connections"]}
+    assert rows["clusternetworkpolicies"]["served"] is False and rows["pods"]["served"] is True
+    assert rows["clusternetworkpolicies"]["initial_list_done"] is True
+    text = call(app, "/Snh_KubeApiConnectionStatus?name=clusternetworkpolicies").text
+    assert "CRD" in text and "served" in text

@@ -10,6 +10,7 @@ from introspect.app import create_app
 from introspect.contrail import PACE
 from introspect.lists import LIST_PAGES
 from introspect.server import IntrospectServer
+from kube_manager.db import ConnectionStatus
 from kube_manager.settings import AuthSettings, HealthSettings, KubernetesSettings, OperatorSettings
 from kube_manager.metrics import Metrics
 
@@ -81,6 +82,18 @@ def test_livez_fails_on_a_watch_without_progress_for_2_minutes_connected_or_not(
     assert call(app, "/livez").status == 503
     pods.last_progress_at = NOW - 1  # a bookmark, an event or a re-list
     assert call(app, "/livez").status == 200
+
+
+def test_an_absent_crd_is_no_stalled_watch_and_does_not_hold_readiness(db):
+    db.kube_connections["clusternetworkpolicies"] = ConnectionStatus(
+        "clusternetworkpolicies", last_progress_at=NOW - 600, initial_list_done=True, absent=True)
+    app = make_app(db, config_api_probe=lambda: True)
+    reply = call(app, "/livez?verbose=1")
+    assert reply.status == 200
+    assert "[+]watch:clusternetworkpolicies ok: not served (CRD not installed)" in reply.text
+    assert call(app, "/readyz").status == 200
+    db.kube_connections["clusternetworkpolicies"].absent = False  # served, yet no progress: stalled
+    assert call(app, "/livez").status == 503
 
 
 def test_the_stall_limit_follows_a_longer_silence_timeout(db):
