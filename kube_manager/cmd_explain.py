@@ -1,8 +1,9 @@
 """`contrail-kube-manager explain`: the verdict for one flow, offline (SPEC sections 6 and 8).
 
-Reads the manifests, translates them as the daemon would, and says how Contrail decides the flow
-(deciding rule and policy), how Kubernetes would, whether they differ by the documented
-cluster-wide enforcement, and the trace of why. `-o text` (the default) is a few lines for people,
+Reads the manifests (ClusterNetworkPolicies included), translates them as the daemon would, and
+says how Contrail decides the flow (deciding rule and policy), how Kubernetes would (tier by tier:
+Admin, NetworkPolicy, Baseline), whether they differ by the documented cluster-wide enforcement,
+and the trace of why. `-o text` (the default) is a few lines for people,
 `-o json` the whole answer. The exit status answers the question, as `kubectl auth can-i` does: 0
 when Contrail allows the flow, 1 when it drops it, 2 on bad usage or input (a message on stderr,
 never a traceback). Translation errors are printed only when they concern the flow (a policy of
@@ -28,7 +29,8 @@ TRANSLATOR_LOGGER = "kube_manager.translator"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-f", "--filename", dest="paths", metavar="PATH", nargs="+", action="extend",
                         required=True,
-                        help="manifest files or directories (Namespace, Pod, NetworkPolicy); - reads standard input")
+                        help="manifest files or directories (Namespace, Pod, NetworkPolicy, "
+                             "ClusterNetworkPolicy); - reads standard input")
     parser.add_argument("--from", dest="source", metavar="NS/POD|IP", required=True,
                         help="the flow's source: a pod as namespace/name, or an IP address")
     parser.add_argument("--to", dest="destination", metavar="NS/POD|IP", required=True,
@@ -51,7 +53,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         manifests = load_manifests(args.paths)
         translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
-                                cluster_name=args.cluster_name)
+                                cluster_name=args.cluster_name,
+                                cluster_network_policies=manifests.cluster_network_policies)
         result = Explainer(translation.to_dict(), manifests, args.cluster_name,
                            translation.selectors).explain(
             args.source, args.destination, args.port, args.protocol)

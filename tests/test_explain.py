@@ -69,7 +69,8 @@ def test_cluster_wide_deviation_names_the_policies(explainer):
     assert result["rule"] == "k8s-y-egress-p1-0-podSelector-0-0"
     assert result["policy"] == "k8s-y-p1" and result["action"] == "pass"
     assert result["kubernetes"]["egress"] == {"isolated": True, "allowed": True,
-                                              "policies": ["y/p1"], "allowed_by": ["y/p1"]}
+                                              "policies": ["y/p1"], "allowed_by": ["y/p1"],
+                                              "tier": "NetworkPolicy", "rule": None}
     assert result["kubernetes"]["ingress"]["allowed"] is False
     assert "cluster-wide" in result["reason"]
 

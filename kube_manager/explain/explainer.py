@@ -1,12 +1,13 @@
 """`explain`: one flow's verdict as Contrail enforces it and as Kubernetes defines it, side by side.
 
 Contrail's verdict comes from evaluating the translator's objects (flow.py); the Kubernetes verdict
-from the manifests themselves (k8s_semantics.py), so the two are independent. They may differ in
-exactly one way by design, the seed's *cluster-wide action enforcement* (SPEC section 6): a flow
-allowed by a policy at one end is allowed even though the other end is isolated and does not allow
-it. That is reported as `"deviation": "cluster-wide"` with the policies involved. Any other
-difference is a translator bug and is reported as `"deviation": "mismatch"`, so tests and operators
-see it at once.
+from the manifests themselves (k8s_semantics.py), tiers included, so the two are independent. They
+may differ in exactly one way by design, the seed's *cluster-wide action enforcement* (SPEC
+sections 6 and 13): the APS evaluates a flow once for both ends, so what allows it at one end
+(an Admin tier Accept, a NetworkPolicy, a Baseline tier Accept) admits it although a tier evaluated
+later in the APS drops it at the other end. That is reported as `"deviation": "cluster-wide"` with
+the policies involved. Any other difference is a translator bug and is reported as
+`"deviation": "mismatch"`, so tests and operators see it at once.
 
 Every answer also carries the `trace` (trace.py): per side, every policy selecting the pod, in the
 APS evaluation order, block by block, with what did not match; and `selectors`, what each selector
@@ -23,7 +24,9 @@ from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from kube_manager.translator.decode import decode_tags
 from kube_manager.explain.flow import FLOW_PROTOCOLS, ContrailEvaluator, Decision, Workload
-from kube_manager.explain.k8s_semantics import Endpoint, KubernetesModel, SideVerdict, Verdict
+from kube_manager.explain.k8s_cnp import ADMIN, BASELINE
+from kube_manager.explain.k8s_semantics import (NETWORK_POLICY_TIER, Endpoint, KubernetesModel,
+                                                SideVerdict, Verdict)
 from kube_manager.explain.trace import trace
 
 CLUSTER_WIDE = "cluster-wide"
@@ -46,6 +49,9 @@ class ManifestSet(Protocol):
 
     @property
     def network_policies(self) -> Sequence[Mapping[str, Any]]: ...
+
+    @property
+    def cluster_network_policies(self) -> Sequence[Mapping[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -83,25 +89,51 @@ def parse_port(port: Any) -> int:
     return number
 
 
+def aps_rank(side: SideVerdict) -> int:
+    """Where what decides one side stands in the APS (SPEC 13's order): Admin Deny rules, Admin
+    Accepts, NetworkPolicy pass rules, their default denies, Baseline Deny rules, Baseline Accepts,
+    the allow-all. The APS evaluates a flow once for both ends, so the side of lower rank decides."""
+    tier, allowed = side.tier, side.allowed
+    if tier == ADMIN:
+        return 1 if allowed else 0
+    if tier == NETWORK_POLICY_TIER:
+        return 2 if allowed else 3
+    if tier == BASELINE:
+        return 5 if allowed else 4
+    return 6
+
+
+def deciders(side: SideVerdict) -> List[str]:
+    """The policies deciding one side: the ClusterNetworkPolicy of the deciding rule, or the
+    NetworkPolicies allowing the flow, or else isolating the pod; none for the default."""
+    decision = side.decision
+    if decision is not None:
+        return [decision.policy]
+    if side.tier == NETWORK_POLICY_TIER:
+        return list(side.allowing or side.isolating)
+    return []
+
+
 def _cluster_wide_sides(verdict: Verdict) -> Optional[Tuple[str, SideVerdict, str, SideVerdict]]:
-    """The SPEC section 6 condition: the flow is allowed by a policy of one end while the other end
-    is isolated and does not allow it. Returns (allowing side, its verdict, isolated side, its
-    verdict), or None when the condition does not hold."""
+    """The SPEC 6 and 13 condition: one end allows the flow, the other drops it, and what allows it
+    comes first in the APS. Returns (allowing side, its verdict, dropping side, its verdict), or
+    None when the condition does not hold."""
     egress, ingress = verdict.egress, verdict.ingress
-    if egress.allowing and ingress.isolated and not ingress.allowing:
-        return "the source's egress", egress, "the destination's ingress", ingress
-    if ingress.allowing and egress.isolated and not egress.allowing:
-        return "the destination's ingress", ingress, "the source's egress", egress
+    for allowing_name, allowing, dropping_name, dropping in (
+            ("the source's egress", egress, "the destination's ingress", ingress),
+            ("the destination's ingress", ingress, "the source's egress", egress)):
+        if allowing.allowed and not dropping.allowed and aps_rank(allowing) < aps_rank(dropping):
+            return allowing_name, allowing, dropping_name, dropping
     return None
 
 
 def cluster_wide_policies(verdict: Verdict) -> Optional[List[str]]:
-    """The policies involved in a cluster-wide flow: the allowing ones, then the isolating ones of
+    """The policies involved in a cluster-wide flow: the allowing ones, then the dropping ones of
     the other end; None when the flow is not one."""
     sides = _cluster_wide_sides(verdict)
     if sides is None:
         return None
-    return list(sides[1].allowing) + list(sides[3].isolating)
+    return deciders(sides[1]) + deciders(sides[3])
 
 
 class Explainer:
@@ -114,7 +146,8 @@ class Explainer:
         or the daemon's live view), to decode the tags an answer shows."""
         self.contrail = ContrailEvaluator(translation, cluster_name)
         self.kubernetes = KubernetesModel.build(
-            manifests.namespaces, manifests.pods, manifests.network_policies)
+            manifests.namespaces, manifests.pods, manifests.network_policies,
+            manifests.cluster_network_policies)
         self.selectors: Mapping[str, Any] = selectors or {}
         self._order = _policy_order(translation, self.contrail.policy_rank)
 
@@ -218,7 +251,8 @@ def _deviation(decision: Decision, verdict: Verdict) -> Tuple[Optional[str], Lis
     involved = cluster_wide_policies(verdict)
     if decision.allowed and involved is not None:
         return CLUSTER_WIDE, involved
-    return MISMATCH, sorted(set(verdict.egress.isolating) | set(verdict.ingress.isolating))
+    return MISMATCH, sorted({name for side in (verdict.egress, verdict.ingress)
+                             for name in list(side.isolating) + deciders(side)})
 
 
 def _reason(decision: Decision, verdict: Verdict, deviation: Optional[str],
@@ -232,21 +266,43 @@ def _reason(decision: Decision, verdict: Verdict, deviation: Optional[str],
                     f"({decision.action})")
     sides = _cluster_wide_sides(verdict)
     if deviation == CLUSTER_WIDE and sides is not None:
-        allowing_side, allowing, isolated_side, isolated = sides
-        return (f"{contrail}; Kubernetes would drop it: {', '.join(allowing.allowing)} "
-                f"{'allows' if len(allowing.allowing) == 1 else 'allow'} it at {allowing_side}, "
-                f"but {isolated_side} is isolated by {', '.join(isolated.isolating)} and none of "
-                f"them allows it; Contrail honours an allowing policy cluster-wide")
+        allowing_side, allowing, dropping_side, dropping = sides
+        return (f"{contrail}; Kubernetes would drop it: {_allows_words(allowing)} at "
+                f"{allowing_side}, but {dropping_side} {_drops_words(dropping)}; Contrail honours "
+                f"an allowing policy cluster-wide")
     if deviation == MISMATCH:
         return (f"{contrail}; Kubernetes would {'allow' if verdict.allowed else 'drop'} it: "
-                f"the translation disagrees with the NetworkPolicies (a bug)")
-    blocked = [f"{name} is isolated by {', '.join(side.isolating)} and none of them allows it"
+                f"the translation disagrees with the NetworkPolicies and ClusterNetworkPolicies "
+                f"(a bug)")
+    blocked = [f"{name} {_drops_words(side)}"
                for name, side in (("the source's egress", verdict.egress),
                                   ("the destination's ingress", verdict.ingress))
                if not side.allowed]
     if blocked and not decision.allowed:
         return f"{contrail}; {'; '.join(blocked)} (the trace says why, block by block)"
     return contrail
+
+
+def _rule_words(side: SideVerdict) -> str:
+    decision = side.decision
+    assert decision is not None  # called for a side a ClusterNetworkPolicy tier decides
+    name = f" ({decision.rule})" if decision.rule else ""
+    return (f"{decision.tier} tier ClusterNetworkPolicy {decision.policy} rule "
+            f"{decision.index}{name}")
+
+
+def _allows_words(side: SideVerdict) -> str:
+    if side.decision is not None:
+        return f"{_rule_words(side)} accepts it"
+    return f"{', '.join(side.allowing)} {'allows' if len(side.allowing) == 1 else 'allow'} it"
+
+
+def _drops_words(side: SideVerdict) -> str:
+    decision = side.decision
+    if decision is not None:
+        why = f" (it fails closed: {decision.fail_closed})" if decision.fail_closed else ""
+        return f"is denied by {_rule_words(side)}{why}"
+    return f"is isolated by {', '.join(side.isolating)} and none of them allows it"
 
 
 def explain(translation: Mapping[str, Any], manifests: ManifestSet, src: Any, dst: Any,
@@ -257,5 +313,5 @@ def explain(translation: Mapping[str, Any], manifests: ManifestSet, src: Any, ds
                                                                               protocol)
 
 
-__all__ = ["CLUSTER_WIDE", "MISMATCH", "ExplainError", "Explainer", "cluster_wide_policies",
-           "explain", "parse_port", "parse_protocol"]
+__all__ = ["CLUSTER_WIDE", "MISMATCH", "ExplainError", "Explainer", "aps_rank",
+           "cluster_wide_policies", "deciders", "explain", "parse_port", "parse_protocol"]

@@ -72,8 +72,13 @@ class SideVerdict:
         return decision is None or decision.action == ACCEPT
 
     def to_dict(self) -> Dict[str, Any]:
+        """`tier` decides, with `rule` (the deciding ClusterNetworkPolicy rule, or None); the
+        NetworkPolicy tier's view (`isolated`, `policies`, `allowed_by`) is there even when a
+        ClusterNetworkPolicy tier decides first."""
+        decision = self.decision
         return {"isolated": self.isolated, "allowed": self.allowed,
-                "policies": list(self.isolating), "allowed_by": list(self.allowing)}
+                "policies": list(self.isolating), "allowed_by": list(self.allowing),
+                "tier": self.tier, "rule": decision.to_dict() if decision is not None else None}
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,41 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Sequence
 
 SIDES = (("egress", "from", "egress at the source"), ("ingress", "to", "ingress at the destination"))
+CLUSTER_NETWORK_POLICY = "ClusterNetworkPolicy"
+_DECIDES = {True: "ACCEPTS", False: "DENIES", None: "does not decide (no rule matches, or Pass)"}
 
 
 def _end(end: Mapping[str, Any]) -> str:
     return str(end.get("pod") or end.get("ip") or "?")
 
 
+def _cluster_policy_lines(step: Mapping[str, Any]) -> List[str]:
+    lines = [f"  ClusterNetworkPolicy {step['policy']}: {_DECIDES[step.get('allows')]}"]
+    for block in step.get("blocks") or ():
+        name = f" {block['rule']}" if block.get("rule") else ""
+        lines.append(f"    rule {block['index']}{name} ({block.get('action')}): {block['reason']}")
+    return lines
+
+
+def _tier_line(label: str, verdict: Mapping[str, Any]) -> str:
+    """`egress at the source: Admin tier, rule 0 of p (Deny)`: which tier decides one side."""
+    rule = verdict.get("rule")
+    if rule:
+        name = f" {rule['rule']}" if rule.get("rule") else ""
+        how = (f"{rule['tier']} tier: ClusterNetworkPolicy {rule['policy']} rule {rule['index']}"
+               f"{name} ({rule['action']})")
+    elif verdict.get("tier") == "NetworkPolicy":
+        allowing = verdict.get("allowed_by")
+        how = "NetworkPolicy tier: " + (f"allowed by {', '.join(allowing)}" if allowing
+                                        else f"isolated by {', '.join(verdict['policies'])}")
+    else:
+        how = "no tier decides: default allow"
+    return f"  {label}: {'allow' if verdict.get('allowed') else 'DROP'} ({how})"
+
+
 def _policy_lines(step: Mapping[str, Any]) -> List[str]:
+    if step.get("kind") == CLUSTER_NETWORK_POLICY:
+        return _cluster_policy_lines(step)
     allows = step.get("allows")
     blocks: Sequence[Mapping[str, Any]] = step.get("blocks") or ()
     if not blocks:
@@ -40,6 +68,12 @@ def render(result: Mapping[str, Any]) -> str:
         lines.append("deciding rule: none matched (dropped)")
     if result.get("deviation"):
         lines.append(f"deviation: {result['deviation']}: {result['reason']}")
+    verdicts: Mapping[str, Any] = result.get("kubernetes") or {}
+    if any((verdicts.get(side) or {}).get("tier") not in (None, "NetworkPolicy", "default")
+           for side, _, _ in SIDES):
+        lines.append("Kubernetes, tier by tier:")
+        lines.extend(_tier_line(label, verdicts[side]) for side, _, label in SIDES
+                     if verdicts.get(side))
     steps: Sequence[Mapping[str, Any]] = result.get("trace") or ()
     for side, end, label in SIDES:
         pod = result[end].get("pod")
@@ -48,13 +82,14 @@ def render(result: Mapping[str, Any]) -> str:
             lines.append(f"{label} ({_end(result[end])}): not a pod, no policies")
             continue
         if not mine:
-            lines.append(f"{label} ({pod}): no NetworkPolicy selects it, not isolated")
+            lines.append(f"{label} ({pod}): no policy selects it, not isolated")
             continue
         lines.append(f"{label} ({pod}):")
         for step in mine:
-            if step.get("allows") is not None:
+            if step.get("allows") is not None or step.get("kind") == CLUSTER_NETWORK_POLICY:
                 lines.extend(_policy_lines(step))
-        bystanders = [str(s["policy"]) for s in mine if s.get("allows") is None]
+        bystanders = [str(s["policy"]) for s in mine
+                      if s.get("allows") is None and s.get("kind") != CLUSTER_NETWORK_POLICY]
         if bystanders:
             lines.append(f"  not isolating {side} (policyTypes), so not deciding: "
                          f"{', '.join(bystanders)}")
@@ -76,7 +111,9 @@ def flow_errors(errors: Sequence[Mapping[str, str]], result: Mapping[str, Any]) 
     concerned: Dict[str, None] = {}
     for error in errors:
         key = f"{error.get('namespace')}/{error.get('name')}"
-        if (error.get("kind") == "NetworkPolicy" and key in policies) or \
+        if error.get("kind") == CLUSTER_NETWORK_POLICY:
+            key = str(error.get("name"))  # cluster-scoped: traced by its name alone
+        if (error.get("kind") in ("NetworkPolicy", CLUSTER_NETWORK_POLICY) and key in policies) or \
                 (error.get("kind") == "Pod" and key in pods):
             concerned[f"{error.get('kind')} {key}: {error.get('reason')}"] = None
     return list(concerned)

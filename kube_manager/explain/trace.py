@@ -12,71 +12,18 @@ of my NetworkPolicy should have matched" is asked in Kubernetes terms. Pure: no 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Mapping, Sequence, Tuple
 
-from kube_manager.translator.decode import requirement_phrase
 from .k8s_semantics import (EGRESS, INGRESS, Endpoint, KubernetesModel, Peer, Policy, PortRule,
-                            Requirement, RuleBlock, Selector)
+                            RuleBlock, Selector)
+from .k8s_cnp import ADMIN, BASELINE
+from .trace_base import (BlockTrace, PolicyTrace, any_reason, labels_text, match_reason,
+                         selector_text, unmet_text)
+from .trace_tiers import tier_trace
 
 EGRESS_SIDE = "egress"
 INGRESS_SIDE = "ingress"
 NETWORK_POLICY = "NetworkPolicy"
-
-
-@dataclass(frozen=True)
-class BlockTrace:
-    """One rule block of a policy against the flow."""
-
-    index: int
-    peer: bool
-    port: bool
-    reason: str
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"index": self.index, "peer": self.peer, "port": self.port, "reason": self.reason}
-
-
-@dataclass(frozen=True)
-class PolicyTrace:
-    """One policy selecting one end of the flow. `allows` is None when the policy selects the pod
-    but does not isolate this direction (its policyTypes leave it out), so it does not decide."""
-
-    side: str
-    policy: str
-    kind: str
-    allows: Optional[bool]
-    blocks: Tuple[BlockTrace, ...]
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"side": self.side, "policy": self.policy, "kind": self.kind,
-                "allows": self.allows, "blocks": [b.to_dict() for b in self.blocks]}
-
-
-# --------------------------------------------------------------------------------------------------
-# Describing selectors and labels the way kubectl writes them
-
-
-def requirement_text(requirement: Requirement) -> str:
-    return requirement_phrase({"key": requirement.key, "operator": requirement.operator,
-                               "values": sorted(requirement.values)})
-
-
-def selector_text(selector: Selector) -> str:
-    """`app=web,env notin (dev)`; the empty selector is `{}` (everything)."""
-    return ",".join(requirement_text(r) for r in selector.requirements) or "{}"
-
-
-def labels_text(labels: Mapping[str, str]) -> str:
-    return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or "no labels"
-
-
-def _unmet(selector: Selector, labels: Mapping[str, str]) -> str:
-    """`: env notin (dev) not met` for a selector of several requirements, else nothing."""
-    if len(selector.requirements) < 2:
-        return ""
-    unmet = ",".join(requirement_text(r) for r in selector.requirements if not r.matches(labels))
-    return f": {unmet} not met"
 
 
 def peer_text(peer: Peer) -> str:
@@ -121,11 +68,11 @@ def _peer_reason(peer: Peer, who: Endpoint,
         if not selector.matches(ns_labels):
             return False, (f"namespace {pod.namespace} ({labels_text(ns_labels)}) does not match "
                            f"namespaceSelector {selector_text(selector)}"
-                           f"{_unmet(selector, ns_labels)}")
+                           f"{unmet_text(selector, ns_labels)}")
     if peer.pod_selector is not None and not peer.pod_selector.matches(pod.labels):
         return False, (f"{name} ({labels_text(pod.labels)}) does not match podSelector "
                        f"{selector_text(peer.pod_selector)}"
-                       f"{_unmet(peer.pod_selector, pod.labels)}")
+                       f"{unmet_text(peer.pod_selector, pod.labels)}")
     return True, f"{name} is one of the {peer_text(peer)}"
 
 
@@ -173,42 +120,41 @@ def _ports_reason(rules: Sequence[PortRule], port: int, protocol: str,
     return False, "; ".join(reasons)
 
 
-def _any_reason(results: Sequence[Tuple[bool, str]], empty: str) -> Tuple[bool, str]:
-    """Matches when any entry does: its reason; else every entry's reason."""
-    if not results:
-        return False, empty
-    for matched, reason in results:
-        if matched:
-            return True, reason
-    return False, "; ".join(reason for _, reason in results)
-
-
 def _block_trace(block: RuleBlock, peer: Endpoint, destination: Endpoint, port: int,
                  protocol: str, namespace_labels: Mapping[str, Mapping[str, str]]) -> BlockTrace:
     if block.peers is None:
         peer_ok, peer_why = True, "every peer"
     else:
-        peer_ok, peer_why = _any_reason([_peer_reason(p, peer, namespace_labels)
-                                         for p in block.peers],
-                                        "every peer of the block was rejected as invalid")
+        peer_ok, peer_why = any_reason([_peer_reason(p, peer, namespace_labels)
+                                        for p in block.peers],
+                                       "every peer of the block was rejected as invalid")
     if block.ports is None:
         port_ok, port_why = True, "every port"
     else:
         port_ok, port_why = _ports_reason(block.ports, port, protocol, destination)
-    if peer_ok and port_ok:
-        reason = f"allows: {peer_why}; {port_why}"
-    else:
-        reason = "; ".join(why for ok, why in ((peer_ok, peer_why), (port_ok, port_why)) if not ok)
-    return BlockTrace(block.index, peer_ok, port_ok, reason)
+    return BlockTrace(block.index, peer_ok, port_ok,
+                      match_reason("allows", (peer_ok, peer_why), (port_ok, port_why)))
 
 
 def _side(model: KubernetesModel, side: str, pod_end: Endpoint, peer: Endpoint,
           destination: Endpoint, port: int, protocol: str,
           order: Callable[[str], Any]) -> List[PolicyTrace]:
+    """One side in evaluation order: the Admin tier, the NetworkPolicies, the Baseline tier."""
     pod = pod_end.pod
     if pod is None:
         return []  # an outside address has no policies
     direction = EGRESS if side == EGRESS_SIDE else INGRESS
+    flow = (side, direction, pod_end, peer, destination, port, protocol)
+    return (tier_trace(model, ADMIN, *flow)
+            + _network_policies(model, *flow, order)
+            + tier_trace(model, BASELINE, *flow))
+
+
+def _network_policies(model: KubernetesModel, side: str, direction: str, pod_end: Endpoint,
+                      peer: Endpoint, destination: Endpoint, port: int, protocol: str,
+                      order: Callable[[str], Any]) -> List[PolicyTrace]:
+    pod = pod_end.pod
+    assert pod is not None  # _side answers for outside addresses
     selecting: List[Policy] = [p for p in model.policies(pod.namespace)
                                if p.selector.matches(pod.labels)]
     traces = []
@@ -226,8 +172,9 @@ def _side(model: KubernetesModel, side: str, pod_end: Endpoint, peer: Endpoint,
 def trace(model: KubernetesModel, source: Endpoint, destination: Endpoint, port: int,
           protocol: str, order: Callable[[str], Any] = str) -> List[PolicyTrace]:
     """The SPEC 6 trace of source -> destination on `protocol` (TCP/UDP/SCTP) `port`: the source's
-    egress policies, then the destination's ingress policies, each side in `order` (a sort key of
-    "ns/name"; explain passes the APS evaluation order)."""
+    egress policies, then the destination's ingress policies; each side's Admin tier
+    ClusterNetworkPolicies (priority, then name), its NetworkPolicies in `order` (a sort key of
+    "ns/name"; explain passes the APS evaluation order), its Baseline tier ones."""
     return (_side(model, EGRESS_SIDE, source, destination, destination, port, protocol, order)
             + _side(model, INGRESS_SIDE, destination, source, destination, port, protocol, order))
 

@@ -9,14 +9,15 @@ Which flows can change. A NetworkPolicy of namespace N only isolates pods of N, 
 it produces (pass or deny) has the pods it selects, all in N, at one end; a pod's or namespace's
 labels matter only to flows with that pod, or a pod of that namespace, at one end. So a flow
 whose two ends are outside the *affected* pods (the pods of the namespaces of changed policies,
-the changed pods, the pods of changed namespaces) keeps both verdicts, and only pairs with an
-affected end are evaluated. Outside addresses are represented by one address per interval
+the changed pods, the pods of changed namespaces; every pod when a ClusterNetworkPolicy changes,
+as its subject and peers can be anywhere) keeps both verdicts, and only pairs with an affected end
+are evaluated. Outside addresses are represented by one address per interval
 between the boundaries of every ipBlock CIDR, except and address-group prefix (before and after):
 inside one interval, no rule or ipBlock can tell two addresses apart.
 
 Which ports. For one pair, the verdicts are constant between the port boundaries of the rules
-that match the pair (Contrail) and of the blocks of the policies selecting its ends (Kubernetes,
-named ports resolved on the destination), so one port per class is evaluated per protocol.
+that match the pair (Contrail) and of the blocks and tier rules of the policies selecting its ends
+(Kubernetes, named ports resolved on the destination), so one port per class is evaluated per protocol.
 
 Pure: manifests in, result out. `apply_change` defines the change format (see its docstring).
 """
@@ -24,15 +25,17 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
-from typing import (Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple)
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from .flow import FLOW_PROTOCOLS, ContrailEvaluator, Workload
-from .k8s_semantics import Endpoint, KubernetesModel, PeerBlocks, Pod
+from .k8s_cnp import ADMIN, BASELINE, ClusterPort
+from .k8s_semantics import Endpoint, KubernetesModel, PeerBlocks, Pod, PortRule
 from kube_manager.translator.translation import translate
 
 DELETE_ANNOTATION = "contrail-kube-manager/what-if"
 DELETE_VALUE = "delete"
-KINDS = ("Namespace", "Pod", "NetworkPolicy")
+KINDS = ("Namespace", "Pod", "NetworkPolicy", "ClusterNetworkPolicy")
+_CLUSTER_SCOPED = ("Namespace", "ClusterNetworkPolicy")
 # The API server's protocol spelling for each flow protocol.
 _K8S_PROTOCOL = {p: p.upper() for p in FLOW_PROTOCOLS}
 
@@ -45,13 +48,14 @@ class WhatIfError(ValueError):
 
 def _key(kind: str, manifest: Mapping[str, Any]) -> ObjectKey:
     metadata = manifest.get("metadata") or {}
-    namespace = "" if kind == "Namespace" else str(metadata.get("namespace") or "default")
+    namespace = "" if kind in _CLUSTER_SCOPED else str(metadata.get("namespace") or "default")
     return (kind, namespace, str(metadata.get("name") or ""))
 
 
 def _groups(manifests: Any) -> Dict[str, Sequence[Dict[str, Any]]]:
     return {"Namespace": manifests.namespaces, "Pod": manifests.pods,
-            "NetworkPolicy": manifests.network_policies}
+            "NetworkPolicy": manifests.network_policies,
+            "ClusterNetworkPolicy": manifests.cluster_network_policies}
 
 
 def _is_deletion(manifest: Mapping[str, Any]) -> bool:
@@ -62,12 +66,12 @@ def _is_deletion(manifest: Mapping[str, Any]) -> bool:
 def apply_change(cluster: Any, change: Any) -> Tuple[Any, Set[ObjectKey]]:
     """The cluster with the change applied, and the keys of the objects the change touched.
 
-    `cluster` and `change` hold `namespaces`, `pods` and `network_policies` lists of manifests
-    (kube_manager.manifests.Manifests does); the result is of the cluster's own type, built with
-    those three keywords.
+    `cluster` and `change` hold `namespaces`, `pods`, `network_policies` and
+    `cluster_network_policies` lists of manifests (kube_manager.manifests.Manifests does); the
+    result is of the cluster's own type, built with those four keywords.
 
-    Each Namespace, Pod or NetworkPolicy in `change` is added, or replaces the cluster's object
-    of the same kind, namespace and name; one carrying the annotation
+    Each Namespace, Pod, NetworkPolicy or ClusterNetworkPolicy in `change` is added, or replaces
+    the cluster's object of the same kind, namespace and name; one carrying the annotation
     `contrail-kube-manager/what-if: delete` deletes it instead (only its kind, namespace and name
     are read). Raises WhatIfError for a deletion of an object the cluster does not have.
     """
@@ -90,7 +94,8 @@ def apply_change(cluster: Any, change: Any) -> Tuple[Any, Set[ObjectKey]]:
     for key, manifest in objects.items():
         lists[key[0]].append(manifest)
     after = type(cluster)(namespaces=lists["Namespace"], pods=lists["Pod"],
-                          network_policies=lists["NetworkPolicy"])
+                          network_policies=lists["NetworkPolicy"],
+                          cluster_network_policies=lists["ClusterNetworkPolicy"])
     return after, touched
 
 
@@ -124,11 +129,13 @@ class _State:
 
     def __init__(self, manifests: Any, cluster_name: str) -> None:
         translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
-                                cluster_name=cluster_name).to_dict()
+                                cluster_name=cluster_name,
+                                cluster_network_policies=manifests.cluster_network_policies).to_dict()
         self.translation = translation
         self.contrail = ContrailEvaluator(translation, cluster_name)
         self.kubernetes = KubernetesModel.build(manifests.namespaces, manifests.pods,
-                                                manifests.network_policies)
+                                                manifests.network_policies,
+                                                manifests.cluster_network_policies)
 
     def workload(self, end: "_End") -> Workload:
         if end.pod is None:
@@ -152,20 +159,21 @@ class _End:
 
 def _k8s_boundaries(sides: Sequence[PeerBlocks], destination: Optional[Pod], protocol: str,
                     found: Set[int]) -> None:
-    """Port boundaries of the blocks that match the pair's peers (named ports resolved on the
-    destination pod)."""
+    """Port boundaries of the blocks and tier rules that match the pair's peers (named ports
+    resolved on the destination pod)."""
     for side in sides:
-        for _policy, blocks in side.policies:
-            for block in blocks:
-                for rule in block.ports or ():
-                    if rule.protocol != protocol:
-                        continue
-                    if rule.name is None:
-                        found.update((rule.start, rule.end + 1))
-                    elif destination is not None:
-                        number = destination.resolve(rule.name, protocol)
-                        if number is not None:
-                            found.update((number, number + 1))
+        ports: List[Union[PortRule, ClusterPort]] = [
+            rule for _policy, blocks in side.policies for block in blocks for rule in block.ports or ()]
+        ports += [port for tier in (side.admin, side.baseline) for _policy, rule in tier.rules
+                  for port in rule.ports or ()]
+        for rule in ports:
+            if rule.name is None:
+                if rule.protocol == protocol:
+                    found.update((rule.start, rule.end + 1))
+            elif destination is not None:
+                number = destination.resolve(rule.name, protocol)
+                if number is not None:
+                    found.update((number, number + 1))
 
 
 def _contrail_boundaries(rules: Iterable[Any], protocol: str, found: Set[int]) -> None:
@@ -212,6 +220,8 @@ def _pair_changes(before: _State, after: _State, src: _End, dst: _End) -> List[F
 
 
 def _affected_pods(touched: Set[ObjectKey], pods: Iterable[Tuple[str, str]]) -> Set[Tuple[str, str]]:
+    if any(kind == "ClusterNetworkPolicy" for kind, _, _ in touched):
+        return set(pods)  # its subject and peers may be any pod of the cluster
     namespaces = {namespace for kind, namespace, _ in touched if kind == "NetworkPolicy"}
     namespaces |= {name for kind, _, name in touched if kind == "Namespace"}
     direct = {(namespace, name) for kind, namespace, name in touched if kind == "Pod"}
@@ -232,6 +242,12 @@ def _networks(state: _State) -> Iterable[Any]:
                         if peer.network is not None:
                             yield peer.network
                             yield from peer.excepts
+    for tier in (ADMIN, BASELINE):
+        for cluster_policy in state.kubernetes.tier(tier):
+            for rules in cluster_policy.directions.values():
+                for rule in rules:
+                    for cluster_peer in rule.peers:
+                        yield from cluster_peer.networks
 
 
 _ADDRESS = {4: ipaddress.IPv4Address, 6: ipaddress.IPv6Address}
