@@ -71,16 +71,19 @@ class UpstreamTest:
     policies: Tuple[Dict[str, Any], ...]
     steps: Tuple[Step, ...]
 
-    def run(self) -> Iterator[Tuple[Step, P, HouseCluster]]:
+    def run(self) -> Iterator[Tuple[Step, P, HouseCluster, int]]:
         """Each probe with the cluster as it stands when upstream makes it (the same object,
-        changed in place between probes: read it before asking for the next)."""
+        changed in place between probes: read it before asking for the next) and the number of
+        changes made so far (the cluster's state: equal numbers, equal clusters)."""
         cluster = HouseCluster.with_policies(self.policies)
+        changes = 0
         for step in self.steps:
             for action in step.actions:
                 if isinstance(action, P):
-                    yield step, action, cluster
+                    yield step, action, cluster, changes
                 else:
                     action.apply(cluster)
+                    changes += 1
 
     @property
     def probes(self) -> Tuple[P, ...]:
