@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 from wsgiref.util import setup_testing_defaults
 
+from builders import pod as pod_manifest, policy as policy_manifest
 from kube_manager.db import (SYNCED, PENDING, REJECTED, ClusterPolicyRecord, ConnectionStatus, Database,
                              NamespaceRecord, PodRecord, PolicyRecord)
 
@@ -155,17 +156,14 @@ def _actual(desired: Dict[str, Dict[tuple, Dict[str, Any]]]) -> Dict[str, Dict[t
 
 def _pod(namespace: str, name: str, ip: str, labels: Dict[str, str], tags: List[str],
          state: str = SYNCED, error: str = "") -> PodRecord:
-    manifest = {"kind": "Pod", "metadata": {"namespace": namespace, "name": name,
-                                             "uid": f"uid-{namespace}-{name}", "labels": labels},
-                "status": {"podIP": ip}}
+    manifest = pod_manifest(namespace, name, ip, labels, uid=f"uid-{namespace}-{name}")
     return PodRecord(f"uid-{namespace}-{name}", namespace, name, ip, dict(labels), manifest,
                      sorted(tags), state, error)
 
 
 def _np(namespace: str, name: str, uid: str, spec: Dict[str, Any], fp: str, rules: List[str],
         state: str, errors: List[str]) -> PolicyRecord:
-    manifest = {"kind": "NetworkPolicy", "metadata": {"namespace": namespace, "name": name, "uid": uid},
-                "spec": spec}
+    manifest = policy_manifest(namespace, name, spec, uid=uid)
     return PolicyRecord(uid, namespace, name, spec, manifest, [PM, fp] if fp else [], rules, state,
                         errors)
 

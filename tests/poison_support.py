@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from kube_manager.translator import translate
-from builders import namespace, pod, policy
+from builders import HTTP_8080, namespace, pod, policy
 
 VALID_NAMESPACES = [namespace("a", team="x"), namespace("b", team="y")]
 VALID_PODS = [pod("a", "web", "10.0.0.1", {"app": "web"}, [("http", 80, "TCP")]),
@@ -41,15 +41,15 @@ VALID_KEYS = {("Namespace", "", "a"), ("Namespace", "", "b")} | {
     (kind, m["metadata"]["namespace"], m["metadata"]["name"])
     for kind, group in (("Pod", VALID_PODS), ("NetworkPolicy", VALID_POLICIES)) for m in group}
 
+def _template_pod() -> Dict[str, Any]:
+    manifest = pod("zz", "p", "10.9.0.1", {"app": "web"}, HTTP_8080, uid="uid-zz-p")
+    manifest["spec"]["hostNetwork"] = False  # read by the translator, so poisoned like the rest
+    return manifest
+
+
 TEMPLATES: Dict[str, Dict[str, Any]] = {
-    "Namespace": {"apiVersion": "v1", "kind": "Namespace",
-                  "metadata": {"name": "zz", "uid": "uid-zz", "labels": {"team": "z"}}},
-    "Pod": {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "p", "namespace": "zz", "uid": "uid-zz-p", "labels": {"app": "web"}},
-            "spec": {"hostNetwork": False,
-                     "containers": [{"name": "c", "ports": [{"name": "http", "containerPort": 8080,
-                                                             "protocol": "TCP"}]}]},
-            "status": {"podIP": "10.9.0.1"}},
+    "Namespace": namespace("zz", uid="uid-zz", team="z"),
+    "Pod": _template_pod(),
     "NetworkPolicy": policy("zz", "np", {
         "podSelector": {"matchLabels": {"app": "web"},
                         "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["x"]}]},

@@ -14,10 +14,13 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import gevent
 
 from kube_manager.pipeline import build_pipeline
+from kube_manager.settings import ReconcilerSettings
 from kube_manager.reconciler.ownership import OWNED_TYPES, Marks
 from vnc_client.errors import ServerError, VncConnectionError, error_for_status
 from kube_manager.sim.vnc_api.api import ConfigApi, ListQuery
 from kube_manager.sim.vnc_api.errors import ApiError
+from tests.builders import HTTP_8080, allow_from, namespace, pod, policy
+from tests.waiting import wait_green
 
 VN = ["default-domain", "default-project", "k8s-default-pod-network"]
 MARKS = Marks(owner="k8s", cluster="k8s")
@@ -224,3 +227,49 @@ def differences(expected: Mapping[str, Mapping[Tuple[str, ...], Any]],
     return problems
 
 
+# --- a reconciler over the in-process API, on a small cluster (the `setup` fixture, conftest.py) ---
+
+NS_A = namespace("a", team="x")
+NS_B = namespace("b")
+WEB = pod("a", "web", "10.0.0.1", app="web", ports=HTTP_8080)
+CLIENT = pod("a", "client", "10.0.0.2", app="client", ports=HTTP_8080)
+DB = pod("b", "db", "10.0.1.1", app="db", ports=HTTP_8080)
+ALLOW_CLIENT = policy("a", "allow-client", allow_from("client", "web"))
+FROM_TEAM = policy("b", "from-team", {
+    "podSelector": {"matchLabels": {"app": "db"}},
+    "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"team": "x"}}},
+                          {"ipBlock": {"cidr": "192.168.0.0/16", "except": ["192.168.1.0/24"]}}]}]})
+EGRESS = policy("a", "egress", {
+    "podSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web", "client"]}]},
+    "policyTypes": ["Egress"], "egress": [{"to": [{"podSelector": {}}], "ports": [{"port": 53, "protocol": "UDP"}]}]})
+PODS = (WEB, CLIENT, DB)
+BASE = (NS_A, NS_B) + PODS + (ALLOW_CLIENT, FROM_TEAM, EGRESS)
+FAST = ReconcilerSettings(concurrency=4, retry_base=0.01, retry_cap=0.05)
+
+
+class Setup:
+    def __init__(self, api: Optional[InProcessApi] = None, settings: ReconcilerSettings = FAST,
+                 manifests=BASE, vmis: bool = True) -> None:
+        self.api = api or InProcessApi()
+        self.cluster = Cluster()
+        self.rec = self.cluster.pipeline.connect(self.api, settings)
+        self.cluster.apply(*manifests)
+        if vmis:
+            for manifest in manifests:
+                if manifest["kind"] == "Pod" and self.api.api.lookup("virtual-machine", [manifest["metadata"]["name"]]) is None:
+                    self.api.add_pod_vmi(manifest["metadata"]["uid"], manifest["metadata"]["name"])
+
+    def start(self) -> "Setup":
+        self.rec.start()
+        self.rec.resync()
+        return self
+
+    def converge(self, timeout: float = 10.0) -> None:
+        wait_green(self.rec.converged, "convergence", timeout)
+        assert differences(expected_objects(self.cluster.translation()), self.api.owned()) == []
+        for workload in self.cluster.translation()["workloads"]:
+            uid = self.cluster.db.pods[(workload["namespace"], workload["name"])].uid
+            assert self.api.vmi_tags(uid) == workload["tags"], workload
+
+    def stop(self) -> None:
+        self.rec.stop()

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-from conformance.cluster import ManifestSet, namespace, pod, policy
+from builders import namespace, pod, policy
+from conformance.cluster import ManifestSet
 from kube_manager.explain.text import flow_errors, render
 from kube_manager.translator import translate
 from kube_manager.explain.explainer import Explainer
@@ -13,11 +14,11 @@ from kube_manager.explain.explainer import Explainer
 
 def cluster(*policies: Dict[str, Any]) -> ManifestSet:
     return ManifestSet(
-        namespaces=[namespace("x", {"team": "x"}), namespace("y", {"team": "y"})],
-        pods=[pod("x", "a", {"app": "a"}, "10.0.1.1"),
-              pod("x", "c", {"app": "c"}, "10.0.1.3"),
-              pod("y", "b", {"app": "b"}, "10.0.2.2", ports=[("http", 9091, "TCP")]),
-              pod("y", "d", {"app": "b"}, "10.0.2.4", ports=[("http", 9090, "TCP")])],
+        namespaces=[namespace("x", team="x"), namespace("y", team="y")],
+        pods=[pod("x", "a", "10.0.1.1", {"app": "a"}),
+              pod("x", "c", "10.0.1.3", {"app": "c"}),
+              pod("y", "b", "10.0.2.2", {"app": "b"}, ports=[("http", 9091, "TCP")]),
+              pod("y", "d", "10.0.2.4", {"app": "b"}, ports=[("http", 9090, "TCP")])],
         network_policies=list(policies))
 
 

@@ -10,7 +10,8 @@ from typing import Any, Dict, List
 
 import pytest
 
-from conformance.cluster import OUTSIDE_IP, namespace, pod, pod_ip, policy, xyz_cluster
+from builders import namespace, pod, policy
+from conformance.cluster import OUTSIDE_IP, pod_ip, xyz_cluster
 from kube_manager.explain.k8s_semantics import (Endpoint, Invalid, KubernetesModel,
                                                    compile_selector)
 
@@ -206,14 +207,14 @@ def test_ip_block_matches_pod_ips_minus_excepts():
 def test_ip_block_host_bits_are_masked_and_ipv6_is_separate():
     model = build([egress("x", "p", [{"to": [{"ipBlock": {"cidr": f"{pod_ip('y', 'a')}/4"}}]}])])
     assert allowed(model, "x/a", "z/c")  # 10.x/4 is 0.0.0.0/4
-    v6 = pod("y", "v6", {"pod": "v6"}, "fd00::5")
+    v6 = pod("y", "v6", "fd00::5", {"pod": "v6"})
     model = build([egress("x", "p", [{"to": [{"ipBlock": {"cidr": "fd00::/64"}}]}])], [v6])
     assert allowed(model, "x/a", "y/v6")
     assert not allowed(model, "x/a", "y/a")
 
 
 def test_pod_without_ip_never_matches_an_ip_block():
-    pending = pod("y", "pending", {"pod": "p"})
+    pending = pod("y", "pending", labels={"pod": "p"})
     model = build([ingress("x", "p", [{"from": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}])], [pending])
     assert not allowed(model, "y/pending", "x/a")
 
@@ -247,7 +248,7 @@ def test_end_port_is_an_inclusive_range():
 
 
 def test_named_port_resolves_on_the_ingress_destination():
-    odd = pod("x", "odd", {"pod": "a"}, "10.244.1.99", [("serve-81-tcp", 8081, "TCP")])
+    odd = pod("x", "odd", "10.244.1.99", {"pod": "a"}, [("serve-81-tcp", 8081, "TCP")])
     model = build([ingress("x", "p", [{"ports": [{"port": "serve-81-tcp"}]}], selector=POD_A)], [odd])
     assert allowed(model, "y/a", "x/a", 81)
     assert not allowed(model, "y/a", "x/a", 80)
@@ -257,7 +258,7 @@ def test_named_port_resolves_on_the_ingress_destination():
 
 
 def test_named_port_resolves_on_the_egress_peer_and_never_outside():
-    odd = pod("y", "odd", {"pod": "odd"}, "10.244.2.99", [("serve-80-tcp", 8080, "TCP")])
+    odd = pod("y", "odd", "10.244.2.99", {"pod": "odd"}, [("serve-80-tcp", 8080, "TCP")])
     model = build([egress("x", "p", [{"ports": [{"port": "serve-80-tcp"}]}])], [odd])
     assert allowed(model, "x/a", "y/b", 80)
     assert allowed(model, "x/a", "y/odd", 8080)
@@ -321,10 +322,10 @@ def test_policy_with_invalid_selection_is_ignored_whole(spec):
 
 
 def test_namespaces_known_only_from_pods_get_the_name_label():
-    lonely = pod("w", "a", {"pod": "a"}, "10.244.9.1")
+    lonely = pod("w", "a", "10.244.9.1", {"pod": "a"})
     model = build([ingress("x", "p", [{"from": [
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "w"}}}]}])], [lonely])
     assert allowed(model, "w/a", "x/a")
-    extra_labels = namespace("q", {"team": "blue"})
+    extra_labels = namespace("q", team="blue")
     model = KubernetesModel.build([extra_labels], [], [])
     assert model.namespace_labels["q"] == {"team": "blue", "kubernetes.io/metadata.name": "q"}

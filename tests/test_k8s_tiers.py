@@ -10,7 +10,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
 
-from conformance.cluster import OUTSIDE_IP, pod, pod_ip, policy, xyz_cluster
+from builders import pod, policy
+from conformance.cluster import OUTSIDE_IP, pod_ip, xyz_cluster
 from kube_manager.explain.k8s_semantics import (DEFAULT_TIER, NETWORK_POLICY_TIER, Endpoint,
                                                 KubernetesModel, Verdict)
 
@@ -162,7 +163,7 @@ def test_ports_numbers_ranges_and_protocols():
 
 
 def test_named_port_takes_the_container_ports_protocol_and_number():
-    odd = pod("x", "d", {"pod": "d"}, "10.244.1.40", [("dns", 5353, "UDP")])
+    odd = pod("x", "d", "10.244.1.40", {"pod": "d"}, [("dns", 5353, "UDP")])
     named = [{"destinationNamedPort": "dns"}]
     model = build([cnp("p", ingress=[rule("Deny", ns_peer("y"), protocols=named)])], extra_pods=[odd])
     assert not allowed(model, "y/a", "x/d", 5353, "UDP")

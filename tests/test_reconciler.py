@@ -2,74 +2,14 @@
 failures that delay but lose nothing, ownership, drift repair, pod tagging."""
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
-
-import pytest
+from typing import List, Tuple
 
 from kube_manager.db import PENDING, SYNCED
-from kube_manager.settings import ReconcilerSettings
 from kube_manager.reconciler.pods import NO_VM
-from builders import HTTP_8080, allow_from, namespace, pod, policy
-from tests.reconciler_support import (Cluster, InProcessApi, connection_error, differences,
-                                      expected_objects, server_error)
+from builders import HTTP_8080, allow_from, pod, policy
+from tests.reconciler_support import (ALLOW_CLIENT, BASE, CLIENT, EGRESS, FAST, PODS, WEB, Cluster, InProcessApi,
+                                      Setup, connection_error, differences, expected_objects, server_error)
 from tests.waiting import wait_green
-
-NS_A = namespace("a", team="x")
-NS_B = namespace("b")
-WEB = pod("a", "web", "10.0.0.1", app="web", ports=HTTP_8080)
-CLIENT = pod("a", "client", "10.0.0.2", app="client", ports=HTTP_8080)
-DB = pod("b", "db", "10.0.1.1", app="db", ports=HTTP_8080)
-ALLOW_CLIENT = policy("a", "allow-client", allow_from("client", "web"))
-FROM_TEAM = policy("b", "from-team", {
-    "podSelector": {"matchLabels": {"app": "db"}},
-    "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"team": "x"}}},
-                          {"ipBlock": {"cidr": "192.168.0.0/16", "except": ["192.168.1.0/24"]}}]}]})
-EGRESS = policy("a", "egress", {
-    "podSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web", "client"]}]},
-    "policyTypes": ["Egress"], "egress": [{"to": [{"podSelector": {}}], "ports": [{"port": 53, "protocol": "UDP"}]}]})
-PODS = (WEB, CLIENT, DB)
-BASE = (NS_A, NS_B) + PODS + (ALLOW_CLIENT, FROM_TEAM, EGRESS)
-FAST = ReconcilerSettings(concurrency=4, retry_base=0.01, retry_cap=0.05)
-
-
-class Setup:
-    def __init__(self, api: Optional[InProcessApi] = None, settings: ReconcilerSettings = FAST,
-                 manifests=BASE, vmis: bool = True) -> None:
-        self.api = api or InProcessApi()
-        self.cluster = Cluster()
-        self.rec = self.cluster.pipeline.connect(self.api, settings)
-        self.cluster.apply(*manifests)
-        if vmis:
-            for manifest in manifests:
-                if manifest["kind"] == "Pod" and self.api.api.lookup("virtual-machine", [manifest["metadata"]["name"]]) is None:
-                    self.api.add_pod_vmi(manifest["metadata"]["uid"], manifest["metadata"]["name"])
-
-    def start(self) -> "Setup":
-        self.rec.start()
-        self.rec.resync()
-        return self
-
-    def converge(self, timeout: float = 10.0) -> None:
-        wait_green(self.rec.converged, "convergence", timeout)
-        assert differences(expected_objects(self.cluster.translation()), self.api.owned()) == []
-        for workload in self.cluster.translation()["workloads"]:
-            uid = self.cluster.db.pods[(workload["namespace"], workload["name"])].uid
-            assert self.api.vmi_tags(uid) == workload["tags"], workload
-
-    def stop(self) -> None:
-        self.rec.stop()
-
-
-@pytest.fixture
-def setup():
-    made: List[Setup] = []
-
-    def make(**kwargs) -> Setup:
-        made.append(Setup(**kwargs))
-        return made[-1]
-    yield make
-    for s in made:
-        s.stop()
 
 
 def object_count(translation) -> int:

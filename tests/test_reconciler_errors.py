@@ -7,10 +7,9 @@ from __future__ import annotations
 from typing import List, Tuple
 
 from kube_manager.db import PARKED, RETRYING
-from builders import policy
-from tests.reconciler_support import server_error
+from builders import allow_from, policy
+from tests.reconciler_support import ALLOW_CLIENT, server_error
 from tests.waiting import wait_green
-from tests.test_reconciler import ALLOW_CLIENT, allow_from, setup  # noqa: F401  (the fixture)
 from vnc_client.errors import BadRequest
 
 PM = "default-policy-management"

@@ -1,4 +1,4 @@
-"""Manifest builders and the upstream netpol e2e topology.
+"""The upstream netpol e2e topology, built with the one builder per kind (tests/builders.py).
 
 Upstream (kubernetes test/e2e/network/netpol) runs namespaces x, y, z labelled `ns=<name>`, each with
 pods a, b, c labelled `pod=<name>`, every pod serving ports 80 and 81 on TCP, UDP and SCTP through
@@ -7,8 +7,9 @@ manifests, with fixed pod IPs so ipBlock cases can name them.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Sequence
 
+from builders import namespace, pod, policy
 from kube_manager.manifests import Manifests
 
 NAMESPACES = ("x", "y", "z")
@@ -16,35 +17,6 @@ POD_NAMES = ("a", "b", "c")
 PORTS = (80, 81)
 PROTOCOLS = ("TCP", "UDP", "SCTP")
 OUTSIDE_IP = "192.0.2.10"  # TEST-NET-1: an address outside the cluster
-
-
-def namespace(name: str, labels: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": name, "uid": f"uid-ns-{name}", "labels": dict(labels or {})}}
-
-
-def pod(ns: str, name: str, labels: Optional[Dict[str, str]] = None, ip: Optional[str] = None,
-        ports: Sequence[tuple] = ()) -> Dict[str, Any]:
-    """A pod; `ports` are (name, number, protocol) container ports, one container each."""
-    manifest: Dict[str, Any] = {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": ns, "uid": f"uid-pod-{ns}-{name}",
-                     "labels": dict(labels or {})},
-        "spec": {"containers": [
-            {"name": f"cont-{number}-{protocol.lower()}", "image": "agnhost",
-             "ports": [{"name": port_name, "containerPort": number, "protocol": protocol}]}
-            for port_name, number, protocol in ports]},
-        "status": {},
-    }
-    if ip:
-        manifest["status"]["podIP"] = ip
-    return manifest
-
-
-def policy(ns: str, name: str, spec: Dict[str, Any]) -> Dict[str, Any]:
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-            "metadata": {"name": name, "namespace": ns, "uid": f"uid-np-{ns}-{name}"},
-            "spec": spec}
 
 
 # The test clusters are the loader's own record, so explain sees exactly what `-f` would give it.
@@ -64,8 +36,8 @@ def serve_ports() -> List[tuple]:
 def xyz_cluster(policies: Sequence[Dict[str, Any]] = ()) -> ManifestSet:
     """The upstream topology plus `policies`."""
     return ManifestSet(
-        namespaces=[namespace(ns, {"ns": ns}) for ns in NAMESPACES],
-        pods=[pod(ns, name, {"pod": name}, pod_ip(ns, name), serve_ports())
+        namespaces=[namespace(ns, ns=ns) for ns in NAMESPACES],
+        pods=[pod(ns, name, pod_ip(ns, name), {"pod": name}, serve_ports())
               for ns in NAMESPACES for name in POD_NAMES],
         network_policies=list(policies),
     )
