@@ -10,7 +10,8 @@ from typing import Any, Dict
 
 import pytest
 
-from conformance.cluster import ManifestSet, namespace, pod, wiki_example_policies
+from builders import namespace, pod
+from conformance.cluster import ManifestSet, wiki_example_policies
 from conformance.contrail import (ANY, firewall_policy, rule, tags, translation, workload)
 from kube_manager.explain.explainer import (CLUSTER_WIDE, MISMATCH, ExplainError, Explainer,
                                              cluster_wide_policies, explain)
@@ -24,10 +25,10 @@ Y_A = [APP, "namespace=y", "pod=a"]
 
 def manifests() -> ManifestSet:
     return ManifestSet(
-        namespaces=[namespace("x", {"ns": "x"}), namespace("y", {"ns": "y"})],
-        pods=[pod("x", "a", {"pod": "a"}, "10.244.1.10"), pod("x", "b", {"pod": "b"}, "10.244.1.11"),
-              pod("y", "a", {"pod": "a"}, "10.244.2.10"), pod("y", "twin", {"pod": "t"}, "10.244.2.10"),
-              pod("y", "new", {"pod": "n"}, "10.244.2.99")],
+        namespaces=[namespace("x", ns="x"), namespace("y", ns="y")],
+        pods=[pod("x", "a", "10.244.1.10", {"pod": "a"}), pod("x", "b", "10.244.1.11", {"pod": "b"}),
+              pod("y", "a", "10.244.2.10", {"pod": "a"}), pod("y", "twin", "10.244.2.10", {"pod": "t"}),
+              pod("y", "new", "10.244.2.99", {"pod": "n"})],
         network_policies=wiki_example_policies())
 
 

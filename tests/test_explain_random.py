@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from conformance.cases import SCTP80, TCP80, TCP81, UDP81
 from conformance.checks import PerPolicy, run_pairs
-from conformance.cluster import ManifestSet, NAMESPACES, namespace, pod, pod_ip, policy, serve_ports
+from builders import namespace, pod, policy
+from conformance.cluster import ManifestSet, NAMESPACES, pod_ip, serve_ports
 
 POD_LABELS = {
     "x/a": {"pod": "a", "tier": "web"}, "x/b": {"pod": "b", "tier": "db", "Tier_X": "1"},
@@ -31,8 +32,8 @@ def cluster(policies: List[Dict[str, Any]]) -> ManifestSet:
     for key, labels in POD_LABELS.items():
         ns, name = key.split("/")
         ports = {"x/c": [], "z/c": SWAPPED}.get(key, serve_ports())
-        pods.append(pod(ns, name, labels, pod_ip(ns, name), ports))
-    return ManifestSet([namespace(n, NAMESPACE_LABELS[n]) for n in NAMESPACES], pods, list(policies))
+        pods.append(pod(ns, name, pod_ip(ns, name), labels, ports))
+    return ManifestSet([namespace(n, **NAMESPACE_LABELS[n]) for n in NAMESPACES], pods, list(policies))
 
 
 def selector(keys: List[str], values: List[str]) -> st.SearchStrategy:

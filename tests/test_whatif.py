@@ -12,7 +12,8 @@ from typing import Any, Dict, List, Set, Tuple
 import pytest
 import yaml
 
-from conformance.cluster import ManifestSet, namespace, pod, policy
+from builders import namespace, pod, policy
+from conformance.cluster import ManifestSet
 from kube_manager.translator import translate
 from kube_manager.explain.explainer import Explainer
 from kube_manager.explain.whatif import (DELETE_ANNOTATION, DELETE_VALUE, WhatIfError,
@@ -39,12 +40,12 @@ Y_EGRESS = policy("y", "egress", {
 
 def cluster() -> ManifestSet:
     return ManifestSet(
-        namespaces=[namespace("x", {"team": "x"}), namespace("y", {"team": "y"}), namespace("z")],
-        pods=[pod("x", "a", {"app": "a"}, PODS["x/a"], [("http", 80, "TCP")]),
-              pod("x", "b", {"app": "b"}, PODS["x/b"], [("http", 8080, "TCP")]),
-              pod("y", "a", {"app": "a"}, PODS["y/a"], [("http", 80, "TCP")]),
-              pod("y", "c", {"app": "c"}, PODS["y/c"], [("http", 81, "TCP")]),
-              pod("z", "d", {"app": "d"}, PODS["z/d"])],
+        namespaces=[namespace("x", team="x"), namespace("y", team="y"), namespace("z")],
+        pods=[pod("x", "a", PODS["x/a"], {"app": "a"}, [("http", 80, "TCP")]),
+              pod("x", "b", PODS["x/b"], {"app": "b"}, [("http", 8080, "TCP")]),
+              pod("y", "a", PODS["y/a"], {"app": "a"}, [("http", 80, "TCP")]),
+              pod("y", "c", PODS["y/c"], {"app": "c"}, [("http", 81, "TCP")]),
+              pod("z", "d", PODS["z/d"], {"app": "d"})],
         network_policies=[policy("x", "deny-all", {"podSelector": {}}), ALLOW_FROM_Y, Y_EGRESS])
 
 
@@ -119,8 +120,8 @@ def outside_as_region(flows: Dict[tuple, Any]) -> Set[tuple]:
 
 
 RELABELLED = ManifestSet(namespaces=[], network_policies=[],
-                         pods=[pod("x", "b", {"app": "a"}, PODS["x/b"], [("http", 8080, "TCP")])])
-NAMESPACE_RELABELLED = ManifestSet(namespaces=[namespace("z", {"team": "y"})], pods=[],
+                         pods=[pod("x", "b", PODS["x/b"], {"app": "a"}, [("http", 8080, "TCP")])])
+NAMESPACE_RELABELLED = ManifestSet(namespaces=[namespace("z", team="y")], pods=[],
                                    network_policies=[])
 
 
