@@ -11,7 +11,8 @@ from typing import Any, Dict, List, Sequence
 
 import yaml
 
-from conformance.cluster import ManifestSet, policy, xyz_cluster
+from builders import policy
+from conformance.cluster import ManifestSet, xyz_cluster
 from kube_manager.cli import main
 from kube_manager.explain.explainer import CLUSTER_WIDE, Explainer
 from kube_manager.explain.text import render
