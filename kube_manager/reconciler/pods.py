@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import AbstractSet, Any, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Set, Tuple
+from typing import (AbstractSet, Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Protocol, Sequence,
+                    Set, Tuple)
 
 from kube_manager.db import HOST_NETWORK, NO_VM, PENDING, RETRYING, SYNCED, Database, Key
 from kube_manager.logging_setup import kv
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 
 VMI = "virtual-machine-interface"
 LABEL_TYPE = "label"     # the multi-valued predefined tag type
-POD = "pod"              # the resource type of pod keys in the work queue: ("pod", (namespace, name))
+POD = "pod"              # the first part of every pod's work-queue key
 
 
 class VmiApi(Protocol):
@@ -45,14 +46,16 @@ class VmiApi(Protocol):
                  changes: Mapping[str, Optional[Mapping[str, Any]]]) -> None: ...
 
 
-def pod_key(namespace: str, name: str) -> ObjKey:
-    return (POD, (namespace, name))
+class PodKey(NamedTuple):
+    """A pod's work-queue key, of its own type so that the reconciler hands it to the pod handler.
+    Shaped as an object key, `("pod", (namespace, name))`, so that both kinds sort together."""
+
+    kind: str
+    pod: Key
 
 
-def pod_of(key: ObjKey) -> Key:
-    """The `(namespace, name)` of a work-queue key made by `pod_key`."""
-    namespace, name = key[1]
-    return namespace, name
+def pod_key(namespace: str, name: str) -> PodKey:
+    return PodKey(POD, (namespace, name))
 
 
 def _split(tag: str) -> Tuple[str, str]:
@@ -195,6 +198,11 @@ class PodTagger:
         log.info("listed VMIs", extra=kv(count=len(vmis)))
         return 1
 
+    def tags(self, key: Key) -> Optional[List[str]]:
+        """The tags the pod is to carry (None for an unknown pod)."""
+        record = self._db.pods.get(key)
+        return record.tags if record is not None else None
+
     def untaggable(self, key: Key) -> bool:
         """A host-network pod: nothing to tag, nothing to wait for."""
         record = self._db.pods.get(key)
@@ -209,7 +217,7 @@ class PodTagger:
         desired = set(record.tags)
         return not vmis or any(tag_changes(self.index.tags[v], desired, self._managed) for v in vmis)
 
-    def referrers(self, tag: str) -> List[ObjKey]:
+    def referrers(self, tag: str) -> List[PodKey]:
         """Pods whose VMIs still carry `tag` although they should not (what blocks its delete)."""
         uid_to_key = {r.uid: k for k, r in self._db.pods.items()}
         result = []

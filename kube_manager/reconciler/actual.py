@@ -1,0 +1,198 @@
+"""What the config API holds of our objects, as far as the reconciler knows, and how it differs
+from the desired state.
+
+`db.actual` (resource type -> fq_name -> body as read back or as written, with its "uuid") is
+written here alone, together with the indexes planning reads from it: which of our objects refer
+to each object (what blocks a delete), the two long ref lists that refer to every NetworkPolicy
+(the APS's and `<cluster>-denyall`'s, kept as `RefListIndex`es of where desired and actual differ,
+so one event costs O(refs it moved)), the shared objects of other owners we may use as they are,
+and when each key was last written (a resync keeps what was written while it listed).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set
+
+from kube_manager.db import Database, FqName
+from kube_manager.logging_setup import kv
+from kube_manager.translator.published import DesiredState
+
+from . import diff
+from .diff import ObjKey
+from .ownership import OWNED_TYPES, SHARED_TYPES, Listing
+from .reflists import RefListIndex
+
+log = logging.getLogger(__name__)
+
+Body = Dict[str, Any]
+
+
+def describe(key: ObjKey) -> str:
+    return f"{key[0]} {':'.join(key[1])}"
+
+
+class ActualState:
+    """`db.actual` and its indexes; `on_changed(key)` hears of every change to a key's object."""
+
+    def __init__(self, db: Database, desired: DesiredState, indexes: Dict[ObjKey, Dict[str, RefListIndex]],
+                 on_changed: Callable[[ObjKey], None]) -> None:
+        self._db = db
+        self._desired = desired
+        self.indexes = indexes
+        self._on_changed = on_changed
+        self._others: Dict[str, Dict[FqName, Body]] = {}  # listed objects of other owners
+        self._referrers: Dict[ObjKey, Set[ObjKey]] = {}
+        self.seq = 0  # bumped by every write (ours, VMIs' too) and every resync
+        self._written_at: Dict[ObjKey, int] = {}
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def get(self, key: ObjKey) -> Optional[Body]:
+        return self._db.actual.get(key[0], {}).get(key[1])
+
+    def desired(self, key: ObjKey) -> Optional[Body]:
+        return self._desired.get(key[0], key[1])
+
+    def other(self, key: ObjKey) -> Optional[Body]:
+        """The object of another owner listed (or found) under this name, if any."""
+        return self._others.get(key[0], {}).get(key[1])
+
+    def borrowed(self, key: ObjKey) -> bool:
+        """A shared object (tag, address group) of another owner that serves as it is."""
+        return key[0] in SHARED_TYPES and key[1] in self._others.get(key[0], {})
+
+    def present(self, key: ObjKey) -> bool:
+        return self.get(key) is not None or self.borrowed(key)
+
+    def settled(self, key: ObjKey) -> bool:
+        """Whether the config API holds `key` exactly as desired (or holds nothing of it, when
+        nothing is desired)."""
+        desired, actual = self.desired(key), self.get(key)
+        if desired is None:
+            return actual is None
+        if actual is None:
+            return self.borrowed(key)
+        indexed = self.indexes.get(key, {})
+        return (not any(index.differ for index in indexed.values())
+                and not diff.changed_fields(key[0], desired, actual, skip=indexed.keys()))
+
+    def referrers(self, key: ObjKey) -> List[ObjKey]:
+        """Our objects that still refer to `key` in the config API."""
+        found = sorted(self._referrers.get(key, ()))
+        found.extend(holder for holder, indexes in self.indexes.items()
+                     if any(key in index.actual for index in indexes.values()))
+        return found
+
+    def keys(self) -> Set[ObjKey]:
+        """Every key desired or held."""
+        keys: Set[ObjKey] = set()
+        for source in (self._desired.objects, self._db.actual):
+            for obj_type, objects in source.items():
+                keys.update((obj_type, fq) for fq in objects)
+        return keys
+
+    def count(self) -> int:
+        return sum(map(len, self._db.actual.values()))
+
+    # --- writes --------------------------------------------------------------------------------
+
+    def set(self, key: ObjKey, body: Optional[Body], written: bool = True) -> None:
+        """What the config API holds of `key` now (None: nothing); `written` by us, not listed."""
+        indexed = self.indexes.get(key, {})
+        old = self.get(key)
+        if old is not None:
+            for target in diff.all_targets(key[0], old, skip=indexed.keys()):
+                unlink(self._referrers, target, key)
+        objects = self._db.actual.setdefault(key[0], {})
+        if body is None:
+            objects.pop(key[1], None)
+            for index in indexed.values():
+                index.load_actual(())
+        else:
+            if indexed:  # the indexes own those lists from now on (`ref_moved` keeps them true)
+                body = {**body, **{name: index.load_actual(body.get(name)) for name, index in indexed.items()}}
+            objects[key[1]] = body
+            for target in diff.all_targets(key[0], body, skip=indexed.keys()):
+                self._referrers.setdefault(target, set()).add(key)
+        self._changed(key, written)
+
+    def ref_moved(self, key: ObjKey, change: diff.RefChange) -> None:
+        """One `ref-update` done: the actual body follows, in O(1) for an indexed list."""
+        index = self.indexes.get(key, {}).get(change.ref_field)
+        if index is None:
+            actual = self.get(key) or {}
+            refs = [ref for ref in actual.get(change.ref_field) or []
+                    if not (isinstance(ref, dict) and tuple(ref.get("to") or ()) == change.target[1])]
+            if change.operation == "ADD":
+                refs.append({"to": list(change.target[1]), "attr": change.attr})
+            self.set(key, {**actual, change.ref_field: refs})
+            return
+        if change.operation == "ADD":
+            index.hold(change.target, change.attr)
+        else:
+            index.release(change.target)
+        self._changed(key, written=True)
+
+    def found_other(self, key: ObjKey, body: Body) -> None:
+        """A create met an object of another owner under this name."""
+        self._others.setdefault(key[0], {})[key[1]] = body
+
+    def load(self, listing: Listing, since: int) -> None:
+        """A resync's listing replaces what we believed, except what was written after `since`."""
+        for obj_type in OWNED_TYPES:
+            listed = listing.owned.get(obj_type, {})
+            current = self._db.actual.setdefault(obj_type, {})
+            for fq_name in set(current) | set(listed):
+                key = (obj_type, fq_name)
+                if self._written_at.get(key, -1) <= since:
+                    self.set(key, listed.get(fq_name), written=False)
+        self._others = listing.others
+        self.load_desired_indexes()
+        self.seq += 1
+        self._written_at = {k: s for k, s in self._written_at.items() if s > since}
+
+    def _changed(self, key: ObjKey, written: bool) -> None:
+        if written:
+            self.seq += 1
+            self._written_at[key] = self.seq
+        self._on_changed(key)
+
+    # --- the long ref lists' desired side ------------------------------------------------------
+
+    def want_ref(self, holder: ObjKey, ref_type: str, target: ObjKey, sequence: Optional[str]) -> None:
+        """The desired state added (`sequence` set) or dropped (None) one ref of an indexed list."""
+        index = self.indexes.get(holder, {}).get(ref_type.replace("-", "_") + "_refs")
+        if index is None:
+            return
+        if sequence is not None:
+            index.want(target, {"sequence": sequence})
+        else:
+            index.unwant(target)
+
+    def load_desired_indexes(self) -> None:
+        for key, indexed in self.indexes.items():
+            desired = self.desired(key) or {}
+            for name, index in indexed.items():
+                index.load_desired(desired.get(name))
+
+    def check_desired_index(self, key: ObjKey) -> Mapping[str, RefListIndex]:
+        """A cheap guard against a per-ref change report that missed something: the indexed
+        desired refs must be as many as the desired body lists; if not, reload them whole. The
+        indexes of `key` (none for most keys)."""
+        indexed = self.indexes.get(key, {})
+        desired = self.desired(key) or {}
+        for name, index in indexed.items():
+            if not index.desired_count_is(len(desired.get(name) or ())):
+                log.warning("desired ref index out of step, reloaded", extra=kv(key=describe(key), field=name))
+                index.load_desired(desired.get(name))
+        return indexed
+
+
+def unlink(index: Dict[Any, Set[Any]], name: Any, key: Any) -> None:
+    """Take `key` out of the set `index[name]`, dropping the set once empty."""
+    keys = index.get(name)
+    if keys is not None:
+        keys.discard(key)
+        if not keys:
+            del index[name]
+

@@ -1,0 +1,69 @@
+"""Make before break (SPEC section 7), on top of plain existence.
+
+The deny rules of a NetworkPolicy are added to `<cluster>-denyall` only once that NetworkPolicy's
+firewall policy holds all its pass rules and is in the APS, and no pod is still being given a tag
+that policy's rules use (else that pod would be denied what the new rules allow it); refs are
+dropped from any other policy or from the APS only once the denyall policy holds no deny rule that
+is no longer wanted. Which NetworkPolicy a deny rule protects, and which tags its rules use, are
+part of the translator's published desired state: the gates never ask anyone upstream.
+"""
+from __future__ import annotations
+
+from typing import Dict, Iterable, Optional, Set, Tuple
+
+from kube_manager.translator.published import DesiredState
+from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
+
+from .actual import ActualState, unlink
+from .diff import ObjKey
+from .reflists import RefListIndex
+
+
+class Gates:
+    """The two objects that refer to every NetworkPolicy, their ref-list indexes, and the pods
+    being tagged; `gate_add` / `gate_remove` answer `diff.View`'s questions."""
+
+    def __init__(self, cluster: str, desired: DesiredState) -> None:
+        pm = tuple(DEFAULT_POLICY_MANAGEMENT)
+        self.aps_key: ObjKey = ("application-policy-set", pm + (cluster,))
+        self.denyall_key: ObjKey = ("firewall-policy", pm + (f"{cluster}-denyall",))
+        self._desired = desired
+        # The two ref lists that refer to every NetworkPolicy, planned from their differences.
+        self._aps_refs = RefListIndex("firewall_policy_refs", "firewall-policy")
+        self._deny_refs = RefListIndex("firewall_rule_refs", "firewall-rule")
+        self.indexes: Dict[ObjKey, Dict[str, RefListIndex]] = {
+            self.aps_key: {self._aps_refs.ref_field: self._aps_refs},
+            self.denyall_key: {self._deny_refs.ref_field: self._deny_refs}}
+        # Pods being tagged (ACTIVE), by the tags they are to carry: deny rules wait for them.
+        self._tagging: Dict[ObjKey, Tuple[str, ...]] = {}
+        self._tagging_by_tag: Dict[str, Set[ObjKey]] = {}
+
+    def tagging(self, pod: ObjKey, tags: Optional[Iterable[str]]) -> None:
+        """The pod `pod` is being given `tags` (None: it is not being tagged any more)."""
+        for tag in self._tagging.pop(pod, ()):
+            unlink(self._tagging_by_tag, tag, pod)
+        if tags is not None:
+            self._tagging[pod] = tuple(tags)
+            for tag in self._tagging[pod]:
+                self._tagging_by_tag.setdefault(tag, set()).add(pod)
+
+    def gate_add(self, actual: ActualState, holder: ObjKey, ref_field: str, target: ObjKey) -> Optional[ObjKey]:
+        if holder != self.denyall_key or ref_field != "firewall_rule_refs":
+            return None
+        owner = self._desired.deny_owner(target[1])
+        if owner is None:
+            return None
+        policy = ("firewall-policy", owner)
+        if not actual.settled(policy):
+            return policy
+        if actual.get(self.aps_key) is not None and policy not in self._aps_refs.actual:
+            return self.aps_key
+        for tag in self._desired.policy_tags(owner):
+            for pod in self._tagging_by_tag.get(tag, ()):
+                return pod
+        return None
+
+    def gate_remove(self, actual: ActualState, holder: ObjKey) -> Optional[ObjKey]:
+        if holder == self.denyall_key or actual.get(self.denyall_key) is None:
+            return None
+        return self.denyall_key if self._deny_refs.stale else None
