@@ -13,6 +13,7 @@ import pytest
 from cnp_support import cluster, cnp
 from kube_manager.manifests import load_manifests
 from kube_manager.translator import ClusterTranslator, translate
+from kube_manager.translator.decode import describe
 from kube_manager.translator.cnp.render import OTHER_PROTOCOLS
 from schema_oracle import assert_translation_valid, policies_by_name, rules
 
@@ -161,3 +162,33 @@ def test_translate_command_reads_cluster_network_policies_and_the_upstream_combi
                        cluster_network_policies=manifests.cluster_network_policies).to_dict()
     assert_translation_valid(result)
     assert result["errors"] == []
+
+
+def test_a_piece_selector_tag_decodes_to_a_sentence():
+    namespaces, pods = cluster()
+    translation = translate(namespaces, pods, [], cluster_network_policies=[cnp("p", "Admin", 1, HOUSE_A, ingress=[
+        {"action": "Pass", "from": FROM_B, "protocols": [{"destinationNamedPort": "web"}]},
+        {"action": "Deny", "from": EVERYONE}])])
+    phrases = sorted(describe(selector) for selector in translation.selectors.values())
+    assert phrases == ['pods in every namespace and not pods in namespaces house=b',
+                       'pods in namespaces house=a and not pods where port "web" (TCP) is 8080 and not pods where'
+                       ' port "web" (TCP) is 80',
+                       'pods where port "web" (TCP) is 80 and pods in namespaces house=a',
+                       'pods where port "web" (TCP) is 8080 and pods in namespaces house=a']
+
+
+def test_a_rule_whose_pieces_would_flood_the_config_api_fails_closed():
+    # Three Pass rules overlapping the Deny and each other in subject, peer and ports: 3^3 pieces,
+    # most keeping every other IP protocol (253 rules each), well over the 4,096-rule cap.
+    passes = [cnp(f"pass-{i}", "Admin", 1, {"pods": {"namespaceSelector": {}, "podSelector": {"matchLabels": {f"s{i}": "y"}}}},
+                  ingress=[{"action": "Pass", "from": [{"pods": {"namespaceSelector": {}, "podSelector": {"matchLabels": {f"p{i}": "y"}}}}],
+                            "protocols": [{"tcp": {"destinationPort": {"number": 1000 + i}}}]}]) for i in range(3)]
+    accept = cnp("accept", "Admin", 2, {"namespaces": {}}, ingress=[{"action": "Accept", "from": EVERYONE}])
+    deny = cnp("deny", "Admin", 2, {"namespaces": {}}, ingress=[{"action": "Deny", "from": EVERYONE}])
+    result = _run(*passes, accept, deny)
+    (denied,) = [r for n, r in rules(result).items() if n.startswith("k8s--cnp-deny")]
+    assert denied["endpoint_1"] == denied["endpoint_2"] == {"tags": ["application=k8s"]}
+    assert denied["service"]["protocol"] == "any"  # enforced whole: also on what the Passes hand on
+    assert not [n for n in rules(result) if n.startswith("k8s--cnp-accept")]  # matches nothing
+    reasons = {e["name"]: e["reason"] for e in result["errors"]}
+    assert "over 4096 firewall rules" in reasons["deny"] and "matches nothing" in reasons["accept"]

@@ -1,8 +1,9 @@
 """What a selector tag `label=<cluster>-sel-<h>` stands for, for people (SPEC 6 and 10).
 
 A selector tag is a hash, so on its own it says nothing. The translator keeps, for every selector
-tag it uses, the object it hashed (SPEC 2.1 and 4): `[scope, podSelector]` for a selector, or
-`[destination, port name, protocol, number]` for a named port. `SelectorView` exposes that map
+tag it uses, the object it hashed (SPEC 2.1, 4 and 13): `[scope, podSelector]` for a selector,
+`[destination, port name, protocol, number]` for a named port, or `{"and": [[sign, term], ...]}` for
+a piece of a ClusterNetworkPolicy rule. `SelectorView` exposes that map
 read-only (the daemon puts the live view in its DB; `translate()` hands out a copy), and
 `describe()` turns one hash input into a phrase such as
 `pods app=api in namespace shop where port "http" (TCP) is 9091`. Pure: no I/O.
@@ -75,9 +76,28 @@ def _pods(destination: Any) -> str:
     return f"{pods} in every namespace" if namespaces == "{}" else f"{pods} in namespaces {namespaces}"
 
 
+def _set_phrase(expression: Mapping[str, Any]) -> str:
+    """A ClusterNetworkPolicy piece (SPEC 13): `{"and": [[sign, term], ...]}`."""
+    parts = []
+    for sign, term in expression["and"]:
+        if "pods" in term:
+            text = _pods(term["pods"])
+        elif "ip" in term:
+            text = f"pods with an IP in {', '.join(term['ip'])}"
+        elif "namedPort" in term:
+            name, protocol, number = term["namedPort"]
+            text = f'pods where port "{name}" ({protocol}) is {number}'
+        else:
+            text = f"({_set_phrase(term)})"
+        parts.append(text if sign == "+" else f"not {text}")
+    return " and ".join(parts)
+
+
 def describe(hash_input: Any) -> str:
     """The phrase for one hash input; never raises (an unknown shape is shown as it is)."""
     try:
+        if isinstance(hash_input, Mapping) and "and" in hash_input:
+            return _set_phrase(hash_input)
         if (isinstance(hash_input, list) and len(hash_input) == 4
                 and isinstance(hash_input[1], str)):
             destination, name, protocol, number = hash_input

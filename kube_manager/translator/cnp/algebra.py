@@ -222,6 +222,8 @@ def conjoin(pods: PodSet, literal: Literal) -> Optional[PodSet]:
     if positive and isinstance(term, PodAtom):  # a narrower scope makes a wider one redundant
         literals = {lit for lit in literals if not (lit[0] and isinstance(lit[1], PodAtom) and _pod_subset(term, lit[1]))}
     literals.add(literal)
+    if positive:  # a negation the new literal implies is redundant: `x=1 and not x=2` is `x=1`
+        literals = {lit for lit in literals if lit[0] or not _implies(PodSet(frozenset(literals - {lit})), lit)}
     result = PodSet(frozenset(literals))
     span = _address_span(result)
     if span is not None and not networks_minus(span, ()):
@@ -407,5 +409,5 @@ def subtract_all(boxes: Iterable[Box], before: Iterable[Box], limit: int) -> Lis
     for other in before:
         pieces = [piece for box in pieces for piece in subtract_box(box, other)]
         if len(pieces) > limit:
-            raise TooManyPieces(len(pieces))
+            raise TooManyPieces()
     return pieces

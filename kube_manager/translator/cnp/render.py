@@ -31,7 +31,9 @@ from .algebra import (ALL_PORTS, EVERY_NETWORK, Box, NetSet, Peer, PodSet, PortA
                       conjoin, normal_networks, pods_of, port_set, subtract_all)
 from .model import ACCEPT, ADMIN, BASELINE, DENY, KIND, PASS, CnpRule, Networks, ParsedCnp
 
-MAX_PIECES = 4096  # per rule: past this a Deny is emitted whole and an Accept not at all (fail closed)
+# Per written rule, the most firewall rules its pieces may make: past this a Deny is emitted whole
+# and an Accept not at all (fail closed), so that no policy can flood the config API.
+MAX_RULES = 4096
 # Every IP protocol but TCP, UDP and SCTP, by number: what "all traffic" keeps once ports of those
 # three are taken out of it (a Contrail service names one protocol).
 OTHER_PROTOCOLS = tuple(n for n in range(256) if n not in (6, 17, 132))
@@ -131,32 +133,41 @@ class TierRenderer:
                 boxes = self._boxes(policy, rule, view, own.errors, out)
                 before = passed if rule.action == ACCEPT else decided
                 try:
-                    pieces = [(b, [pc for pc in subtract_all([box], before, MAX_PIECES)]) for b, box in boxes]
-                except TooManyPieces as exc:
-                    pieces = self._too_many(rule, boxes, exc, own.errors)
+                    pieces = [(b, subtract_all([box], before, MAX_RULES)) for b, box in boxes]
+                    if sum(self._service_count(piece.ports) for _, found in pieces for piece in found) > MAX_RULES:
+                        raise TooManyPieces()
+                except TooManyPieces:
+                    pieces = self._too_many(rule, boxes, own.errors)
                 if rule.action == DENY:
                     for fq_name, body in self._rules(policy, rule, pieces, DENY_ACTION, tier, view, out):
                         deny_refs.append(sequenced_ref(fq_name, rule_sequence(len(deny_refs))))
                         own.deny_rules.append(fq_name)
                 elif rule.action == ACCEPT:
                     own.accept_rules.extend(self._rules(policy, rule, pieces, PASS_ACTION, tier, view, out))
-                    decided.extend(box for _, box in boxes)
+                    if pieces:  # an Accept failed closed matches nothing: what follows keeps its traffic
+                        decided.extend(box for _, box in boxes)
                 else:
                     assert rule.action == PASS
                     decided.extend(box for _, box in boxes)
                     passed.extend(box for _, box in boxes)
 
     @staticmethod
-    def _too_many(rule: CnpRule, boxes: List[Tuple[int, Box]], exc: TooManyPieces,
-                  errors: List[str]) -> List[Tuple[int, List[Box]]]:
+    def _too_many(rule: CnpRule, boxes: List[Tuple[int, Box]], errors: List[str]) -> List[Tuple[int, List[Box]]]:
         where = f"spec.{rule.direction}[{rule.index}]"
         if rule.action == DENY:
-            errors.append(f"{where}: subtracting the rules before it makes over {MAX_PIECES} pieces; the"
-                          " Deny is enforced whole, also on traffic they accept or pass (fail closed)")
+            errors.append(f"{where}: minus the rules before it, this Deny makes over {MAX_RULES} firewall"
+                          " rules; it is enforced whole, also on traffic they accept or pass (fail closed)")
             return [(b, [box]) for b, box in boxes]
-        errors.append(f"{where}: subtracting the Pass rules before it makes over {MAX_PIECES} pieces;"
-                      " the Accept fails closed: it matches nothing")
+        errors.append(f"{where}: minus the Pass rules before it, this Accept makes over {MAX_RULES} firewall"
+                      " rules; it fails closed: it matches nothing")
         return []
+
+    @staticmethod
+    def _service_count(ports: PortSet) -> int:
+        """How many firewall rules (one service each) a piece with these ports makes."""
+        if ports == ALL_PORTS:
+            return 1
+        return len(ports.ranges) + (len(OTHER_PROTOCOLS) if ports.other else 0)
 
     # --- boxes --------------------------------------------------------------------------------
 
