@@ -7,9 +7,9 @@ policy change costs in the incremental translator.
    rules, each on its own subject label, its own peer label and its own port, followed by one Deny
    of everything. Each Pass overlaps the Deny and every piece left so far partly in all three
    dimensions, so each one splits every piece into three (subject outside it, peer outside it,
-   ports outside it): 3^K pieces, and a port piece of "all traffic" keeps every protocol but TCP,
-   UDP and SCTP as one rule per protocol number (253). Past 4,096 firewall rules from one written
-   rule, the Deny is emitted whole (fail closed).
+   ports outside it): about 3^K pieces of TCP, UDP and SCTP ranges, plus every other IP protocol
+   (one rule per protocol number, 253), which the Passes do not touch. Past 4,096 firewall rules
+   from one written rule, the Deny is emitted whole (fail closed).
 2. Time: a bench_translate cluster (`--namespaces`, 4 pods and 3 NetworkPolicies each) with 20
    Admin and 5 Baseline policies; the median time of one Admin policy change (priority moved, then
    rules swapped) as `set_cluster_network_policy` + `flush`; and of one pod change when a tier

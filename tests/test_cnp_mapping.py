@@ -178,11 +178,11 @@ def test_a_piece_selector_tag_decodes_to_a_sentence():
 
 
 def test_a_rule_whose_pieces_would_flood_the_config_api_fails_closed():
-    # Three Pass rules overlapping the Deny and each other in subject, peer and ports: 3^3 pieces,
-    # most keeping every other IP protocol (253 rules each), well over the 4,096-rule cap.
+    # Seven Pass rules overlapping the Deny and each other in subject, peer and ports: about 3^7
+    # pieces of several services each, over the 4,096-rule cap.
     passes = [cnp(f"pass-{i}", "Admin", 1, {"pods": {"namespaceSelector": {}, "podSelector": {"matchLabels": {f"s{i}": "y"}}}},
                   ingress=[{"action": "Pass", "from": [{"pods": {"namespaceSelector": {}, "podSelector": {"matchLabels": {f"p{i}": "y"}}}}],
-                            "protocols": [{"tcp": {"destinationPort": {"number": 1000 + i}}}]}]) for i in range(3)]
+                            "protocols": [{"tcp": {"destinationPort": {"number": 1000 + i}}}]}]) for i in range(7)]
     accept = cnp("accept", "Admin", 2, {"namespaces": {}}, ingress=[{"action": "Accept", "from": EVERYONE}])
     deny = cnp("deny", "Admin", 2, {"namespaces": {}}, ingress=[{"action": "Deny", "from": EVERYONE}])
     result = _run(*passes, accept, deny)

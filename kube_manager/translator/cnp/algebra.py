@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
-from typing import Any, FrozenSet, Iterable, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Tuple, Union
 
 from ..canonical import canonical_json
 from ..cidr import Network, network_key
@@ -411,3 +411,20 @@ def subtract_all(boxes: Iterable[Box], before: Iterable[Box], limit: int) -> Lis
         if len(pieces) > limit:
             raise TooManyPieces()
     return pieces
+
+
+def subtract_rule(box: Box, before: Iterable[Box], limit: int) -> List[Box]:
+    """`box` minus every box of `before`, its ports taken apart for the subtraction: TCP, UDP and
+    SCTP ranges on one side, every other protocol on the other. Only a rule without protocols takes
+    traffic of other protocols, so that side usually stays one piece, where subtracting it with
+    the ports would have repeated it (253 rules, one per protocol number) in every port piece.
+    Pieces of equal subject and peer are joined again (both sides whole: "any")."""
+    parts = [Box(box.subject, box.peer, ports) for ports in (PortSet(box.ports.ranges), PortSet((), box.ports.other))
+             if not ports.is_empty]
+    joined: Dict[Tuple[PodSet, Peer], PortSet] = {}
+    for piece in subtract_all(parts, before, limit):
+        key = (piece.subject, piece.peer)
+        found = joined.get(key)
+        joined[key] = piece.ports if found is None else port_set(found.ranges + piece.ports.ranges,
+                                                                 found.other or piece.ports.other)
+    return [Box(subject, peer, ports) for (subject, peer), ports in joined.items()]

@@ -28,7 +28,7 @@ from ..naming import INGRESS, rule_sequence, shorten
 from ..ports import ANY_SERVICE, PROTOCOLS
 from ..render import PodView, PolicyRenderer, ScopedLabel, TagOrigin
 from .algebra import (ALL_PORTS, EVERY_NETWORK, Box, NetSet, Peer, PodSet, PortAtom, PortSet, TooManyPieces,
-                      conjoin, normal_networks, pods_of, port_set, subtract_all)
+                      conjoin, normal_networks, pods_of, port_set, subtract_rule)
 from .model import ACCEPT, ADMIN, BASELINE, DENY, KIND, PASS, CnpRule, Networks, ParsedCnp
 
 # Per written rule, the most firewall rules its pieces may make: past this a Deny is emitted whole
@@ -133,7 +133,7 @@ class TierRenderer:
                 boxes = self._boxes(policy, rule, view, own.errors, out)
                 before = passed if rule.action == ACCEPT else decided
                 try:
-                    pieces = [(b, subtract_all([box], before, MAX_RULES)) for b, box in boxes]
+                    pieces = [(b, subtract_rule(box, before, MAX_RULES)) for b, box in boxes]
                     if sum(self._service_count(piece.ports) for _, found in pieces for piece in found) > MAX_RULES:
                         raise TooManyPieces()
                 except TooManyPieces:
