@@ -91,8 +91,9 @@ def _pod_manifest(pod: PodRecord) -> Dict[str, Any]:
 
 
 def db_manifests(db: Database, pods: Optional[List[PodRecord]] = None) -> Manifests:
-    """The Kubernetes objects in the DB as manifests, for the Kubernetes side of the verdict;
-    `pods` limits the pods to those (the pod page needs one, and every namespace and policy)."""
+    """The Kubernetes objects in the DB as manifests, ClusterNetworkPolicies included, for the
+    Kubernetes side of the verdict; `pods` limits the pods to those (the pod page needs one, and
+    every namespace and policy)."""
     namespaces = [{"kind": "Namespace", "metadata": {"name": ns.name, "uid": ns.uid,
                                                      "labels": dict(ns.labels)}}
                   for _name, ns in sorted(db.namespaces.items())]
@@ -101,8 +102,11 @@ def db_manifests(db: Database, pods: Optional[List[PodRecord]] = None) -> Manife
                                "metadata": {"namespace": n.namespace, "name": n.name, "uid": n.uid},
                                "spec": n.spec}
                 for _key, n in sorted(db.network_policies.items())]
+    cluster_policies = [c.manifest or {"kind": "ClusterNetworkPolicy",
+                                       "metadata": {"name": c.name, "uid": c.uid}, "spec": c.spec}
+                        for _name, c in sorted(db.cluster_network_policies.items())]
     return Manifests(namespaces=namespaces, pods=[_pod_manifest(p) for p in chosen],
-                     network_policies=policies)
+                     network_policies=policies, cluster_network_policies=cluster_policies)
 
 
 def db_explainer(db: Database, cluster_name: str) -> ExplainFn:

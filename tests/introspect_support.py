@@ -173,7 +173,8 @@ R_CNP_DENY = "k8s--admin-deny-tenants-ingress-1-0"
 CNP_SPEC = {"tier": "Admin", "priority": 10, "subject": {"namespaces": {"matchLabels": {"team": "payments"}}},
             "ingress": [{"name": "from-monitoring", "action": "Pass",
                          "from": [{"namespaces": {"matchLabels": {"team": "ops"}}}]},
-                        {"name": "no-tenants", "action": "Deny", "from": [{"namespaces": {}}]}]}
+                        {"name": "no-tenants", "action": "Deny",
+                         "from": [{"namespaces": {"matchLabels": {"team": "tenants"}}}]}]}
 BAD_CNP_SPEC = {"tier": "Admin", "priority": 20, "subject": "everyone",
                 "egress": [{"name": XSS, "action": XSS, "to": [{"domainNames": ["example.com"]}]}, "not a rule"]}
 

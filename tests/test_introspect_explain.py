@@ -233,3 +233,26 @@ def test_a_replaced_index_is_freed_although_the_collector_froze_it(monkeypatch):
         assert len(built) == 2 and built[0]() is None and built[1]() is not None
     finally:
         gc.unfreeze()
+
+
+def test_the_kubernetes_side_knows_the_cluster_network_policy_tiers(db):
+    """The DB's ClusterNetworkPolicies reach the verdict: an Admin tier Deny of the tools namespace
+    decides the ingress of shop/db, and the page names the tier, the policy and the rule."""
+    deny = db.cluster_network_policies["deny-tenants"]
+    deny.manifest["spec"]["ingress"][1]["from"] = [{"namespaces": {"matchLabels": {
+        "kubernetes.io/metadata.name": "tools"}}}]
+    app = create_app(db, explain=db_explainer(db, "k8s"))
+    status, data = explain_json(app, "from=tools/debug&to=shop/db&port=5432&protocol=tcp")
+    assert status == 200
+    ingress = data["kubernetes"]["ingress"]
+    assert (ingress["tier"], ingress["rule"]["policy"], ingress["rule"]["rule"]) == (
+        "Admin", "deny-tenants", "no-tenants")
+    assert [(s["kind"], s["policy"], s["allows"]) for s in data["trace"] if s["side"] == "ingress"][0] \
+        == ("ClusterNetworkPolicy", "deny-tenants", False)
+    text = flat(call(app, "/explain?from=tools%2Fdebug&to=shop%2Fdb&port=5432&protocol=TCP").text)
+    assert "<td>Admin</td> <td>ClusterNetworkPolicy deny-tenants rule 1 no-tenants (Deny)</td>" in text
+    assert ("<td>ClusterNetworkPolicy deny-tenants</td><td>no</td><td>1 no-tenants (Deny)</td> "
+            "<td>yes</td><td>yes</td><td class=\"reason\">denies: tools/debug is one of the pods in "
+            "namespaces kubernetes.io/metadata.name=tools; every port</td>") in text
+    assert [c["metadata"]["name"] for c in db_manifests(db).cluster_network_policies] == [
+        "bad", "deny-tenants"]
