@@ -50,12 +50,8 @@ from vnc_client.ratelimit import ExponentialRateLimiter
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT_INTERVAL = 2.0       # db.loop_heartbeat_at, read by /livez
 STOP_GRACE = 3.0               # per component; the whole stop stays well under 10 s
 ABANDON_GRACE = 0.5            # the same after `--once` timed out: in-flight work is abandoned
-START_RETRY = (1.0, 30.0)      # first resync when the config API is down: backoff from/to
-PROBE_TIMEOUT = 2.0            # /readyz: the config API must answer GET / within this (connect, read)
-PROBE_TTL = 2.0                # /readyz: one probe serves every scrape for this long
 
 
 @dataclass
@@ -229,7 +225,7 @@ class Daemon:
         from introspect.server import IntrospectServer
         app = create_app(self.db, registry=self.metrics.registry, config=self.settings,
                          explain=db_explainer(self.db, self.settings.cluster.name),
-                         config_api_probe=CachedProbe(self._probe_config_api, PROBE_TTL),
+                         config_api_probe=CachedProbe(self._probe_config_api, self.settings.health.probe_ttl),
                          health_policy=self.settings.health.for_silence_timeout(self.settings.watch.silence_timeout))
         server = IntrospectServer(self.settings.introspect.listen_ip, self.settings.introspect.port, app)
         server.start()
@@ -239,7 +235,7 @@ class Daemon:
     def _probe_config_api(self) -> bool:
         """/readyz: does the config API answer now (a bounded GET, not the last request's outcome)."""
         assert self.client is not None
-        return self.client.probe(PROBE_TIMEOUT)
+        return self.client.probe(self.settings.health.probe_timeout)
 
     # --- running -----------------------------------------------------------------------------
 
@@ -267,7 +263,8 @@ class Daemon:
     def _first_resync(self, end: gevent.event.Event) -> bool:
         """The start-up resync of a term, retried with backoff while the config API is unreachable;
         False when the term ends first."""
-        backoff = ExponentialRateLimiter(*START_RETRY)
+        pace = self.settings.reconciler
+        backoff = ExponentialRateLimiter(pace.start_retry_base, pace.start_retry_cap)
         while not end.is_set():
             if self._resync():
                 return not end.is_set()
@@ -358,7 +355,7 @@ class Daemon:
     def _heartbeat(self) -> None:
         while not self._stop.is_set():
             self.db.loop_heartbeat_at = time.time()
-            self._stop.wait(HEARTBEAT_INTERVAL)
+            self._stop.wait(self.settings.health.heartbeat_interval)
 
     def _observe_vnc(self, method: str, template: str, status: Optional[int], seconds: float) -> None:
         self.metrics.observe_config_api_request(method, "error" if status is None else str(status), seconds)

@@ -156,6 +156,10 @@ class ReconcilerSettings:
     # A pod whose VM/VMI is missing waits for the CNI, which takes seconds: a retry is one cheap read,
     # and a low cap keeps the pod's tags from lagging far behind its VMI.
     pod_retry_cap: float = 5.0
+    # A term's start-up resync while the config API cannot be reached: retried after this delay,
+    # doubled up to start_retry_cap (no jitter: one daemon, one resync).
+    start_retry_base: float = 1.0
+    start_retry_cap: float = 30.0
 
 
 @dataclass
@@ -170,10 +174,15 @@ class IntrospectSettings:
 
 @dataclass(frozen=True)
 class HealthSettings:
-    """Thresholds of `/livez` (introspect/health.py)."""
+    """What `/livez` and `/readyz` check (introspect/health.py), and how often."""
 
-    # The loop records a heartbeat every few seconds; this long without one is a hang.
-    heartbeat_timeout: float = 120.0
+    heartbeat_interval: float = 2.0   # the loop records a heartbeat this often ...
+    heartbeat_timeout: float = 120.0  # ... and this long without one is a hang
+    # /readyz asks the config API `GET /` and wants an answer within probe_timeout (per connect and
+    # per read); one answer serves every probe and scrape for probe_ttl, so a scrape storm costs
+    # the config API one request per probe_ttl.
+    probe_timeout: float = 2.0
+    probe_ttl: float = 2.0
     # A watch gets a bookmark about every minute and is restarted after watch_silence_timeout
     # without one; this long without an event, a bookmark or a list is no progress.
     watch_stall_timeout: float = 120.0
