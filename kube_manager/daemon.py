@@ -157,7 +157,7 @@ class Daemon:
         if self.client is not None:
             self.client.close()
         self.client = self._make_client(epoch)
-        self.pipeline.connect(self.client, self.settings.reconciler, _MetricsObserver(self.metrics))
+        self.pipeline.connect(self.client, self.settings.reconciler, self.metrics)
         log.info("leading: start-up resync", extra=kv(term=epoch))
         return self.leadership.term_end
 
@@ -313,7 +313,7 @@ class Daemon:
                 assert self.reconciler is not None
                 self.reconciler.start()
                 if self.reconciler.wait_converged(max(0.0, deadline - time.monotonic()), end):
-                    log.info("converged", extra=kv(**self._figures()))
+                    log.info("converged", extra=kv(**self.reconciler.figures()))
                     return 0
             if self._stop.is_set():
                 return 0
@@ -341,16 +341,9 @@ class Daemon:
             return (f"first resync not done: config API at {self.vnc_url} "
                     + (f"unreachable ({last})" if last else "did not answer"))
         assert self.reconciler is not None
-        figures = {**self._figures(), **self.reconciler.summary()}
+        figures = {**self.reconciler.figures(), **self.reconciler.summary()}
         return (", ".join(f"{k}={v}" for k, v in figures.items())
                 + "; pending: " + "; ".join(self.reconciler.unsettled(5)))
-
-    def _figures(self) -> dict:
-        assert self.reconciler is not None
-        counters = self.reconciler.counters
-        return {"created": counters.create, "updated": counters.update, "deleted": counters.delete,
-                "tagged": counters.set_tag, "failures": counters.failures,
-                "owned": sum(map(len, self.db.actual.values()))}
 
     def _heartbeat(self) -> None:
         while not self._stop.is_set():
@@ -401,15 +394,3 @@ class Daemon:
         self._running.greenlets.clear()
         log.info("kube-manager stopped")
 
-
-class _MetricsObserver:
-    """The reconciler's observer hooks onto the Prometheus metrics."""
-
-    def __init__(self, metrics: Metrics) -> None:
-        self._metrics = metrics
-
-    def queue_depth(self, depth: int) -> None:
-        self._metrics.work_queue_depth.set(depth)
-
-    def reconciled(self, kind: str, seconds: float) -> None:
-        self._metrics.reconcile_duration.labels(kind=kind).observe(seconds)

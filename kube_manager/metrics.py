@@ -74,6 +74,14 @@ class Metrics:
         self.leader_is_leader.set(1 if leading else 0)
         self.leader_transitions.inc()
 
+    # The reconciler's observer hooks (kube_manager.reconciler.core.Observer).
+
+    def queue_depth(self, depth: int) -> None:
+        self.work_queue_depth.set(depth)
+
+    def reconciled(self, kind: str, seconds: float) -> None:
+        self.reconcile_duration.labels(kind=kind).observe(seconds)
+
     def observe_config_api_request(self, method: str, status: str, seconds: float) -> None:
         """Count one config API request and record its latency (both series move together)."""
         self.config_api_requests.labels(method=method.upper(), status=str(status)).inc()

@@ -40,9 +40,10 @@ from typing import Any, Dict, Iterable, List, Optional, Protocol, Union
 
 import gevent.event
 
-from kube_manager.db import PARKED, PENDING, RETRYING, SYNCED, Database, FqName, Key
+from kube_manager.db import PARKED, PENDING, RETRYING, SYNCED, Database, Key
 from kube_manager.logging_setup import kv
 from kube_manager.settings import ReconcilerSettings
+from kube_manager.translator.changes import RefChange
 from kube_manager.translator.published import DesiredState
 from vnc_client.errors import VncError, WriteRefused, is_temporary
 from vnc_client.ratelimit import ExponentialRateLimiter, half_jitter
@@ -73,31 +74,6 @@ class ConfigApi(ObjectApi, VmiApi, Protocol):
     """The config API calls the reconciler makes (vnc_client.client.VncClient fits)."""
 
 
-class TranslatorRefChange(Protocol):
-    """One ref of a long list moved in the desired state (kube_manager.translator.RefChange fits).
-
-    Read-only properties: RefChange is frozen, and a protocol's plain attributes would demand
-    writable ones, so the reconciler would not satisfy the cache's ChangeSink."""
-
-    @property
-    def resource_type(self) -> str: ...
-
-    @property
-    def fq_name(self) -> FqName: ...
-
-    @property
-    def ref_type(self) -> str: ...
-
-    @property
-    def operation(self) -> str: ...  # "ADD" | "DELETE"
-
-    @property
-    def ref_fq_name(self) -> FqName: ...
-
-    @property
-    def sequence(self) -> str: ...
-
-
 class StateListener(Protocol):
     """Where the reconciler pushes sync states as they change (the kind handlers, for the pages)."""
 
@@ -124,7 +100,7 @@ class KeyHandler(Protocol):
 
 
 class Observer(Protocol):
-    """Metrics hooks (kube_manager.metrics.Metrics is adapted to this by the daemon)."""
+    """Metrics hooks (kube_manager.metrics.Metrics fits)."""
 
     def queue_depth(self, depth: int) -> None: ...
 
@@ -190,7 +166,7 @@ class Reconciler:
             self._enqueue(key)
         self._push_states()
 
-    def refs_changed(self, changes: Iterable[TranslatorRefChange]) -> None:
+    def refs_changed(self, changes: Iterable[RefChange]) -> None:
         """Refs of the APS or `<cluster>-denyall` moved in the desired state (before `objects_changed`
         names those two): their indexes follow, so that planning them costs O(refs moved)."""
         if not self._synced_once.is_set():
@@ -281,6 +257,12 @@ class Reconciler:
         if status == ACTIVE or not self._synced_once.is_set():
             return PENDING
         return SYNCED
+
+    def figures(self) -> Dict[str, int]:
+        """Writes by operation and objects owned: what the logs report."""
+        counters = self.counters
+        return {"created": counters.create, "updated": counters.update, "deleted": counters.delete,
+                "tagged": counters.set_tag, "failures": counters.failures, "owned": self.actual.count()}
 
     def summary(self) -> Dict[str, int]:
         return {**self._book.counts(), "queued": len(self.queue), "scheduled": self.queue.scheduled,
