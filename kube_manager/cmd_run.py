@@ -64,20 +64,15 @@ def main(args: argparse.Namespace) -> int:
         for key, value in demo_overrides(demo).items():
             if not hasattr(args, key):
                 setattr(args, key, value)
+    from kube_manager.logging_setup import setup_from_settings
     try:
         settings = settings_module.load_settings(args)
         if getattr(args, "once_timeout", DEFAULT_ONCE_TIMEOUT) <= 0:
             raise ConfigError(f"--once-timeout: must be positive, got {args.once_timeout:g}")
+        setup_from_settings(settings, log)
     except ConfigError as exc:
         print(f"contrail-kube-manager: configuration error: {exc}", file=sys.stderr)
         return 2
-    from kube_manager.logging_setup import setup_logging
-    try:
-        setup_logging(settings.log.level, settings.log.file, settings.secrets())
-    except OSError as exc:
-        print(f"contrail-kube-manager: configuration error: [DEFAULTS] log_file: {exc}", file=sys.stderr)
-        return 2
-    settings.origin.log(log)
     from kube_manager.daemon import Daemon
     daemon = Daemon(settings)
     try:

@@ -36,6 +36,14 @@ def test_a_bad_value_stops_start_up_with_status_2_naming_the_key():
     assert "vnc_endpoint_port" in result.stderr and "99999" in result.stderr
 
 
+def test_a_log_file_that_cannot_be_opened_stops_start_up_with_status_2_naming_the_key(tmp_path):
+    log_file = tmp_path / "no-such-dir" / "km.log"
+    result = subprocess.run(RUN + ["--log-file", str(log_file)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert f"configuration error: [DEFAULTS] log_file: cannot open '{log_file}'" in result.stderr, result.stderr
+
+
 def test_sigterm_stops_cleanly_with_status_0_even_while_waiting_for_the_api_server(tmp_path):
     config = write_config(str(tmp_path / "kube-manager.conf"), "127.0.0.1", closed_port(), "embedded", 0)
     daemon = DaemonProcess(config)
