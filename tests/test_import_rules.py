@@ -3,6 +3,8 @@
 - `vnc_client` is a library: it imports nothing from `kube_manager` or `introspect`, not even lazily
   inside a function, so it can be used (and tested) without the application.
 - `kvlog` (the structured log fields every layer uses) imports nothing of the project at all.
+- Data flows one way (watch -> records -> translator -> reconciler): the reconciler imports nothing
+  of the watchers, handlers, dispatcher or pipeline, and they and the translator nothing of it.
 - The simulators (`kube_manager.sim`) are loaded only by the commands and daemon branches that use
   them: importing every product module leaves them unloaded, so `run` against a real cluster never
   imports an emulator.
@@ -61,6 +63,27 @@ def test_kvlog_stands_alone() -> None:
                  for path in files for line, name in _imported_names(path)
                  if name.split(".")[0] in ("kube_manager", "introspect", "vnc_client")]
     assert offenders == []
+
+
+def _offenders(folders: List[str], forbidden: Tuple[str, ...]) -> List[str]:
+    """Where the files of `folders` (or single files) import a module under one of `forbidden`."""
+    files = [path for folder in folders
+             for path in ([ROOT / folder] if folder.endswith(".py") else sorted((ROOT / folder).rglob("*.py")))]
+    assert files
+    return [f"{path.relative_to(ROOT)}:{line} imports {name}"
+            for path in files for line, name in _imported_names(path)
+            if any(name == f or name.startswith(f + ".") for f in forbidden)]
+
+
+def test_data_flows_one_way_between_the_records_the_translator_and_the_reconciler() -> None:
+    """watch -> records -> translator -> reconciler: the reconciler imports nothing of the watchers,
+    the kind handlers, the event dispatcher or the pipeline (it reads the translator's published
+    state and pushes sync states through a protocol), and none of those imports the reconciler."""
+    upstream = ("kube_manager.kube", "kube_manager.handlers", "kube_manager.cache", "kube_manager.pipeline")
+    assert _offenders(["kube_manager/reconciler"], upstream) == []
+    assert _offenders(["kube_manager/kube", "kube_manager/handlers", "kube_manager/cache.py"],
+                      ("kube_manager.reconciler",)) == []
+    assert _offenders(["kube_manager/translator"], upstream + ("kube_manager.reconciler",)) == []
 
 
 def test_the_rule_checker_sees_a_lazy_import(tmp_path: Path) -> None:
