@@ -161,3 +161,11 @@ def test_what_if_an_admin_deny_is_added():
     assert ("y/a", "x/b") in closed and ("x/a", "y/b") not in closed
     assert all(c.contrail == (True, False) and c.kubernetes == (True, False) for c in result.changes)
     assert result.affected_pods == 9  # a ClusterNetworkPolicy may reach any pod
+
+
+def test_a_cluster_network_policy_rejected_whole_is_named():
+    bad = cnp("typo", "Middle", "x", "ingress", "Deny", "y")
+    result = explain(cluster([bad]), "y/a", "x/a")
+    assert result["allowed"] is True and result["kubernetes_allowed"] is True
+    assert result["rejected_policies"] == ["typo"]
+    assert "rejected whole, so selecting nothing: typo" in render(result)

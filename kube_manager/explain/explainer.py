@@ -211,10 +211,12 @@ class Explainer:
                            "ingress": verdict.ingress.to_dict()},
             "reason": _reason(decision, verdict, deviation, self.contrail.application_tag),
             "trace": [step.to_dict() for step in steps],
-            # Policies of either end's namespace that select nothing because they are invalid.
+            # Policies of either end's namespace, and ClusterNetworkPolicies, that select nothing
+            # because they are invalid.
             "rejected_policies": sorted({name for end in (source, destination) if end.endpoint.pod
                                          for name in self.kubernetes.rejected_whole(
-                                             end.endpoint.pod.namespace)}),
+                                             end.endpoint.pod.namespace)}
+                                        | set(self.kubernetes.cluster_rejected_whole())),
             "selectors": decode_tags(sorted(source.workload.tags | destination.workload.tags),
                                      self.selectors),
         }

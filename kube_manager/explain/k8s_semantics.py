@@ -130,6 +130,7 @@ class KubernetesModel:
         self._cluster_manifests: List[Mapping[str, Any]] = []
         self._tiers: Optional[Dict[str, List[ClusterPolicy]]] = None
         self._cluster_rejections: List[Rejection] = []
+        self._cluster_rejected_whole: List[str] = []
 
     @classmethod
     def build(cls, namespaces: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]],
@@ -207,9 +208,17 @@ class KubernetesModel:
                 self._cluster_rejections.extend(Rejection("", name, r) for r in reasons)
                 if policy is not None:
                     self._tiers[policy.tier].append(policy)
+                else:
+                    self._cluster_rejected_whole.append(name)
             for policies in self._tiers.values():
                 policies.sort(key=lambda p: p.order)
         return self._tiers[tier]
+
+    def cluster_rejected_whole(self) -> List[str]:
+        """Names of the ClusterNetworkPolicies rejected whole (an invalid tier, priority or
+        subject): they select nothing, though their author meant them to select some pod."""
+        self.tier(ADMIN)
+        return sorted(self._cluster_rejected_whole)
 
     def rejections(self) -> List[Rejection]:
         """Every rejected (or, for a ClusterNetworkPolicy, fail-closed) part of every policy
