@@ -38,6 +38,24 @@ def test_restart_with_nothing_changed_writes_nothing(setup):
     assert first.api.writes == []
 
 
+def test_what_is_kept_of_each_object_is_its_uuid_and_the_desired_fields_shared_with_desired(setup):
+    """Memory (issue 12): db.actual keeps no copy of what the server added or echoed back, after a
+    cold start (created) as after a restart (listed); the objects still diff and converge."""
+    first = setup().start()
+    first.converge()
+    first.stop()
+    second = setup(api=first.api).start()
+    second.converge()
+    for s in (first, second):
+        indexed = {s.rec.aps_key: "firewall_policy_refs", s.rec.denyall_key: "firewall_rule_refs"}
+        for obj_type, objects in s.cluster.db.actual.items():
+            for fq_name, kept in objects.items():
+                desired = s.cluster.db.desired[obj_type][fq_name]
+                assert kept["uuid"] and not {"href", "name", "parent_uuid", "parent_href"} & kept.keys()
+                copied = [name for name, value in desired.items() if name in kept and kept[name] is not value]
+                assert copied in ([], [indexed.get((obj_type, fq_name))]), (obj_type, fq_name, copied)
+
+
 def test_new_policy_is_made_before_break(setup):
     s = setup().start()
     s.converge()

@@ -1,7 +1,8 @@
 """diff.plan and the body comparison: what to write next for one object, or what to wait for."""
 from __future__ import annotations
 
-from kube_manager.reconciler.diff import all_targets, changed_fields, matches, plan, same
+from kube_manager.reconciler.diff import all_targets, changed_fields, kept, matches, plan, same
+from kube_manager.reconciler.multimap import Multimap
 from kube_manager.reconciler.ownership import Marks, annotation_map
 from tests.diff_support import PM, FakeView, policy, policy_body, ref, rule, rule_body, tag
 
@@ -161,3 +162,45 @@ def test_one_ref_moved_in_a_long_list_is_a_ref_update():
     assert step.action == "update" and step.ref_change is None  # a short list: a PUT is as small
     renamed = {**policy_body(*rules), "display_name": "x"}
     assert change(renamed) == ("update", None)  # more than the ref list changes: one PUT
+
+
+def test_kept_shares_what_reads_back_as_desired_and_keeps_drift_and_the_uuid():
+    desired = {"fq_name": list(rule("r")[1]), "parent_type": "policy-management",
+               "endpoint_1": {"tags": ["app=web"]}, "endpoint_2": {"any": True},
+               "service": {"protocol": "tcp", "dst_ports": {"start_port": 80, "end_port": 80}}}
+    listed = {"uuid": "u-1", "href": "http://x/firewall-rule/u-1", "name": "r", "parent_uuid": "p-1",
+              "fq_name": list(rule("r")[1]), "parent_type": "policy-management",
+              "endpoint_1": {"tags": ["app=web"], "tag_ids": [7]},  # the server's extra key: still "as desired"
+              "endpoint_2": {"any": True}, "id_perms": {"enable": True},
+              "service": {"protocol": "tcp", "dst_ports": {"start_port": 81, "end_port": 81}}}  # drift
+    result = kept("firewall-rule", desired, listed)
+    assert set(result) == {"uuid", "fq_name", "parent_type", "endpoint_1", "endpoint_2", "service"}
+    assert all(result[name] is desired[name] for name in ("fq_name", "parent_type", "endpoint_1", "endpoint_2"))
+    assert result["service"] is listed["service"]
+    assert changed_fields("firewall-rule", desired, result) == {"service": desired["service"]}
+    assert kept("tag", {"fq_name": ["a=b"]}, {"uuid": "t", "tag_id": "0x1", "fq_name": ["a=b"]})["tag_id"] == "0x1"
+    assert kept("firewall-rule", None, listed) is listed  # not ours to keep in step: kept whole, deleted soon
+
+
+def test_kept_compares_ref_lists_as_sets_and_leaves_indexed_lists_alone():
+    desired = {"fq_name": list(policy("p")[1]),
+               "firewall_rule_refs": [ref(rule("a"), "00000.0"), ref(rule("b"), "00001.0")]}
+    listed = {"uuid": "u", "fq_name": list(policy("p")[1]),
+              "firewall_rule_refs": [dict(ref(rule("b"), "00001.0"), uuid="2"), dict(ref(rule("a"), "00000.0"), uuid="1")]}
+    assert kept("firewall-policy", desired, listed)["firewall_rule_refs"] is desired["firewall_rule_refs"]
+    skipped = kept("firewall-policy", desired, listed, skip={"firewall_rule_refs"})
+    assert skipped["firewall_rule_refs"] is listed["firewall_rule_refs"]
+
+
+def test_multimap_holds_one_value_as_itself_and_several_in_a_set():
+    index: Multimap[str, str] = Multimap()
+    index.add("rule", "policy-1")
+    index.add("rule", "policy-1")
+    assert list(index.get("rule")) == ["policy-1"] and list(index.get("other")) == []
+    index.add("rule", "policy-2")
+    assert sorted(index.get("rule")) == ["policy-1", "policy-2"]
+    index.discard("rule", "policy-1")
+    assert list(index.get("rule")) == ["policy-2"]
+    index.discard("rule", "policy-3")
+    index.discard("rule", "policy-2")
+    assert list(index.get("rule")) == []

@@ -67,3 +67,17 @@ def test_vmi_index_follows_listing_and_keeps_recent_writes():
     assert index.vmis_of("vm-2") == ["vmi-2"] and index.by_tag["app=web"] == {"vmi-2"}
     index.drop("vmi-2")
     assert index.vmis_of("vm-2") == [] and not index.by_tag["app=web"]
+
+
+def test_vmi_index_shares_equal_tag_sets():
+    """Memory (issue 12): VMIs carrying the same tags hold one set of them, not a decoded copy each."""
+    index = VmiIndex()
+    listing = [{"uuid": f"vmi-{i}", "virtual_machine_refs": [{"uuid": f"vm-{i}", "to": [f"vm-{i}"]}],
+                "tag_refs": [{"to": ["application=k8s"]}, {"to": ["namespace=a"]}]}
+               for i in range(3)]
+    index.load(listing)
+    assert index.tags["vmi-0"] == {"application=k8s", "namespace=a"}
+    assert index.tags["vmi-0"] is index.tags["vmi-1"] is index.tags["vmi-2"]
+    index.put("vmi-1", "vm-1", {"application=k8s"})
+    assert index.tags["vmi-1"] == {"application=k8s"} and index.tags["vmi-0"] == {"application=k8s", "namespace=a"}
+    assert index.vmis_of("vm-1") == ["vmi-1"] and index.by_tag["namespace=a"] == {"vmi-0", "vmi-2"}

@@ -1,7 +1,8 @@
 """What the config API holds of our objects, as far as the reconciler knows, and how it differs
 from the desired state.
 
-`db.actual` (resource type -> fq_name -> body as read back or as written, with its "uuid") is
+`db.actual` (resource type -> fq_name -> what `diff.kept` keeps of the body as read back or as
+written: its "uuid" and the fields we set, shared with the desired body where they read the same) is
 written here alone, together with the indexes planning reads from it: which of our objects refer
 to each object (what blocks a delete), the two long ref lists that refer to every NetworkPolicy
 (the APS's and `<cluster>-denyall`'s, kept as `RefListIndex`es of where desired and actual differ,
@@ -19,6 +20,7 @@ from kube_manager.translator.published import DesiredState
 
 from . import diff
 from .diff import ObjKey
+from .multimap import Multimap
 from .ownership import OWNED_TYPES, SHARED_TYPES, Listing
 from .reflists import RefListIndex
 
@@ -41,7 +43,7 @@ class ActualState:
         self.indexes = indexes
         self._on_changed = on_changed
         self._others: Dict[str, Dict[FqName, Body]] = {}  # listed objects of other owners
-        self._referrers: Dict[ObjKey, Set[ObjKey]] = {}
+        self._referrers: Multimap[ObjKey, ObjKey] = Multimap()  # target -> our objects naming it
         self.seq = 0  # bumped by every write (ours, VMIs' too) and every resync
         self._written_at: Dict[ObjKey, int] = {}
 
@@ -78,7 +80,7 @@ class ActualState:
 
     def referrers(self, key: ObjKey) -> List[ObjKey]:
         """Our objects that still refer to `key` in the config API."""
-        found = sorted(self._referrers.get(key, ()))
+        found = sorted(self._referrers.get(key))
         found.extend(holder for holder, indexes in self.indexes.items()
                      if any(key in index.actual for index in indexes.values()))
         return found
@@ -102,18 +104,19 @@ class ActualState:
         old = self.get(key)
         if old is not None:
             for target in diff.all_targets(key[0], old, skip=indexed.keys()):
-                unlink(self._referrers, target, key)
+                self._referrers.discard(target, key)
         objects = self._db.actual.setdefault(key[0], {})
         if body is None:
             objects.pop(key[1], None)
             for index in indexed.values():
                 index.load_actual(())
         else:
+            body = diff.kept(key[0], self.desired(key), body, skip=indexed.keys())
             if indexed:  # the indexes own those lists from now on (`ref_moved` keeps them true)
                 body = {**body, **{name: index.load_actual(body.get(name)) for name, index in indexed.items()}}
             objects[key[1]] = body
             for target in diff.all_targets(key[0], body, skip=indexed.keys()):
-                self._referrers.setdefault(target, set()).add(key)
+                self._referrers.add(target, key)
         self._changed(key, written)
 
     def ref_moved(self, key: ObjKey, change: diff.RefChange) -> None:

@@ -46,6 +46,9 @@ PARTIAL_REF_FIELDS = frozenset({"firewall_rule_refs", "firewall_policy_refs"})
 LONG_REF_LIST = 16
 # Fields that name the object rather than describe it: never sent in an update.
 IDENTITY_FIELDS = frozenset({"fq_name", "parent_type", "uuid", "parent_uuid"})
+# What `kept` keeps of an object's fields beyond those we set: how to address it, and the id the
+# config API gives a tag (shown by introspect).
+KEPT_FIELDS = ("uuid", "tag_id")
 ENDPOINT_FIELDS = ("endpoint_1", "endpoint_2")
 
 
@@ -162,8 +165,8 @@ def _empty(value: Any) -> bool:
 def same(desired: Any, actual: Any) -> bool:
     """`desired` reads back as `actual`: dicts by desired's keys (extra actual keys ignored), lists
     element by element, scalars by equality; empty values are all equal."""
-    if desired == actual:
-        return True  # the common case, decided at C speed
+    if desired is actual or desired == actual:
+        return True  # the common cases (a field kept as desired, see `kept`), decided at C speed
     if _empty(desired) or _empty(actual):
         return _empty(desired) and _empty(actual)
     if isinstance(desired, dict):
@@ -204,7 +207,7 @@ def changed_fields(obj_type: str, desired: Mapping[str, Any], actual: Mapping[st
     """The top-level fields of `desired` that `actual` does not hold; what a partial PUT sends."""
     changed = {}
     for name, value in desired.items():
-        if name in IDENTITY_FIELDS or name in skip:
+        if name in IDENTITY_FIELDS or name in skip or value is actual.get(name):
             continue
         equal = (same_refs(obj_type, name, desired, actual) if name.endswith("_refs")
                  else same(value, actual.get(name)))
@@ -221,6 +224,29 @@ class RefChange:
     operation: str  # "ADD" | "DELETE"
     target: ObjKey
     attr: Any = None
+
+
+def kept(obj_type: str, desired: Optional[Mapping[str, Any]], actual: Dict[str, Any],
+         skip: AbstractSet[str] = frozenset()) -> Dict[str, Any]:
+    """What the reconciler keeps of `actual`, an object as the config API holds it, to diff it
+    against `desired` later: its KEPT_FIELDS and the fields we set, each field that reads back as
+    desired kept as desired's own (shared) value. A full copy of every written object (what the
+    server adds: name, hrefs, parent uuid; every value decoded anew) was most of the daemon's memory
+    at 75,000 NetworkPolicies. An object we do not want (desired None) is kept whole: it is
+    deleted soon, and introspect shows it as the config API has it. `skip`: fields kept as they
+    are (the ref lists a RefListIndex owns)."""
+    if desired is None:
+        return actual
+    result = {name: actual[name] for name in KEPT_FIELDS if name in actual}
+    for name, value in desired.items():
+        if name not in actual:
+            continue
+        held = actual[name]
+        if name not in skip and (same_refs(obj_type, name, desired, actual) if name.endswith("_refs")
+                                 else same(value, held)):
+            held = value
+        result[name] = held
+    return result
 
 
 def matches(obj_type: str, desired: Mapping[str, Any], actual: Optional[Mapping[str, Any]]) -> bool:

@@ -17,15 +17,17 @@ A pod's tagging state (`PodRecord.tagging`, shown as its VMI state) has one writ
 from __future__ import annotations
 
 import logging
+import sys
 from dataclasses import dataclass, field
-from typing import (AbstractSet, Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Protocol, Sequence,
-                    Set, Tuple)
+from typing import (AbstractSet, Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, NamedTuple, Optional,
+                    Protocol, Sequence, Set, Tuple)
 
 from kube_manager.db import HOST_NETWORK, NO_VM, PENDING, RETRYING, SYNCED, Database, Key
 from kube_manager.logging_setup import kv
 from vnc_client.errors import NotFound
 
 from .diff import ObjKey, Progress, View, tag_key
+from .multimap import Multimap
 
 log = logging.getLogger(__name__)
 
@@ -80,18 +82,21 @@ def _vm_uuid(body: Mapping[str, Any]) -> Optional[str]:
 class VmiIndex:
     """VMIs by VM uuid, with the global tags each one carries, as far as we know."""
 
-    tags: Dict[str, Set[str]] = field(default_factory=dict)        # vmi uuid -> tags
-    by_vm: Dict[str, Set[str]] = field(default_factory=dict)       # vm uuid -> vmi uuids
+    tags: Dict[str, AbstractSet[str]] = field(default_factory=dict)  # vmi uuid -> tags (shared, read-only)
+    by_vm: Multimap[str, str] = field(default_factory=Multimap)    # vm uuid -> vmi uuids
     vm_of: Dict[str, str] = field(default_factory=dict)            # vmi uuid -> vm uuid
     by_tag: Dict[str, Set[str]] = field(default_factory=dict)      # tag -> vmi uuids
     names: Dict[str, str] = field(default_factory=dict)            # vmi uuid -> fq_name, for logs
+    # Equal tag sets as one frozenset of interned tags: VMIs mostly carry the same few tags, and a
+    # set of strings decoded anew per VMI was most of the index's memory at 100,000 pods.
+    _tag_sets: Dict[FrozenSet[str], FrozenSet[str]] = field(default_factory=dict, repr=False)
 
     def load(self, vmis: Iterable[Mapping[str, Any]], keep: Iterable[str] = ()) -> None:
         """Replace the index with a listing; VMIs in `keep` (written since the listing started)
         keep what we know of them."""
         kept = {uuid: (self.vm_of.get(uuid), set(self.tags.get(uuid, ())), self.names.get(uuid, ""))
                 for uuid in keep if uuid in self.tags}
-        for index in (self.tags, self.by_vm, self.vm_of, self.by_tag, self.names):
+        for index in (self.tags, self.by_vm, self.vm_of, self.by_tag, self.names, self._tag_sets):
             index.clear()
         for body in vmis:
             uuid = body.get("uuid")
@@ -100,16 +105,17 @@ class VmiIndex:
         for uuid, (vm, tags, name) in kept.items():
             self.put(uuid, vm, tags, name)
 
-    def put(self, vmi: str, vm: Optional[str], tags: Set[str], name: str = "") -> None:
+    def put(self, vmi: str, vm: Optional[str], tags: AbstractSet[str], name: str = "") -> None:
         name = name or self.names.get(vmi, "")
         self.drop(vmi)
         self.names[vmi] = name
-        self.tags[vmi] = set(tags)
-        for tag in tags:
+        shared = frozenset(map(sys.intern, tags))
+        shared = self.tags[vmi] = self._tag_sets.setdefault(shared, shared)
+        for tag in shared:
             self.by_tag.setdefault(tag, set()).add(vmi)
         if vm:
             self.vm_of[vmi] = vm
-            self.by_vm.setdefault(vm, set()).add(vmi)
+            self.by_vm.add(vm, vmi)
 
     def drop(self, vmi: str) -> None:
         self.names.pop(vmi, None)
@@ -117,13 +123,13 @@ class VmiIndex:
             self.by_tag.get(tag, set()).discard(vmi)
         vm = self.vm_of.pop(vmi, None)
         if vm is not None:
-            self.by_vm.get(vm, set()).discard(vmi)
+            self.by_vm.discard(vm, vmi)
 
     def vmis_of(self, vm: str) -> List[str]:
-        return sorted(self.by_vm.get(vm, ()))
+        return sorted(self.by_vm.get(vm))
 
 
-def tag_changes(current: Set[str], desired: Set[str], managed: Callable[[str], bool],
+def tag_changes(current: AbstractSet[str], desired: AbstractSet[str], managed: Callable[[str], bool],
                 skip: AbstractSet[str] = frozenset()) -> Dict[str, Optional[Dict[str, Any]]]:
     """The `set-tag` changes that turn `current` into `desired` on one VMI.
 
@@ -156,7 +162,7 @@ def tag_changes(current: Set[str], desired: Set[str], managed: Callable[[str], b
     return changes
 
 
-def apply_changes(current: Set[str], changes: Mapping[str, Optional[Mapping[str, Any]]]) -> Set[str]:
+def apply_changes(current: AbstractSet[str], changes: Mapping[str, Optional[Mapping[str, Any]]]) -> Set[str]:
     """The tags a VMI carries after `changes` (what the server does with a set-tag)."""
     result = set(current)
     for tag_type, change in changes.items():
