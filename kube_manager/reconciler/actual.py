@@ -93,6 +93,13 @@ class ActualState:
                 keys.update((obj_type, fq) for fq in objects)
         return keys
 
+    def compared_fields(self) -> Dict[str, Set[str]]:
+        """Per type, the fields a resync reads back: those we write (the desired bodies' fields),
+        and what `diff.kept` keeps besides."""
+        objects = self._desired.objects
+        return {obj_type: set(diff.KEPT_FIELDS).union(*(body.keys() for body in objects.get(obj_type, {}).values()))
+                for obj_type in OWNED_TYPES}
+
     def count(self) -> int:
         return sum(map(len, self._db.actual.values()))
 

@@ -188,7 +188,7 @@ class Reconciler:
         """List what the config API holds, repair and garbage-collect; returns the keys queued."""
         started = time.monotonic()
         since = self.actual.seq
-        listing = list_objects(self.client, self.marks)
+        listing = list_objects(self.client, self.marks, fields=self.actual.compared_fields())
         self.counters.reads += listing.requests
         self.counters.reads += self.pods.load(since)
         self.actual.load(listing, since)

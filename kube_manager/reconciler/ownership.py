@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Protocol, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from kube_manager.logging_setup import kv
 
@@ -79,13 +79,25 @@ def fq_name_of(body: Mapping[str, Any]) -> FqName:
     return tuple(body.get("fq_name") or ())
 
 
-def list_objects(client: Lister, marks: Marks, types: Iterable[str] = OWNED_TYPES) -> Listing:
-    """One `detail=True` listing per type, sorted into ours and the others by the marks."""
+def list_objects(client: Lister, marks: Marks, types: Iterable[str] = OWNED_TYPES,
+                 fields: Optional[Mapping[str, Iterable[str]]] = None) -> Listing:
+    """One listing per type, sorted into ours and the others by the marks.
+
+    `fields` (per type): read only those fields besides the marks (`annotations`), `uuid` and
+    `fq_name`, in a plain listing; a type without an entry is read whole (`detail=True`). A resync
+    needs no more than the fields it compares, and a detailed listing of 350,000 rules spent most of
+    a restart rendering, sending and decoding fields nobody reads.
+    """
     listing = Listing()
     for obj_type in types:
         owned: Dict[FqName, Dict[str, Any]] = {}
         others: Dict[FqName, Dict[str, Any]] = {}
-        for body in client.list(obj_type, detail=True):
+        wanted = None if fields is None else fields.get(obj_type)
+        if wanted is None:
+            bodies = client.list(obj_type, detail=True)
+        else:
+            bodies = client.list(obj_type, fields=sorted({"annotations", *wanted} - {"uuid", "fq_name"}))
+        for body in bodies:
             fq_name = fq_name_of(body)
             if not fq_name:
                 continue
