@@ -19,7 +19,7 @@ FORBIDDEN = ("gevent", "requests", "kubernetes", "vnc_client", "urllib3", "socke
 OWN_MODULES = ("bodies", "canonical", "changes", "cidr", "cluster", "encoding", "index", "inputs", "parsecache",
                "membership", "model", "naming", "policy", "ports", "render", "rejections", "selectors", "sequenced",
                "shapes", "translation", "validation",
-               "cnp.algebra", "cnp.model", "cnp.parse", "cnp.render", "cnp.source")
+               "cnp.algebra", "cnp.model", "cnp.parse", "cnp.portsets", "cnp.render", "cnp.source")
 
 
 def test_importing_the_translator_or_explain_pulls_in_no_client_or_io_module():

@@ -28,7 +28,7 @@ class DesiredObjects:
         """Store `body`; whether it differs from what was there."""
         store = self.by_type[resource_type]
         previous = store.get(fq_name)
-        if previous is not None and previous == body:
+        if previous is not None and (previous is body or previous == body):
             return False
         self.log.object_touched((resource_type, fq_name), previous)
         store[fq_name] = body

@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Tuple, Union
 
 from ..canonical import canonical_json
 from ..cidr import Network, network_key
 from ..model import PodExpression, PodInfo, PodScope
-from ..ports import MAX_PORT, MIN_PORT
-from .model import PortRange
+from .portsets import PortSet, intersect_ports, port_set, subtract_ports
 
-FLOW_PROTOCOLS = ("sctp", "tcp", "udp")
 EVERY_NETWORK: Tuple[Network, ...] = (ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0"))
 
 
@@ -36,6 +35,11 @@ class PodAtom:
     """The pods of a scope (a namespace selector and an optional pod selector)."""
 
     scope: PodScope
+
+    @cached_property
+    def labels(self) -> Tuple[Optional[Mapping[str, str]], Optional[Mapping[str, str]]]:
+        """The namespace and pod labels the scope requires, each None when not a plain conjunction."""
+        return _simple(self.scope.namespace_selector), _simple(self.scope.pod_selector)
 
     def holds(self, pod: PodInfo, namespace_labels: Mapping[str, str]) -> bool:
         return self.scope.matches(pod.namespace, pod.labels, namespace_labels)
@@ -88,19 +92,22 @@ def _pod_subset(a: PodAtom, b: PodAtom) -> bool:
     """Every pod of `a` is in `b`, as far as the selectors show."""
     if a == b:
         return True
-    parts = [(_simple(a.scope.namespace_selector), _simple(b.scope.namespace_selector)),
-             (_simple(a.scope.pod_selector), _simple(b.scope.pod_selector))]
-    return all(inner is not None and outer is not None and outer.items() <= inner.items() for inner, outer in parts)
+    return all(inner is not None and outer is not None and outer.items() <= inner.items()
+               for inner, outer in zip(a.labels, b.labels))
 
 
 def _pod_disjoint(a: PodAtom, b: PodAtom) -> bool:
     """No pod is in both, as far as the selectors show (a label required with two values)."""
-    for first, second in ((a.scope.namespace_selector, b.scope.namespace_selector),
-                          (a.scope.pod_selector, b.scope.pod_selector)):
-        x, y = _simple(first), _simple(second)
+    for x, y in zip(a.labels, b.labels):
         if x is not None and y is not None and any(k in y and y[k] != v for k, v in x.items()):
             return True
     return False
+
+
+def _apart(a: PodSet, b: PodSet) -> bool:
+    first = [term for positive, term in a.literals if positive and isinstance(term, PodAtom)]
+    second = [term for positive, term in b.literals if positive and isinstance(term, PodAtom)]
+    return any(_pod_disjoint(x, y) for x in first for y in second)
 
 
 def _networks_and(a: Tuple[Network, ...], b: Tuple[Network, ...]) -> Tuple[Network, ...]:
@@ -316,60 +323,6 @@ def subtract_peers(a: Peer, b: Peer) -> List[Peer]:
     return pieces
 
 
-# --- ports ------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class PortSet:
-    """Per-protocol destination port ranges (sorted, merged), and whether every other IP protocol
-    (neither TCP, UDP nor SCTP, which have no ports) is in the set."""
-
-    ranges: Tuple[PortRange, ...]
-    other: bool = False
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.ranges and not self.other
-
-
-ALL_PORTS = PortSet(tuple((p, MIN_PORT, MAX_PORT) for p in FLOW_PROTOCOLS), True)
-
-
-def port_set(ranges: Iterable[PortRange], other: bool = False) -> PortSet:
-    """Ranges merged per protocol."""
-    merged: List[PortRange] = []
-    for protocol, start, end in sorted(ranges):
-        if merged and merged[-1][0] == protocol and start <= merged[-1][2] + 1:
-            merged[-1] = (protocol, merged[-1][1], max(end, merged[-1][2]))
-        else:
-            merged.append((protocol, start, end))
-    return PortSet(tuple(merged), other)
-
-
-def intersect_ports(a: PortSet, b: PortSet) -> PortSet:
-    found = [(p, max(s, t), min(e, f)) for p, s, e in a.ranges for q, t, f in b.ranges
-             if p == q and max(s, t) <= min(e, f)]
-    return port_set(found, a.other and b.other)
-
-
-def subtract_ports(a: PortSet, b: PortSet) -> PortSet:
-    """`a` minus `b`. Port 0 is no port a flow can use, so a range of `b` from 1 counts from 0:
-    "every port" minus "1-65535" leaves nothing rather than a rule for port 0."""
-    remaining = list(a.ranges)
-    for protocol, start, end in b.ranges:
-        start = MIN_PORT if start == 1 else start
-        kept = []
-        for p, s, e in remaining:
-            if p != protocol or e < start or s > end:
-                kept.append((p, s, e))
-                continue
-            if s < start:
-                kept.append((p, s, start - 1))
-            if e > end:
-                kept.append((p, end + 1, e))
-        remaining = kept
-    return port_set(remaining, a.other and not b.other)
-
-
 # --- boxes ------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -381,8 +334,18 @@ class Box:
     ports: PortSet
 
 
+def boxes_apart(a: Box, b: Box) -> bool:
+    """A quick look for subjects (or pod peers) no pod can share: most pairs of rules of a tier
+    are about different pods, and this spares them the full intersection."""
+    if _apart(a.subject, b.subject):
+        return True
+    return isinstance(a.peer, PodSet) and isinstance(b.peer, PodSet) and _apart(a.peer, b.peer)
+
+
 def subtract_box(a: Box, b: Box) -> List[Box]:
     """`a` minus `b` as disjoint boxes; `a` itself when they do not meet."""
+    if boxes_apart(a, b):
+        return [a]
     subject = intersect_pods(a.subject, b.subject)
     peer = intersect_peers(a.peer, b.peer) if subject is not None else None
     ports = intersect_ports(a.ports, b.ports) if peer is not None else None

@@ -17,7 +17,7 @@ import hashlib
 import ipaddress
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..bodies import DENY as DENY_ACTION, PASS as PASS_ACTION, Body, BodyFactory, FqName, \
     address_group_endpoint, global_fq_name, sequenced_ref
@@ -27,9 +27,10 @@ from ..model import SelectorDef
 from ..naming import INGRESS, rule_sequence, shorten
 from ..ports import ANY_SERVICE, PROTOCOLS
 from ..render import PodView, PolicyRenderer, ScopedLabel, TagOrigin
-from .algebra import (ALL_PORTS, EVERY_NETWORK, Box, NetSet, Peer, PodSet, PortAtom, PortSet, TooManyPieces,
-                      conjoin, normal_networks, pods_of, port_set, subtract_rule)
+from .algebra import (EVERY_NETWORK, Box, NetSet, Peer, PodSet, PortAtom, TooManyPieces, boxes_apart, conjoin,
+                      normal_networks, pods_of, subtract_rule)
 from .model import ACCEPT, ADMIN, BASELINE, DENY, KIND, PASS, CnpRule, Networks, ParsedCnp
+from .portsets import ALL_PORTS, PortSet, port_set
 
 # Per written rule, the most firewall rules its pieces may make: past this a Deny is emitted whole
 # and an Accept not at all (fail closed), so that no policy can flood the config API.
@@ -81,6 +82,40 @@ class TierRendering:
 
 
 @dataclass
+class _Sink:
+    """What the endpoints of one rule's pieces reference (an EndpointSink), kept with its memo."""
+
+    tags: Dict[str, TagOrigin] = field(default_factory=dict)
+    scoped_labels: Dict[ScopedLabel, None] = field(default_factory=dict)
+    address_groups: Dict[FqName, IpBlock] = field(default_factory=dict)
+    owned_groups: Dict[FqName, Body] = field(default_factory=dict)  # address groups that take out pods
+    pod_dependent: bool = False
+
+
+class _Memo:
+    """Results of the last two renders of a tier, by a key that determines them: a render reuses
+    what the previous one made for unchanged rules, and keeps only what it used itself."""
+
+    def __init__(self) -> None:
+        self._previous: Dict[Any, Any] = {}
+        self._current: Dict[Any, Any] = {}
+
+    def get(self, key: Any) -> Any:
+        found = self._current.get(key)
+        if found is None:
+            found = self._previous.get(key)
+            if found is not None:
+                self._current[key] = found
+        return found
+
+    def put(self, key: Any, value: Any) -> None:
+        self._current[key] = value
+
+    def turn(self) -> None:
+        self._previous, self._current = self._current, {}
+
+
+@dataclass
 class _PolicyWork:
     accept_rules: List[Tuple[FqName, Body]] = field(default_factory=list)
     deny_rules: List[FqName] = field(default_factory=list)
@@ -94,6 +129,7 @@ class TierRenderer:
         self.renderer = renderer
         self.bodies: BodyFactory = renderer.bodies
         self.cluster = renderer.cluster
+        self._memos: Dict[str, _Memo] = {}
 
     def render(self, tier: str, policies: Sequence[ParsedCnp], view: PodView) -> TierRendering:
         out = TierRendering(objects={"firewall-rule": {}, "firewall-policy": {}, "address-group": {}})
@@ -105,6 +141,8 @@ class TierRenderer:
             return out
         work = {p.name: _PolicyWork(errors=list(p.errors)) for p in valid}
         deny_refs: List[Body] = []
+        memo = self._memos.setdefault(tier, _Memo())
+        memo.turn()
         for direction in ("ingress", "egress"):
             self._direction(tier, direction, valid, view, work, deny_refs, out)
         deny_fq = global_fq_name(deny_policy_name(self.cluster, tier))
@@ -133,14 +171,19 @@ class TierRenderer:
                 boxes = self._boxes(policy, rule, view, own.errors, out)
                 before = passed if rule.action == ACCEPT else decided
                 try:
-                    pieces = [(b, subtract_rule(box, before, MAX_RULES)) for b, box in boxes]
+                    pieces = [(b, self._subtracted(tier, box, before)) for b, box in boxes]
                     if sum(self._service_count(piece.ports) for _, found in pieces for piece in found) > MAX_RULES:
                         raise TooManyPieces()
                 except TooManyPieces:
                     pieces = self._too_many(rule, boxes, own.errors)
                 if rule.action == DENY:
+                    memo = self._memos[tier]
                     for fq_name, body in self._rules(policy, rule, pieces, DENY_ACTION, tier, view, out):
-                        deny_refs.append(sequenced_ref(fq_name, rule_sequence(len(deny_refs))))
+                        ref = memo.get((fq_name, len(deny_refs)))
+                        if ref is None:
+                            ref = sequenced_ref(fq_name, rule_sequence(len(deny_refs)))
+                            memo.put((fq_name, len(deny_refs)), ref)
+                        deny_refs.append(ref)
                         own.deny_rules.append(fq_name)
                 elif rule.action == ACCEPT:
                     own.accept_rules.extend(self._rules(policy, rule, pieces, PASS_ACTION, tier, view, out))
@@ -150,6 +193,17 @@ class TierRenderer:
                     assert rule.action == PASS
                     decided.extend(box for _, box in boxes)
                     passed.extend(box for _, box in boxes)
+
+    def _subtracted(self, tier: str, box: Box, before: Sequence[Box]) -> List[Box]:
+        """`box` minus `before`, reused from the previous render when the boxes of `before` that
+        can meet it (most are about other pods) are the same."""
+        relevant = tuple(other for other in before if not boxes_apart(box, other))
+        memo = self._memos[tier]
+        found: Optional[List[Box]] = memo.get((box, relevant))
+        if found is None:
+            found = subtract_rule(box, relevant, MAX_RULES)
+            memo.put((box, relevant), found)
+        return found
 
     @staticmethod
     def _too_many(rule: CnpRule, boxes: List[Tuple[int, Box]], errors: List[str]) -> List[Tuple[int, List[Box]]]:
@@ -214,20 +268,39 @@ class TierRenderer:
 
     def _rules(self, policy: ParsedCnp, rule: CnpRule, pieces: List[Tuple[int, List[Box]]], action: str,
                tier: str, view: PodView, out: TierRendering) -> List[Tuple[FqName, Body]]:
+        """The firewall rules of a rule's pieces, reused from the previous render when the pieces
+        are the same (unless an address group takes out pods, whose IPs may have moved)."""
         stem = f"{cnp_policy_name(self.cluster, policy.name)}-{rule.direction}-{rule.index}"
+        key = (stem, action, tuple((b, tuple(boxes)) for b, boxes in pieces))
+        memo = self._memos[tier]
+        found = memo.get(key)
+        if found is None:
+            found = self._made_rules(stem, rule.direction, pieces, action, tier, view)
+            if not found[1].pod_dependent:
+                memo.put(key, found)
+        result, sink = found
+        out.tags.update(sink.tags)
+        out.scoped_labels.update(sink.scoped_labels)
+        out.address_groups.update(sink.address_groups)
+        out.objects["address-group"].update(sink.owned_groups)
+        out.pod_dependent |= sink.pod_dependent
+        out.objects["firewall-rule"].update(result)
+        out.rule_count += len(result)
+        return result
+
+    def _made_rules(self, stem: str, direction: str, pieces: List[Tuple[int, List[Box]]], action: str,
+                    tier: str, view: PodView) -> Tuple[List[Tuple[FqName, Body]], _Sink]:
+        sink = _Sink()
         result = []
         for b, boxes in pieces:
             for k, box in enumerate(boxes):
-                subject = self._pods_endpoint(box.subject, out)
-                peer = self._peer_endpoint(box.peer, tier, view, out)
-                first, second = (peer, subject) if rule.direction == INGRESS else (subject, peer)
+                subject = self._pods_endpoint(box.subject, sink)
+                peer = self._peer_endpoint(box.peer, tier, view, sink)
+                first, second = (peer, subject) if direction == INGRESS else (subject, peer)
                 for v, service in enumerate(self._services(box.ports)):
                     fq_name = global_fq_name(shorten(f"{stem}-{b}-{k}-{v}"))
-                    body = self.bodies.rule(fq_name, action, service, first, second)
-                    out.objects["firewall-rule"][fq_name] = body
-                    result.append((fq_name, body))
-        out.rule_count += len(result)
-        return result
+                    result.append((fq_name, self.bodies.rule(fq_name, action, service, first, second)))
+        return result, sink
 
     def _services(self, ports: PortSet) -> List[Body]:
         if ports == ALL_PORTS:
@@ -237,7 +310,7 @@ class TierRenderer:
             services.extend(self.bodies.service((str(n), 0, 65535)) for n in OTHER_PROTOCOLS)
         return services
 
-    def _pods_endpoint(self, pods: PodSet, out: TierRendering) -> Body:
+    def _pods_endpoint(self, pods: PodSet, out: _Sink) -> Body:
         scope = pods.single_scope()
         if scope is not None:
             return self.renderer.scope_endpoint(scope, "", out)
@@ -246,7 +319,7 @@ class TierRenderer:
         out.tags[tag] = definition
         return {"tags": [tag]}
 
-    def _peer_endpoint(self, peer: Peer, tier: str, view: PodView, out: TierRendering) -> Body:
+    def _peer_endpoint(self, peer: Peer, tier: str, view: PodView, out: _Sink) -> Body:
         if isinstance(peer, PodSet):
             return self._pods_endpoint(peer, out)
         if peer.is_everything:
@@ -267,7 +340,7 @@ class TierRenderer:
                "exceptPods": sorted((e.hash_input() for e in peer.excluded), key=canonical_json)}
         name = f"{self.cluster}--{tier.lower()}-net-{sha1_of_json(key)[:12]}"
         fq_name = global_fq_name(name)
-        out.objects["address-group"][fq_name] = self.bodies.address_group(fq_name, normal_networks(prefixes))
+        out.owned_groups[fq_name] = self.bodies.address_group(fq_name, normal_networks(prefixes))
         return address_group_endpoint(name)
 
 
