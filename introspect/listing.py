@@ -22,6 +22,7 @@ Row = Dict[str, Any]
 # Paths of the list pages that rows link to (the pages, in `lists`, are built from the rows).
 TAGS_PATH = "/Snh_TagDatabaseList"
 FIREWALL_POLICIES_PATH = "/Snh_FirewallPolicyDatabaseList"
+CLUSTER_NETWORK_POLICIES_PATH = "/Snh_ClusterNetworkPolicyDatabaseList"
 
 
 def href(path: str, **params: Any) -> str:

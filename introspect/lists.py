@@ -10,8 +10,9 @@ from introspect.cluster_policies import cluster_network_policy_rows
 from introspect.list_rows import (address_group_rows, aps_rows, describe_rule, firewall_policy_rows,
                                   firewall_rule_rows, kube_connection_rows, namespace_rows, network_policy_rows,
                                   pod_rows, tag_rows, vnc_connection_rows)
-from introspect.listing import (FIREWALL_POLICIES_PATH, NAME, NAME_CONTAINS, NAMESPACE, STATE, TAGS_PATH, Column,
-                                Filter, ListPage, href, pod_detail_href, policy_detail_href)
+from introspect.listing import (CLUSTER_NETWORK_POLICIES_PATH, FIREWALL_POLICIES_PATH, NAME, NAME_CONTAINS,
+                                NAMESPACE, STATE, TAGS_PATH, Column, Filter, ListPage, href, pod_detail_href,
+                                policy_detail_href)
 
 OBJECT_LEGEND = ((c.PRESENT, "in the config API"), (c.PENDING, "desired, not yet written"),
                  (c.STALE, "in the config API, no longer desired: garbage collection removes it"),
@@ -45,7 +46,7 @@ NETWORK_POLICIES: ListPage = ListPage(  # named by its own column links, before 
     count=lambda s: len(s.db.network_policies))
 
 CLUSTER_NETWORK_POLICIES: ListPage = ListPage(  # named by its own column links, before it exists
-    "/Snh_ClusterNetworkPolicyDatabaseList", "ClusterNetworkPolicies", "cluster_network_policies",
+    CLUSTER_NETWORK_POLICIES_PATH, "ClusterNetworkPolicies", "cluster_network_policies",
     ("uid", "name", "tier", "priority", "subject", "spec", "actions", "firewall_policy", "rules", "state",
      "errors"),
     (Column("name", "name", link=lambda r: href(CLUSTER_NETWORK_POLICIES.path, name=r["name"])),

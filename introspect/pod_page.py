@@ -2,24 +2,28 @@
 traffic to and from it.
 
 "Why can this pod not talk?" starts from the pod, not from a policy. The page answers the first
-questions from the NetworkPolicies as Kubernetes reads them (k8s_semantics over the DB's
-manifests): which policies select the pod and which directions they isolate; which rule blocks
-let traffic in to it or out from it, either because a policy selecting it has that block, or
-because a policy elsewhere names it as a peer. From there, /explain (linked, with the pod filled
-in) gives the verdict of one flow and its trace.
+questions from the policies as Kubernetes reads them (k8s_semantics over the DB's manifests):
+which NetworkPolicies select the pod and which directions they isolate; which rule blocks let
+traffic in to it or out from it, either because a policy selecting it has that block, or
+because a policy elsewhere names it as a peer; and which ClusterNetworkPolicy rules (Admin and
+Baseline tiers, SPEC 13) apply to it, as their subject or as a peer, in evaluation order. From
+there, /explain (linked, with the pod filled in) gives the verdict of one flow and its trace.
 """
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
 from kube_manager.translator.decode import describe
-from kube_manager.explain.k8s_semantics import (EGRESS, INGRESS, Endpoint, KubernetesModel,
+from kube_manager.explain.k8s_cnp import ADMIN, BASELINE, ClusterPolicy, TierRule
+from kube_manager.explain.k8s_semantics import (EGRESS, INGRESS, Endpoint, KubernetesModel, Pod,
                                                    Policy, RuleBlock)
 from kube_manager.explain.trace import peer_text
+from kube_manager.explain.trace_tiers import cluster_peer_text
 from introspect.contrail import paced
 from introspect.decoded import selectors_of
 from introspect.explain import db_manifests
-from introspect.listing import TAGS_PATH, Snapshot, href, policy_detail_href
+from introspect.listing import (CLUSTER_NETWORK_POLICIES_PATH, TAGS_PATH, Snapshot, href,
+                                policy_detail_href)
 
 Row = Dict[str, Any]
 
@@ -36,6 +40,34 @@ def _entry(policy: Policy, direction: str, block: RuleBlock, role: str) -> Row:
             "href": policy_detail_href(policy.namespace, policy.name)}
 
 
+def _cluster_rule(policy: ClusterPolicy, direction: str, rule: TierRule, role: str) -> Row:
+    peers = ("fail-closed: " + rule.fail_closed if rule.fail_closed is not None
+             else "; ".join(cluster_peer_text(p) for p in rule.peers))
+    return {"policy": policy.name, "tier": policy.tier, "priority": policy.priority,
+            "direction": direction.lower(), "rule": rule.index, "rule_name": rule.name,
+            "action": rule.action, "as": role, "peers": peers,
+            "href": href(CLUSTER_NETWORK_POLICIES_PATH, name=policy.name)}
+
+
+def _cluster_rules(model: KubernetesModel, pod: Optional[Pod], endpoint: Endpoint) -> List[Row]:
+    """The ClusterNetworkPolicy rules that concern the pod, tier by tier in evaluation order: each
+    rule of a policy whose subject is the pod, and each rule elsewhere naming the pod as a peer
+    (an Accept read fail-closed names nobody; a Deny or Pass read fail-closed names everybody)."""
+    rows: List[Row] = []
+    if pod is None:
+        return rows
+    for tier in (ADMIN, BASELINE):
+        for policy in model.tier(tier):
+            subject = policy.subject.matches(pod, model.namespace_labels)
+            for direction, rules in policy.directions.items():
+                for rule in rules:
+                    if subject:
+                        rows.append(_cluster_rule(policy, direction, rule, "subject"))
+                    if rule.peer_matches(endpoint, model.namespace_labels):
+                        rows.append(_cluster_rule(policy, direction, rule, "peer"))
+    return rows
+
+
 def pod_detail(snapshot: Snapshot, namespace: str, name: str) -> Optional[Row]:
     """The page's data, or None when the DB has no such pod."""
     db = snapshot.db
@@ -44,7 +76,8 @@ def pod_detail(snapshot: Snapshot, namespace: str, name: str) -> Optional[Row]:
         return None
     # Every namespace and policy, but only this pod: a peer is matched against this pod alone.
     manifests = db_manifests(db, [record])
-    model = KubernetesModel.build(manifests.namespaces, manifests.pods, manifests.network_policies)
+    model = KubernetesModel.build(manifests.namespaces, manifests.pods, manifests.network_policies,
+                                  manifests.cluster_network_policies)
     pod = model.pod(namespace, name)
     endpoint = Endpoint(pod, pod.ip if pod else None)
     selected_by: List[Row] = []
@@ -77,7 +110,7 @@ def pod_detail(snapshot: Snapshot, namespace: str, name: str) -> Optional[Row]:
                 "ip": record.ip, "labels": dict(sorted(record.labels.items())),
                 "vmi_state": record.vmi_state, "vmi_error": snapshot.redactor.text(record.vmi_error)},
         "tags": tags, "selected_by": selected_by, "admits_to": admits_to,
-        "admits_from": admits_from,
+        "admits_from": admits_from, "cluster_rules": _cluster_rules(model, pod, endpoint),
     }
 
 
@@ -89,7 +122,8 @@ def to_json(detail: Row) -> Row:
     return {"pod": {**detail["pod"], "tags": [{"tag": t["tag"], "selector": t["selector"]}
                                               for t in detail["tags"]]},
             "selected_by": plain(detail["selected_by"]), "admits_to": plain(detail["admits_to"]),
-            "admits_from": plain(detail["admits_from"])}
+            "admits_from": plain(detail["admits_from"]),
+            "cluster_rules": plain(detail["cluster_rules"])}
 
 
 __all__ = ["pod_detail", "to_json"]

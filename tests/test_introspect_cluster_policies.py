@@ -77,3 +77,24 @@ def test_linked_from_the_index_with_its_count(app):
 @pytest.mark.parametrize("method", ["POST", "PUT", "DELETE"])
 def test_read_only(app, method):
     assert call(app, PATH, method).status == 405
+
+
+def test_the_pod_page_lists_the_rules_that_concern_the_pod_as_subject_or_peer_in_order(app, db):
+    db.namespaces["tools"].labels["team"] = "tenants"  # tools/debug becomes a peer of the Deny
+    subject = call(app, "/Snh_PodDetail?namespace=shop&name=web&format=json").json()["cluster_rules"]
+    assert [(r["policy"], r["tier"], r["priority"], r["direction"], r["rule"], r["rule_name"], r["action"],
+             r["as"]) for r in subject] == [
+        ("deny-tenants", "Admin", 10, "ingress", 0, "from-monitoring", "Pass", "subject"),
+        ("deny-tenants", "Admin", 10, "ingress", 1, "no-tenants", "Deny", "subject")]
+    peer = call(app, "/Snh_PodDetail?namespace=tools&name=debug&format=json").json()["cluster_rules"]
+    assert [(r["policy"], r["rule"], r["action"], r["as"]) for r in peer] == [
+        ("deny-tenants", 1, "Deny", "peer")]
+    html = call(app, "/Snh_PodDetail?namespace=tools&name=debug").text
+    assert 'id="cluster-rules"' in html and "this pod is one of its peers" in html
+    assert f'href="{PATH}?name=deny-tenants"' in html
+
+
+def test_the_pod_page_says_when_no_cluster_rule_concerns_the_pod(app, db):
+    assert call(app, "/Snh_PodDetail?namespace=tools&name=debug&format=json").json()["cluster_rules"] == []
+    html = call(app, "/Snh_PodDetail?namespace=tools&name=debug").text
+    assert "No ClusterNetworkPolicy rule applies to this pod" in html and 'id="cluster-rules"' not in html
