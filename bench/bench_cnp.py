@@ -167,6 +167,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=9)
     args = parser.parse_args()
     logging.disable(logging.WARNING)  # the fail-closed reports of the upstream policies
+    if args.upstream and not os.path.isdir(args.upstream):
+        parser.error(f"--upstream: {args.upstream} is not a directory")
     if args.upstream:
         print("upstream conformance policies, each on the four houses:")
         upstream_counts(args.upstream)
