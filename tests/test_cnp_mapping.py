@@ -3,6 +3,7 @@ what a Deny with a Pass before it becomes, port and network subtraction, fail-cl
 what cannot be enforced or is invalid, and the upstream conformance policy on the official schema."""
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import subprocess
@@ -192,3 +193,19 @@ def test_a_rule_whose_pieces_would_flood_the_config_api_fails_closed():
     assert not [n for n in rules(result) if n.startswith("k8s--cnp-accept")]  # matches nothing
     reasons = {e["name"]: e["reason"] for e in result["errors"]}
     assert "over 4096 firewall rules" in reasons["deny"] and "matches nothing" in reasons["accept"]
+
+
+def test_the_embedded_config_api_takes_every_object_of_the_example_in_write_order():
+    from kube_manager.sim.vnc_api.api import ConfigApi
+
+    manifests = load_manifests([os.path.join(ROOT, "examples", "cnp")])
+    result = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
+                       cluster_network_policies=manifests.cluster_network_policies).to_dict()
+    api = ConfigApi()
+    for key, obj_type in (("tags", "tag"), ("address_groups", "address-group"), ("firewall_rules", "firewall-rule"),
+                          ("firewall_policies", "firewall-policy")):
+        for body in result[key]:
+            api.create(obj_type, copy.deepcopy(body))
+    api.create("application-policy-set", copy.deepcopy(result["application_policy_set"]))
+    protocols = {rule["service"]["protocol"] for rule in result["firewall_rules"]}
+    assert {"any", "tcp", "udp", "sctp", "1", "255"} <= protocols  # ICMP (1) among the other protocols
