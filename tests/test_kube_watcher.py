@@ -203,14 +203,17 @@ def test_backoff_doubles_to_the_cap_and_resets_after_success() -> None:
             blocker.close()
             started.append(EmulatorRunner(port=port).start())
 
-    rec, db = Recorder(), Database()
+    rec, db, metrics = Recorder(), Database(), Metrics(CollectorRegistry())
     w = watcher(api_client_for_url(f"http://127.0.0.1:{port}"), "namespaces", rec, db,
-                sleep=sleeper)
+                sleep=sleeper, metrics=metrics)
     try:
         with running([w]):
             rec.wait_for("LISTED")
             assert delays == [0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30, 30]
             assert db.kube_connections["namespaces"].reconnects == 8
+            # A refused connection is an error, not a timeout (urllib3's NewConnectionError is a
+            # subclass of its ConnectTimeoutError).
+            assert restart_reasons(metrics) == {"error": 8}
             wait_until(lambda: started[0].store.watch_count == 1, "the watch")
             started[0].store.drop_watches()
             assert called.acquire(timeout=10)

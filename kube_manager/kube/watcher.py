@@ -162,7 +162,9 @@ class KubeWatcher:
             except RETRYABLE as exc:
                 if self._stopped.is_set():
                     break
-                reason = "timeout" if isinstance(exc, urllib3.exceptions.TimeoutError) else "error"
+                reason = ("timeout" if isinstance(exc, urllib3.exceptions.TimeoutError)
+                          # urllib3 derives a refused connection from ConnectTimeoutError
+                          and not isinstance(exc, urllib3.exceptions.NewConnectionError) else "error")
                 self._restarted(reason, f"{type(exc).__name__}: {exc}")
                 delay = self._backoff.when(_FAILED)
                 log.warning("watch failed, retrying", extra=kv(
