@@ -103,44 +103,57 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dir", default="/tmp/kube-manager-bench", help="where the dumps are written once")
     parser.add_argument("--no-xlarge", action="store_true", help="skip the XLarge translation core run")
+    parser.add_argument("--json", action="store_true", help="the table on stderr, the figures as JSON on stdout")
     parser.add_argument("--core-worker", nargs=2, metavar=("SHAPE", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.core_worker:
         print(json.dumps(core_worker(*args.core_worker)))
         return 0
+    out = sys.stderr if args.json else sys.stdout
+    figures: Dict[str, Any] = {}
+
+    def show(name: str, m: Dict[str, float], base: Dict[str, float], target: str = "", key: str = "") -> None:
+        print(row(name, m, base, target), file=out)
+        if key:
+            figures[key] = m
+
     os.makedirs(args.dir, exist_ok=True)
     antrea, kubectl = ensure(args.dir, "antrea"), ensure(args.dir, "kubectl")
     cli = [sys.executable, "-m", "kube_manager"]
     print(f"antrea.json {os.path.getsize(antrea) / 1e6:.1f} MB, kubectl.json {os.path.getsize(kubectl) / 1e6:.1f} MB;"
-          f" load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print(f"{'measure':<44} {'wall s':>7} {'cpu s':>7} {'peak MiB':>8}   {'vs json.load':>14}  target")
+          f" load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", file=out)
+    print(f"{'measure':<44} {'wall s':>7} {'cpu s':>7} {'peak MiB':>8}   {'vs json.load':>14}  target", file=out)
     parse_a = measure([sys.executable, "-c", PARSE, antrea])
-    print(row("json.load antrea.json (5,000 namespaces)", parse_a, {}))
+    show("json.load antrea.json (5,000 namespaces)", parse_a, {}, key="parse_antrea")
     json_a = measure(cli + ["translate", "-f", antrea, "-o", "json"])
-    print(row("translate -o json", json_a, parse_a, f"within {TARGET_RATIO:g}x"))
+    show("translate -o json", json_a, parse_a, f"within {TARGET_RATIO:g}x", key="translate_json")
     with open(antrea, "rb") as stdin:
-        print(row("translate -f - -o json (standard input)", measure(cli + ["translate", "-f", "-", "-o", "json"],
-                                                                      stdin=stdin), parse_a))
+        show("translate -f - -o json (standard input)", measure(cli + ["translate", "-f", "-", "-o", "json"],
+                                                                stdin=stdin), parse_a, key="translate_stdin")
     for output in ("yaml", "table"):
         size = output_size(cli + ["translate", "-f", antrea, "-o", output]) / 1e6
-        print(row(f"translate -o {output} ({size:.1f} MB)", measure(cli + ["translate", "-f", antrea, "-o", output]),
-                  parse_a))
+        show(f"translate -o {output} ({size:.1f} MB)", measure(cli + ["translate", "-f", antrea, "-o", output]),
+             parse_a, key=f"translate_{output}")
     parse_k = measure([sys.executable, "-c", PARSE, kubectl])
-    print(row("json.load kubectl.json (300 namespaces)", parse_k, {}))
+    show("json.load kubectl.json (300 namespaces)", parse_k, {}, key="parse_kubectl")
     flow = ["--from", "team-001/web-0017f9c6d5b-00000", "--to", "team-001/api-0017f9c6d5b-00001", "--port", "8080"]
-    print(row("explain", measure(cli + ["explain", "-f", kubectl] + flow), parse_k, f"within {TARGET_RATIO:g}x"))
-    print(row("translate -o json", measure(cli + ["translate", "-f", kubectl, "-o", "json"]), parse_k))
+    show("explain", measure(cli + ["explain", "-f", kubectl] + flow), parse_k, f"within {TARGET_RATIO:g}x",
+         key="explain")
+    show("translate -o json", measure(cli + ["translate", "-f", kubectl, "-o", "json"]), parse_k)
     shapes: List[Tuple[str, str]] = [("5,000 namespaces", "antrea")] + ([] if args.no_xlarge else
                                                                         [("XLarge (25,000)", "xlarge")])
     print(f"\n{'translation core (translate() alone)':<44} {'wall s':>7} {'cpu s':>7} {'peak MiB':>8}"
-          f" {'us/NP wall / cpu':>18}  target")
+          f" {'us/NP wall / cpu':>18}  target", file=out)
     for label, shape in shapes:
-        r = core(shape, antrea)
+        r = figures[f"core_{shape}"] = core(shape, antrea)
         per = 1e6 / r["policies"]
         print(f"{label + ': ' + format(r['policies'], ',') + ' NetworkPolicies':<44} {r['wall']:7.2f} {r['cpu']:7.2f}"
               f" {r['mib']:8.0f} {r['wall'] * per:8.1f} / {r['cpu'] * per:6.1f}    {TARGET_US_PER_POLICY:g} us or less"
-              f" (inputs {r['inputs_mib']:.0f} MiB)")
-    print(f"load average after: {os.getloadavg()[0]:.1f}")
+              f" (inputs {r['inputs_mib']:.0f} MiB)", file=out)
+    figures["load"] = os.getloadavg()[0]
+    print(f"load average after: {figures['load']:.1f}", file=out)
+    if args.json:
+        print(json.dumps(figures))
     return 0
 
 
