@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import ipaddress
 import os
 import subprocess
 import sys
 
 import pytest
 
+from builders import pod
 from cnp_support import cluster, cnp
 from kube_manager.manifests import load_manifests
 from kube_manager.translator import ClusterTranslator, translate
@@ -209,3 +211,18 @@ def test_the_embedded_config_api_takes_every_object_of_the_example_in_write_orde
     api.create("application-policy-set", copy.deepcopy(result["application_policy_set"]))
     protocols = {rule["service"]["protocol"] for rule in result["firewall_rules"]}
     assert {"any", "tcp", "udp", "sctp", "1", "255"} <= protocols  # ICMP (1) among the other protocols
+
+
+def test_pods_a_rule_took_out_of_a_network_leave_their_ips_but_a_host_network_pod_its_nodes_ip_stays():
+    namespaces, pods = cluster()
+    node = pod("ns-c", "agent", "10.0.3.99", {"app": "agent"})
+    node["spec"]["hostNetwork"] = True
+    result = translate(namespaces, pods + [node], [], cluster_network_policies=[cnp("p", "Admin", 1, HOUSE_A, egress=[
+        {"action": "Pass", "to": [{"namespaces": {"matchLabels": {"house": "c"}}}]},
+        {"action": "Deny", "to": [{"networks": ["10.0.3.0/24"]}]}])]).to_dict()
+    (deny,) = [r for n, r in rules(result).items() if n.startswith("k8s--cnp-p-egress-1")]
+    (group,) = [g for g in result["address_groups"] if g["fq_name"][-1] == deny["endpoint_2"]["address_group"].split(":")[-1]]
+    covered = [ipaddress.ip_network(f"{s['ip_prefix']}/{s['ip_prefix_len']}") for s in group["address_group_prefix"]["subnet"]]
+    inside = lambda ip: any(ipaddress.ip_address(ip) in net for net in covered)  # noqa: E731
+    assert not inside("10.0.3.10") and not inside("10.0.3.11")  # house c's pods: passed on
+    assert inside("10.0.3.99") and inside("10.0.3.1")  # the node's IP and any other address: denied

@@ -98,5 +98,6 @@ def parse_pod(manifest: Any, cache: Optional[ParseCache] = None) -> PodInfo:
     assert isinstance(name, str)  # the check above refuses anything else
     labels = check_labels(metadata.get("labels", {}), "metadata.labels", cache.labels if cache else None)
     ip = body.get("status", {}).get("podIP")
+    spec = body.get("spec", {})
     return PodInfo(namespace, name, uid, labels, canonical_ip(ip) if ip else None,
-                   _named_ports(body.get("spec", {}).get("containers", ())))
+                   _named_ports(spec.get("containers", ())), spec.get("hostNetwork") is True)

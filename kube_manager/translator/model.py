@@ -176,6 +176,8 @@ class PodInfo:
     labels: Mapping[str, str] = field(default_factory=dict)
     ip: Optional[str] = None  # canonical
     named_ports: Mapping[Tuple[str, str], int] = field(default_factory=dict)  # (name, protocol)
+    # On the node's network: its IP is the node's, and ClusterNetworkPolicy pod peers leave it out.
+    host_network: bool = False
     key: Tuple[str, str] = field(init=False, repr=False, compare=False)
     _address: Optional[Address] = field(default=None, init=False, repr=False, compare=False)
 

@@ -333,7 +333,9 @@ class TierRenderer:
         holes: List[Network] = []
         for excluded in peer.excluded:
             out.pod_dependent = True
-            holes.extend(ipaddress.ip_network(pod.ip) for pod in view.pods_in(excluded) if pod.ip)
+            # A host-network pod's IP is its node's, which no pod peer stands for: it stays in.
+            holes.extend(ipaddress.ip_network(pod.ip) for pod in view.pods_in(excluded)
+                         if pod.ip and not pod.host_network)
         prefixes = [p for cidr in peer.cidrs
                     for p in subtract(cidr, tuple(h for h in holes if h.version == cidr.version and h.subnet_of(cidr)))]  # type: ignore[arg-type]
         key = {"networks": [str(c) for c in peer.cidrs],
