@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Dict, Iterable, List, Optional, Protocol, Union
+from typing import AbstractSet, Any, Dict, Iterable, List, Optional, Protocol, Set, Tuple, Union
 
 import gevent.event
 
@@ -140,7 +140,8 @@ class Reconciler:
         books = Bookkeeping(self.actual, self._book, self.queue, self.counters)
         self.objects = ObjectWriter(client, marks, self, books)
         self.conflicts = self.objects.conflicts
-        self.pods = PodHandler(PodTagger(client, db, self, self._managed_tag), self.gates, books, settings)
+        tagger = PodTagger(client, db, self, self._managed_tag, self._tier_hold)
+        self.pods = PodHandler(tagger, self.gates, books, settings)
         self._synced_once = gevent.event.Event()
 
     # --- driving -------------------------------------------------------------------------------
@@ -297,6 +298,9 @@ class Reconciler:
     def gate_remove(self, holder: ObjKey, ref_field: str) -> Optional[ObjKey]:
         return self.gates.gate_remove(self.actual, holder)
 
+    def gate_write(self, key: ObjKey) -> Optional[WorkKey]:
+        return self.gates.gate_write(self.actual, key)
+
     def referrers(self, key: ObjKey) -> List[WorkKey]:
         found: List[WorkKey] = list(self.actual.referrers(key))
         if key[0] == "tag" and len(key[1]) == 1:
@@ -370,6 +374,10 @@ class Reconciler:
 
     def _deferred_shared_delete(self, key: WorkKey) -> bool:
         return key in self._book.deferred and key[0] in SHARED_TYPES and self.actual.desired(key) is None
+
+    def _tier_hold(self, removed: AbstractSet[str]) -> Tuple[Set[str], List[ObjKey]]:
+        """Tags a pod keeps for now, and what it waits for to drop them (tiers.py)."""
+        return self.gates.tiers.hold(self.actual, removed)
 
     def _managed_tag(self, tag: str) -> bool:
         """Tags a pod's VMI may lose: ours, or wanted by us (another cluster's are left alone)."""

@@ -6,6 +6,11 @@ that policy's rules use (else that pod would be denied what the new rules allow 
 dropped from any other policy or from the APS only once the denyall policy holds no deny rule that
 is no longer wanted. Which NetworkPolicy a deny rule protects, and which tags its rules use, are
 part of the translator's published desired state: the gates never ask anyone upstream.
+
+The ClusterNetworkPolicy tier deny rules (`<cluster>--admin-deny`, `--baseline-deny`; tiers.py)
+protect no policy, but their endpoints may use piece selector tags: a write of such a rule (create,
+update, or its ref from the tier deny policy) waits for the pods still being given a tag its
+desired endpoints use, read from the rule body.
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
 from .actual import ActualState, unlink
 from .diff import ObjKey
 from .reflists import RefListIndex
+from .tiers import RULE_REFS, TierDeny, endpoint_tags
 
 
 class Gates:
@@ -28,13 +34,14 @@ class Gates:
         self.aps_key: ObjKey = ("application-policy-set", pm + (cluster,))
         self.denyall_key: ObjKey = ("firewall-policy", pm + (f"{cluster}-denyall",))
         self._desired = desired
+        self.tiers = TierDeny(cluster)
         # The two ref lists that refer to every NetworkPolicy, planned from their differences.
         self._aps_refs = RefListIndex("firewall_policy_refs", "firewall-policy")
         self._deny_refs = RefListIndex("firewall_rule_refs", "firewall-rule")
         self.indexes: Dict[ObjKey, Dict[str, RefListIndex]] = {
             self.aps_key: {self._aps_refs.ref_field: self._aps_refs},
             self.denyall_key: {self._deny_refs.ref_field: self._deny_refs}}
-        # Pods being tagged (ACTIVE), by the tags they are to carry: deny rules wait for them.
+        # Pods being tagged (ACTIVE), by the tags they are to carry and lack: deny rules wait for them.
         self._tagging: Dict[ObjKey, Tuple[str, ...]] = {}
         self._tagging_by_tag: Dict[str, Set[ObjKey]] = {}
 
@@ -48,7 +55,9 @@ class Gates:
                 self._tagging_by_tag.setdefault(tag, set()).add(pod)
 
     def gate_add(self, actual: ActualState, holder: ObjKey, ref_field: str, target: ObjKey) -> Optional[ObjKey]:
-        if holder != self.denyall_key or ref_field != "firewall_rule_refs":
+        if ref_field == RULE_REFS and holder in self.tiers.policies:
+            return self.gate_write(actual, target)
+        if holder != self.denyall_key or ref_field != RULE_REFS:
             return None
         owner = self._desired.deny_owner(target[1])
         if owner is None:
@@ -58,7 +67,17 @@ class Gates:
             return policy
         if actual.get(self.aps_key) is not None and policy not in self._aps_refs.actual:
             return self.aps_key
-        for tag in self._desired.policy_tags(owner):
+        return self._being_tagged(self._desired.policy_tags(owner))
+
+    def gate_write(self, actual: ActualState, rule: ObjKey) -> Optional[ObjKey]:
+        """A pod a write of the tier deny rule `rule` waits for (None: go ahead, or not such a rule)."""
+        if not self.tiers.is_rule(actual, rule):
+            return None
+        return self._being_tagged(sorted(endpoint_tags(actual.desired(rule))))
+
+    def _being_tagged(self, tags: Iterable[str]) -> Optional[ObjKey]:
+        """A pod still being given one of `tags`."""
+        for tag in tags:
             for pod in self._tagging_by_tag.get(tag, ()):
                 return pod
         return None

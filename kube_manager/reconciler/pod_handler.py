@@ -2,8 +2,8 @@
 
 A pod key is handled by `PodTagger.sync` (pods.py): tagged, waiting for tags being created (parked
 on them), or retried with its own backoff while its VM or VMI is missing (the CNI takes seconds).
-While a pod is being tagged it holds back the deny rules of the policies that use its tags (see
-gates.py). A pod's tagging state has one writer: the tagger, told here of failures.
+While a pod is being given tags it holds back the deny rules that use them (see gates.py); a pod
+that keeps old tags for the tier deny rules (tiers.py) holds nothing back and waits for those. A pod's tagging state has one writer: the tagger, told here of failures.
 """
 from __future__ import annotations
 
@@ -56,6 +56,10 @@ class PodHandler:
             self._written_at[vmi] = books.actual.seq
         if outcome.pending:
             books.progress.park(key, outcome.pending, (), ACTIVE)
+        elif outcome.done and outcome.holding:
+            self._gates.tagging(key, None)  # it carries its new tags: the rules waiting for it may go
+            books.progress.park(key, (), outcome.holding, ACTIVE)  # looked at again as they change
+            books.progress.notify(key)
         elif outcome.done:
             self._backoff.forget(key)
             books.progress.set(key, None)
@@ -67,8 +71,8 @@ class PodHandler:
         return True  # a pod waited for is there to be tagged
 
     def activated(self, key: PodKey) -> None:
-        """Queued to be tagged: the deny rules using its tags wait for it."""
-        self._gates.tagging(key, self.tagger.tags(key.pod))
+        """Queued to be tagged: the deny rules using the tags it lacks wait for it."""
+        self._gates.tagging(key, self.tagger.missing(key.pod))
 
     def left_active(self, key: PodKey) -> None:
         """Tagged, or waiting for its VM / retrying: it holds nothing back."""

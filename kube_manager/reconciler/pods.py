@@ -10,7 +10,9 @@ start and at each resync (`VmiIndex.load`); only a pod the listing did not know 
 (and of a VMI the listing did not have). A pod whose VM or VMI does not exist yet (the CNI has not run)
 is shown as `no-vm` and retried with backoff. Tags that are not ours are never removed from a VMI:
 only tags we own or want are managed. A pod on the node's network (`spec.hostNetwork`) never gets a
-VM from the CNI: its handler records that, and it is left alone.
+VM from the CNI: its handler records that, and it is left alone. A label tag that a
+ClusterNetworkPolicy tier deny rule in the config API still uses is kept (the pod's new tags are
+added at once) until the tier deny rules are written as desired, then dropped (tiers.py).
 
 A pod's tagging state (`PodRecord.tagging`, shown as its VMI state) has one writer: `PodTagger`.
 """
@@ -185,16 +187,19 @@ class PodOutcome:
     pending: List[ObjKey] = field(default_factory=list)
     blocked: List[ObjKey] = field(default_factory=list)
     written: List[str] = field(default_factory=list)  # VMIs tagged (one set-tag each)
+    holding: List[ObjKey] = field(default_factory=list)  # tier deny objects old tags are kept for
 
 
 class PodTagger:
     """Brings the tags of one pod's VMIs to the pod's desired tags (`db.pods[key].tags`)."""
 
-    def __init__(self, client: VmiApi, db: Database, view: View, managed: Callable[[str], bool]) -> None:
+    def __init__(self, client: VmiApi, db: Database, view: View, managed: Callable[[str], bool],
+                 hold: Callable[[AbstractSet[str]], Tuple[Set[str], List[ObjKey]]]) -> None:
         self._client = client
         self._db = db
         self._view = view
         self._managed = managed
+        self._hold = hold  # of the tags a pod is to lose, those kept for now, and until what is written
         self.index = VmiIndex()
 
     def load(self, keep: Iterable[str] = ()) -> int:
@@ -214,6 +219,14 @@ class PodTagger:
         """A host-network pod: nothing to tag, nothing to wait for."""
         record = self._db.pods.get(key)
         return record is not None and record.host_network
+
+    def missing(self, key: Key) -> Optional[List[str]]:
+        """The tags the pod is to carry that some VMI of it lacks (all, when none is known)."""
+        record = self._db.pods.get(key)
+        if record is None:
+            return None
+        vmis = self.index.vmis_of(record.uid)
+        return [t for t in record.tags if not vmis or any(t not in self.index.tags[v] for v in vmis)]
 
     def needs_work(self, key: Key) -> bool:
         """Whether the pod's known VMIs differ from its desired tags (or none are known)."""
@@ -266,8 +279,10 @@ class PodTagger:
         if outcome.pending:
             record.tagging = PENDING
             return outcome
+        kept, outcome.holding = self._hold({t for v in vmis for t in self.index.tags[v] - desired
+                                            if _split(t)[0] == LABEL_TYPE and self._managed(t)})
         for vmi in vmis:
-            changes = tag_changes(self.index.tags[vmi], desired, self._managed, skip=missing)
+            changes = tag_changes(self.index.tags[vmi], desired, self._managed, skip=missing | kept)
             if not changes:
                 continue
             try:
@@ -283,6 +298,9 @@ class PodTagger:
             record.tagging = RETRYING
             record.vmi_error = "tags not created yet: " + ", ".join(sorted(":".join(k[1]) for k in outcome.blocked))
             outcome.done = False
+        elif outcome.holding:
+            record.tagging = PENDING
+            record.vmi_error = "keeps " + ", ".join(sorted(kept)) + " until the tier deny rules using them are written"
         else:
             record.tagging = SYNCED
             record.vmi_error = ""

@@ -50,6 +50,13 @@ class ObjectApi(Lister, Protocol):
     def delete(self, obj_type: str, ident: Any) -> None: ...
 
 
+class WriterView(diff.View, Protocol):
+    """`diff.View`, and the make-before-break gate of a rule update (gates.py)."""
+
+    def gate_write(self, key: ObjKey) -> Optional[ObjKey]:
+        """What an update of `key` waits for (None: nothing)."""
+
+
 @dataclass
 class Conflicting:
     """An object of another owner under one of our names: never touched, reported."""
@@ -66,7 +73,7 @@ class ObjectWriter:
 
     _client: ObjectApi
     _marks: Marks
-    _view: diff.View
+    _view: WriterView
     books: Bookkeeping
     conflicts: Dict[ObjKey, Conflicting] = field(default_factory=dict, init=False)
 
@@ -113,6 +120,10 @@ class ObjectWriter:
             step = diff.plan(key, actual.desired(key), actual.get(key), self._view, indexed)
             if step.action in ("none", "wait"):
                 break
+            held = self._held(key) if step.action == "update" else None
+            if held is not None:
+                step = held
+                break
             if step.ref_change is None:  # a ref-update always consumes one difference of the index
                 if writes == _MAX_WRITES_PER_TURN:
                     raise VncError(f"{describe(key)} does not read back as written after {writes} writes")
@@ -121,6 +132,17 @@ class ObjectWriter:
                 return None
         if step.action == "none" and step.complete:
             self.conflicts.pop(key, None)
+        return step
+
+    def _held(self, key: ObjKey) -> Optional[Step]:
+        """The wait of an update its gate holds back (a tier deny rule rewritten to tags some pods
+        are still being given), or None."""
+        blocker = self._view.gate_write(key)
+        if blocker is None:
+            return None
+        step = Step("wait", complete=False)
+        pending = self._view.progress(key, blocker) is diff.Progress.PENDING
+        (step.pending if pending else step.blocked).append(blocker)
         return step
 
     def _write(self, key: ObjKey, step: Step) -> bool:

@@ -1,0 +1,82 @@
+"""The ClusterNetworkPolicy tier deny policies and their rules, as make before break needs them.
+
+An Admin or Baseline Deny is a firewall rule of `<cluster>--admin-deny` or `<cluster>--baseline-deny`
+(SPEC 13) whose endpoints may use piece selector tags; pods are tagged independently of the rules.
+Two windows would let a denied flow pass: a rule rewritten to a tag the pods do not carry yet, and a
+pod losing a tag a written rule still uses. So (gates.py, pods.py): a write of a tier deny rule
+waits for the pods still being given the tags its desired endpoints use, and a pod keeps a label
+tag that a tier deny rule in the config API uses until every tier deny object is as desired.
+Everything is read from the rule bodies, desired and actual: nothing is asked upstream.
+"""
+from __future__ import annotations
+
+from typing import AbstractSet, Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+
+from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
+
+from .actual import ActualState
+from .diff import ENDPOINT_FIELDS, ObjKey
+
+RULE_REFS = "firewall_rule_refs"
+
+
+def endpoint_tags(body: Optional[Mapping[str, Any]]) -> Set[str]:
+    """The tags the endpoints of a firewall rule body use."""
+    tags: Set[str] = set()
+    for name in ENDPOINT_FIELDS:
+        endpoint = (body or {}).get(name)
+        if isinstance(endpoint, dict):
+            tags.update(t for t in endpoint.get("tags") or () if isinstance(t, str))
+    return tags
+
+
+def _rule_keys(body: Optional[Mapping[str, Any]]) -> Iterable[ObjKey]:
+    for ref in (body or {}).get(RULE_REFS) or ():
+        if isinstance(ref, dict) and ref.get("to"):
+            yield ("firewall-rule", tuple(ref["to"]))
+
+
+class TierDeny:
+    """The two tier deny policies of one cluster and the rules they refer to (desired or actual)."""
+
+    def __init__(self, cluster: str) -> None:
+        pm = tuple(DEFAULT_POLICY_MANAGEMENT)
+        self.policies: Tuple[ObjKey, ...] = tuple(
+            ("firewall-policy", pm + (f"{cluster}--{tier}-deny",)) for tier in ("admin", "baseline"))
+        # per policy and side (desired, actual): the body last read and the rules it refers to
+        # (bodies are replaced, never changed, so one identity check says whether it is still true)
+        self._read: Dict[Tuple[ObjKey, bool], Tuple[Optional[Mapping[str, Any]], Set[ObjKey]]] = {}
+
+    def _rules(self, actual: ActualState, policy: ObjKey, desired: bool) -> Set[ObjKey]:
+        body = actual.desired(policy) if desired else actual.get(policy)
+        cached = self._read.get((policy, desired))
+        if cached is None or cached[0] is not body:
+            cached = self._read[(policy, desired)] = (body, set(_rule_keys(body)))
+        return cached[1]
+
+    def rules(self, actual: ActualState) -> Set[ObjKey]:
+        """Every rule a tier deny policy refers to, in the desired state or in the config API."""
+        found: Set[ObjKey] = set()
+        for policy in self.policies:
+            found |= self._rules(actual, policy, True) | self._rules(actual, policy, False)
+        return found
+
+    def is_rule(self, actual: ActualState, key: ObjKey) -> bool:
+        return key[0] == "firewall-rule" and any(
+            key in self._rules(actual, policy, desired) for policy in self.policies for desired in (True, False))
+
+    def hold(self, actual: ActualState, removed: AbstractSet[str]) -> Tuple[Set[str], List[ObjKey]]:
+        """Of the tags a pod is to lose, those it keeps for now (used by a tier deny rule in the
+        config API while some tier deny object is not as desired yet), and those objects: the pod
+        drops the tags once they are written."""
+        if not removed:
+            return set(), []
+        in_force: Set[str] = set()
+        for policy in self.policies:
+            for rule in self._rules(actual, policy, False):
+                in_force |= endpoint_tags(actual.get(rule))
+        kept = set(removed) & in_force
+        if not kept:
+            return set(), []
+        waits = sorted(key for key in (*self.policies, *self.rules(actual)) if not actual.settled(key))
+        return (kept, waits) if waits else (set(), [])
