@@ -26,6 +26,7 @@ network libraries were imported (`cmd_run` does), so that the watchers' blocking
 """
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import signal
@@ -83,6 +84,7 @@ class Daemon:
         self._resync_now = gevent.event.Event()
         self._lists_done = gevent.event.Event()
         self._resynced_once = False
+        self._look_again: List[Callable[[], None]] = []
         self._stop_grace = STOP_GRACE
         self._running = _Running()
 
@@ -201,7 +203,8 @@ class Daemon:
             runner.store.load(manifests)  # after the CNI listens, so every pod gets its VM
             log.info("emulated API server loaded", extra=kv(
                 namespaces=len(manifests.namespaces), pods=len(manifests.pods),
-                network_policies=len(manifests.network_policies)))
+                network_policies=len(manifests.network_policies),
+                cluster_network_policies=len(manifests.cluster_network_policies)))
         return runner.url
 
     def _start_watchers(self, emulated_url: Optional[str]) -> Any:
@@ -212,7 +215,9 @@ class Daemon:
         self.kube_url = endpoint.url
         self._running.stoppers.append(api_client.close)
         watchers = make_watchers(api_client, self.pipeline.kinds, self._on_event, self.db, metrics=self.metrics,
-                                 settings=self.settings.watch)
+                                 settings=dataclasses.replace(self.settings.watch,
+                                                              absent_recheck=self.settings.reconciler.resync_interval))
+        self._look_again = [watcher.look_again for watcher in watchers]  # absent CRDs, at each resync
         for watcher in watchers:
             self._running.stoppers.append(watcher.stop)
             self._spawn(watcher.run)
@@ -248,11 +253,13 @@ class Daemon:
 
     def _wait_for_lists(self) -> bool:
         """Wait for the first list of every resource; False if stopped first."""
-        log.info("waiting for the initial lists of namespaces, pods and NetworkPolicies")
+        log.info("waiting for the initial lists", extra=kv(kinds=",".join(self.pipeline.kinds.names())))
         while not self._stop.is_set():
             if self._lists_done.wait(timeout=0.5):
-                log.info("initial lists done", extra=kv(namespaces=len(self.db.namespaces), pods=len(self.db.pods),
-                                                        network_policies=len(self.db.network_policies)))
+                log.info("initial lists done", extra=kv(
+                    namespaces=len(self.db.namespaces), pods=len(self.db.pods),
+                    network_policies=len(self.db.network_policies),
+                    cluster_network_policies=len(self.db.cluster_network_policies)))
                 # The cluster's state lives as long as the process: out of the collector's view, a
                 # collection during an event no longer walks millions of long-lived objects.
                 gc.collect()
@@ -275,6 +282,8 @@ class Daemon:
 
     def _resync(self) -> bool:
         assert self.reconciler is not None
+        for look_again in self._look_again:
+            look_again()
         try:
             self.reconciler.resync()
         except VncError as exc:

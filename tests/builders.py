@@ -59,6 +59,18 @@ def policy(ns: str, name: str, spec: Any = None, *, uid: Optional[str] = DERIVED
             "spec": spec if spec is not None else {"podSelector": {}}}
 
 
+def cluster_policy(name: str, tier: str = "Admin", priority: int = 10, subject: Any = None, *,
+                   ingress: Any = None, egress: Any = None, uid: Optional[str] = DERIVED) -> Dict[str, Any]:
+    """A ClusterNetworkPolicy (policy.networking.k8s.io/v1alpha2, cluster-scoped); without
+    `subject`, every pod of every namespace; `ingress`/`egress` only when given."""
+    spec: Dict[str, Any] = {"tier": tier, "priority": priority,
+                            "subject": subject if subject is not None else {"namespaces": {}}}
+    spec.update((direction, rules) for direction, rules in (("ingress", ingress), ("egress", egress))
+                if rules is not None)
+    return {"apiVersion": "policy.networking.k8s.io/v1alpha2", "kind": "ClusterNetworkPolicy",
+            "metadata": _metadata("ClusterNetworkPolicy", None, name, None, uid), "spec": spec}
+
+
 def allow_from(app: str, to: str, port: int = 80) -> Dict[str, Any]:
     """The spec of a policy letting pods `app=<app>` reach pods `app=<to>` on TCP `port`."""
     return {"podSelector": {"matchLabels": {"app": to}}, "policyTypes": ["Ingress"],

@@ -57,7 +57,8 @@ def monitoring(team: str) -> dict:
 BASE = Manifests(namespaces=[NS_SHOP, NS_OPS], pods=[WEB, API, MONITOR],
                  network_policies=[API_FROM_WEB, monitoring("ops")])
 STOP_LIMIT = 10.0  # SPEC section 8: a clean stop within 10 s
-RESOURCE_OF = {"Namespace": "namespaces", "Pod": "pods", "NetworkPolicy": "networkpolicies"}
+RESOURCE_OF = {"Namespace": "namespaces", "Pod": "pods", "NetworkPolicy": "networkpolicies",
+               "ClusterNetworkPolicy": "clusternetworkpolicies"}
 
 
 def closed_port() -> int:
@@ -89,9 +90,10 @@ class Environment:
     """The emulated API server, the embedded config API and the emulated CNI."""
 
     def __init__(self, manifests: Manifests, late: Callable[[Dict[str, Any]], bool] = lambda pod: False,
-                 bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL) -> None:
+                 bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL, crds: Optional[List[str]] = None) -> None:
+        """`crds`: the emulator's installed custom resources (None: all, [] a cluster without any)."""
         self.vnc: BackgroundServer = run_in_background()
-        self.kube = EmulatorRunner(bookmark_interval=bookmark_interval)
+        self.kube = EmulatorRunner(bookmark_interval=bookmark_interval, crds=crds)
         self.kube.start()
         self.contrail = InProcessApi(self.vnc.api)  # reads of the server's store, for checks
         self.cni = CniEmulator(VncClient([self.vnc.host], self.vnc.port))
@@ -114,13 +116,15 @@ class Environment:
         self.kube.store.delete(RESOURCE_OF[kind], namespace, name)
 
     def objects(self, resource: str) -> List[Dict[str, Any]]:
-        return self.kube.store.list(resource)
+        """The objects of `resource`; none of a custom resource whose CRD is not installed."""
+        return self.kube.store.list(resource) if self.kube.store.served(resource) else []
 
     # --- checks ----------------------------------------------------------------------------
 
     def translation(self) -> Dict[str, Any]:
         return translate(self.objects("namespaces"), self.objects("pods"), self.objects("networkpolicies"),
-                         cluster_name="k8s", owner="k8s").to_dict()
+                         cluster_name="k8s", owner="k8s",
+                         cluster_network_policies=self.objects("clusternetworkpolicies")).to_dict()
 
     def problems(self) -> List[str]:
         """What keeps the config API from matching `translate` of the current cluster."""

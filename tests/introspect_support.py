@@ -263,6 +263,7 @@ def demo_db() -> Database:
     config API behind it: nothing actual). Shows what only a translator knows, such as what a
     selector tag stands for."""
     from kube_manager.cache import KubeCache
+    from kube_manager.handlers import KINDS
     from kube_manager.manifests import load_manifests
     from kube_manager.translator import ClusterTranslator
 
@@ -273,5 +274,6 @@ def demo_db() -> Database:
                               ("networkpolicies", manifests.network_policies)):
         for obj in objects:
             cache.on_event(resource, "ADDED", obj)
+    for resource in KINDS.names():
         cache.on_event(resource, "LISTED", {"resourceVersion": "1"})
     return db

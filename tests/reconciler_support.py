@@ -171,7 +171,8 @@ def connection_error() -> Exception:
 # --- a small cluster, fed to a translator and a DB as the daemon does --------------------------
 
 
-RESOURCE_OF = {"Namespace": "namespaces", "Pod": "pods", "NetworkPolicy": "networkpolicies"}
+RESOURCE_OF = {"Namespace": "namespaces", "Pod": "pods", "NetworkPolicy": "networkpolicies",
+               "ClusterNetworkPolicy": "clusternetworkpolicies"}
 
 
 class Cluster:

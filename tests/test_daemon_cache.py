@@ -5,6 +5,7 @@ from typing import List
 
 from kube_manager.cache import KubeCache
 from kube_manager.db import PENDING, REJECTED, RETRYING, SYNCED, Database
+from kube_manager.handlers import KINDS
 from kube_manager.translator import ClusterTranslator, RefChange
 from builders import HTTP_8080, allow_from, namespace, pod, policy
 
@@ -33,7 +34,7 @@ def make():
 
 
 def listed(cache: KubeCache) -> None:
-    for resource in ("namespaces", "pods", "networkpolicies"):
+    for resource in KINDS.names():
         cache.on_event(resource, "LISTED", {"resourceVersion": "1"})
 
 
@@ -47,7 +48,9 @@ def test_events_before_the_first_lists_are_held_then_applied_in_dependency_order
     cache.on_event("pods", "ADDED", pod("a", "web", "10.0.0.1", app="web", ports=HTTP_8080))
     assert sink.objects == [] and db.pods == {}  # held: the picture is incomplete
     cache.on_event("pods", "LISTED", {"resourceVersion": "3"})
+    cache.on_event("clusternetworkpolicies", "LISTED", {"resourceVersion": "3"})
     cache.on_event("namespaces", "ADDED", namespace("a"))
+    assert not cache.initial_lists_done and db.namespaces == {}  # held
     cache.on_event("namespaces", "LISTED", {"resourceVersion": "3"})
     assert cache.initial_lists_done
     assert db.network_policies[("a", "np")].errors == []  # the named port resolved on the pod

@@ -68,7 +68,7 @@ def initial_lists(cache: KubeCache, extra: Tuple[Tuple[str, Any], ...] = ()) -> 
         deliver(cache, kind, manifest)
     for manifest in VALID_POLICIES:
         deliver(cache, "NetworkPolicy", manifest)
-    for resource in ("namespaces", "pods", "networkpolicies"):
+    for resource in KINDS.names():
         cache.on_event(resource, "LISTED", {"resourceVersion": "1"})
 
 

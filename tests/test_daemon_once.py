@@ -51,7 +51,7 @@ def test_kubernetes_api_unreachable(tmp_path):
     result = run_once(tmp_path, "127.0.0.1", port, "embedded", 0)
     assert result.returncode == 1, result.stderr[-3000:]
     line = not_converged_line(result)
-    assert "initial list of namespaces, networkpolicies, pods not done" in line, line
+    assert "initial list of clusternetworkpolicies, namespaces, networkpolicies, pods not done" in line, line
     assert f"127.0.0.1:{port}" in line and "unreachable" in line, line
 
 

@@ -5,6 +5,7 @@ import pytest
 
 from introspect.app import create_app
 from introspect.explain import db_explainer, db_manifests, db_translation
+from kube_manager.handlers import KINDS
 
 from introspect_support import (FP_DB, R_DB_DENY, R_MON_DENY, R_MONITORING, R_WEB_TO_DB, XSS,
                                 build_db, call, policy_sequence)
@@ -139,7 +140,7 @@ def test_the_explain_index_is_kept_until_the_cache_changes_the_db(monkeypatch):
     monkeypatch.setattr(explain_module, "Explainer", lambda *a, **k: builds.append(1) or real(*a, **k))
     db = Database()
     cache = KubeCache(db, ClusterTranslator("k8s", "k8s"))
-    for resource in ("namespaces", "pods", "networkpolicies"):
+    for resource in KINDS.names():
         cache.on_event(resource, "LISTED", {"resourceVersion": "1"})
     cache.on_event("namespaces", "ADDED", namespace("a"))
     cache.on_event("pods", "ADDED", pod("a", "web", "10.0.0.1", app="web", ports=HTTP_8080))
@@ -219,7 +220,7 @@ def test_a_replaced_index_is_freed_although_the_collector_froze_it(monkeypatch):
     monkeypatch.setattr(explain_module, "Explainer", spy)
     db = Database()
     cache = KubeCache(db, ClusterTranslator("k8s", "k8s"))
-    for resource in ("namespaces", "pods", "networkpolicies"):
+    for resource in KINDS.names():
         cache.on_event(resource, "LISTED", {"resourceVersion": "1"})
     cache.on_event("namespaces", "ADDED", namespace("a"))
     cache.on_event("pods", "ADDED", pod("a", "web", "10.0.0.1", app="web"))

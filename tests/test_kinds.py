@@ -16,8 +16,9 @@ from kube_manager.kube.watcher import make_watchers
 from kube_manager.translator import ClusterTranslator
 from builders import namespace, pod
 
-CLUSTER_POLICIES = Resource("clusternetworkpolicies", "ClusterNetworkPolicy", "policy.networking.k8s.io/v1alpha1",
-                            namespaced=False)
+# A kind that is not registered: ClusterNetworkPolicy's predecessor.
+ADMIN_POLICIES = Resource("adminnetworkpolicies", "AdminNetworkPolicy", "policy.networking.k8s.io/v1alpha1",
+                          namespaced=False)
 UNUSED_URL = "http://127.0.0.1:1"  # never connected to: the watchers are built, not run
 
 
@@ -36,7 +37,7 @@ def validator(obj):
 class Recording(Handler):
     """A handler of a new kind that records what it was given."""
 
-    kind = CLUSTER_POLICIES.kind
+    kind = ADMIN_POLICIES.kind
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -53,27 +54,27 @@ PARTS = {"lister": lister, "trimmer": trimmer, "validator": validator, "handler"
 
 
 def test_the_watched_kinds_are_registered_in_their_apply_order():
-    assert KINDS.names() == ["namespaces", "pods", "networkpolicies"]
+    assert KINDS.names() == ["namespaces", "pods", "networkpolicies", "clusternetworkpolicies"]
 
 
 @pytest.mark.parametrize("part", list(PARTS))
 def test_a_kind_registered_without_any_part_fails_at_registration(part):
     parts = dict(PARTS, **{part: None})
-    with pytest.raises(KindError, match=f"ClusterNetworkPolicy .* without a {part}"):
-        KindRegistry([Kind(CLUSTER_POLICIES, **parts)])
+    with pytest.raises(KindError, match=f"AdminNetworkPolicy .* without a {part}"):
+        KindRegistry([Kind(ADMIN_POLICIES, **parts)])
 
 
 def test_a_kind_registered_twice_fails():
     with pytest.raises(KindError, match="registered twice"):
-        KindRegistry([Kind(CLUSTER_POLICIES, **PARTS), Kind(CLUSTER_POLICIES, **PARTS)])
+        KindRegistry([Kind(ADMIN_POLICIES, **PARTS), Kind(ADMIN_POLICIES, **PARTS)])
 
 
 def test_an_unknown_kind_is_an_error_never_the_network_policy_default():
-    with pytest.raises(KindError, match="unknown kind 'clusternetworkpolicies'"):
-        KINDS["clusternetworkpolicies"]
+    with pytest.raises(KindError, match="unknown kind 'adminnetworkpolicies'"):
+        KINDS["adminnetworkpolicies"]
     cache = KubeCache(Database(), ClusterTranslator("k8s"))
-    with pytest.raises(KindError, match="unknown kind 'clusternetworkpolicies'"):
-        cache.on_event("clusternetworkpolicies", "ADDED", {"metadata": {"name": "x"}})
+    with pytest.raises(KindError, match="unknown kind 'adminnetworkpolicies'"):
+        cache.on_event("adminnetworkpolicies", "ADDED", {"metadata": {"name": "x"}})
 
 
 def test_one_watcher_per_registered_kind():
@@ -82,16 +83,16 @@ def test_one_watcher_per_registered_kind():
 
 
 def test_a_new_kind_is_one_record_and_one_handler_and_its_list_is_awaited_too():
-    kinds = KindRegistry(list(KINDS) + [Kind(CLUSTER_POLICIES, **PARTS)])
+    kinds = KindRegistry(list(KINDS) + [Kind(ADMIN_POLICIES, **PARTS)])
     cache = KubeCache(Database(), ClusterTranslator("k8s"), kinds=kinds)
-    handler = cache._handlers["clusternetworkpolicies"]
+    handler = cache._handlers["adminnetworkpolicies"]
     assert isinstance(handler, Recording)
-    cache.on_event("clusternetworkpolicies", "ADDED", {"metadata": {"name": "deny-all"}})
+    cache.on_event("adminnetworkpolicies", "ADDED", {"metadata": {"name": "deny-all"}})
     for name in KINDS.names():
         cache.on_event(name, "LISTED", {"resourceVersion": "1"})
     assert not cache.initial_lists_done and handler.seen == []  # held: its list is not in yet
-    cache.on_event("clusternetworkpolicies", "LISTED", {"resourceVersion": "1"})
-    cache.on_event("clusternetworkpolicies", "DELETED", {"metadata": {"name": "deny-all"}})
+    cache.on_event("adminnetworkpolicies", "LISTED", {"resourceVersion": "1"})
+    cache.on_event("adminnetworkpolicies", "DELETED", {"metadata": {"name": "deny-all"}})
     assert cache.initial_lists_done and handler.seen == [("upsert", "deny-all"), ("delete", "deny-all")]
 
 
@@ -113,8 +114,8 @@ def test_the_validator_refuses_an_object_without_a_readable_identity_and_the_nex
 @pytest.mark.parametrize("part", ["lister", "handler"])
 def test_a_kind_registered_without_a_lister_or_handler_fails_when_the_pipeline_is_built(part):
     from kube_manager.pipeline import build_pipeline
-    incomplete = Kind(CLUSTER_POLICIES, **dict(PARTS, **{part: None}))
-    with pytest.raises(KindError, match=f"ClusterNetworkPolicy .* without a {part}"):
+    incomplete = Kind(ADMIN_POLICIES, **dict(PARTS, **{part: None}))
+    with pytest.raises(KindError, match=f"AdminNetworkPolicy .* without a {part}"):
         build_pipeline("k8s", "k8s", kinds=list(KINDS) + [incomplete])
-    assert build_pipeline("k8s", "k8s", kinds=list(KINDS) + [Kind(CLUSTER_POLICIES, **PARTS)]).kinds.names()[-1] == (
-        "clusternetworkpolicies")
+    assert build_pipeline("k8s", "k8s", kinds=list(KINDS) + [Kind(ADMIN_POLICIES, **PARTS)]).kinds.names()[-1] == (
+        "adminnetworkpolicies")

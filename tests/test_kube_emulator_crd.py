@@ -14,16 +14,14 @@ from kube_manager.kube.client_factory import api_client_for_url
 from kube_manager.kube.resources import CLUSTER_NETWORK_POLICIES as CNP
 from kube_manager.sim.kube_api.runner import EmulatorRunner
 from kube_manager.sim.kube_api.store import ApiError, KubeStore
-from builders import namespace
+from builders import cluster_policy, namespace
 from kube_helpers import raw_watch, read_events
 
 PLURAL = (CNP.group, CNP.version, CNP.name)
 
 
-def cnp(name: str, priority: int = 10, tier: str = "Admin") -> Dict[str, Any]:
-    return {"apiVersion": CNP.api_version, "kind": CNP.kind, "metadata": {"name": name},
-            "spec": {"tier": tier, "priority": priority, "subject": {"namespaces": {}},
-                     "ingress": [{"action": "Deny", "from": [{"namespaces": {}}]}]}}
+def cnp(name: str, priority: int = 10) -> Dict[str, Any]:
+    return cluster_policy(name, priority=priority, ingress=[{"action": "Deny", "from": [{"namespaces": {}}]}])
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Tuple
 
 from prometheus_client import CollectorRegistry
 
-from builders import namespace, pod, policy
+from builders import cluster_policy, namespace, pod, policy
 from kube_helpers import Recorder, ScriptedServer, http_response, running, watcher
 from tests.waiting import wait_until
 from kube_manager.db import Database
@@ -361,18 +361,19 @@ def test_stop_returns_promptly_from_an_idle_watch(kube: EmulatorRunner) -> None:
     assert not thread.is_alive()
 
 
-def test_three_watchers_on_one_client_deliver_the_whole_cluster(kube: EmulatorRunner) -> None:
+def test_the_watchers_on_one_client_deliver_the_whole_cluster(kube: EmulatorRunner) -> None:
     kube.store.create(namespace("a", team="x"))
     kube.store.create(namespace("b"))
     kube.store.create(pod("a", "p1", "10.0.0.1", app="web"))
     kube.store.create(policy("a", "np", {"podSelector": {"matchLabels": {"app": "web"}},
                                          "ingress": [{}]}))
+    kube.store.create(cluster_policy("cnp", "Baseline", 5, egress=[{"action": "Deny", "to": [{"namespaces": {}}]}]))
     rec, db = Recorder(), Database()
     api_client = api_client_for_url(kube.url)
     watchers = make_watchers(api_client, KINDS, rec, db)
-    assert [w.resource.name for w in watchers] == ["namespaces", "pods", "networkpolicies"]
+    assert [w.resource.name for w in watchers] == ["namespaces", "pods", "networkpolicies", "clusternetworkpolicies"]
     with running(watchers):
-        wait_until(lambda: rec.count("LISTED") == 3, "three initial lists")
+        wait_until(lambda: rec.count("LISTED") == 4, "four initial lists")
         kube.store.create(pod("b", "p2", "10.0.0.2"))
         kube.store.update(namespace("b", team="y"))
         kube.store.delete("networkpolicies", "a", "np")
@@ -380,7 +381,7 @@ def test_three_watchers_on_one_client_deliver_the_whole_cluster(kube: EmulatorRu
         rec.wait_for("MODIFIED", "b")
         rec.wait_for("ADDED", "p2")
         assert rec.state == emulator_state(kube)
-    assert sorted(db.kube_connections) == ["namespaces", "networkpolicies", "pods"]
+    assert sorted(db.kube_connections) == ["clusternetworkpolicies", "namespaces", "networkpolicies", "pods"]
     assert all(s.initial_list_done and not s.connected for s in db.kube_connections.values())
 
 

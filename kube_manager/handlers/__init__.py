@@ -6,8 +6,8 @@ policies that select them). How to add a kind: `kube_manager/kube/kinds.py`.
 """
 from kube_manager.kube.kinds import KindRegistry
 
-from . import namespace, network_policy, pod
+from . import cluster_network_policy, namespace, network_policy, pod
 
-KINDS = KindRegistry([namespace.KIND, pod.KIND, network_policy.KIND])
+KINDS = KindRegistry([namespace.KIND, pod.KIND, network_policy.KIND, cluster_network_policy.KIND])
 
 __all__ = ["KINDS"]

@@ -15,7 +15,11 @@ sharing one `ApiClient`. The cycle is the one client-go's reflector uses:
 4. on 410 Gone (the version was compacted away), list again and emit the differences against what
    was seen before as synthetic events, so that nothing is lost, then a RELISTED signal. The re-list
    is immediate, unless the previous watch also expired before delivering anything (then the same
-   backoff applies).
+   backoff applies);
+5. a custom resource the API server answers 404 for (its CRD is not installed) is absent, a normal
+   state: it reads as an empty list (LISTED, so the initial lists are not held up; what was known of
+   it is DELETED), is logged once as a WARNING, and is looked for again every `absent_recheck`
+   seconds and at each `look_again` (the daemon's resyncs); once served, it is listed and watched.
 
 Events go to `on_event(resource, event_type, obj)`:
 - `ADDED` / `MODIFIED` / `DELETED` with `obj` a plain dict in API-server form, trimmed to what the
@@ -80,6 +84,11 @@ class _Silent(Exception):
     """Neither an event nor a bookmark within `silence_timeout`: the watch is stuck."""
 
 
+class _Absent(Exception):
+    """404 for a custom resource: its CRD is not installed (a normal state, never a fault); or
+    403: kube-manager may not read it (RBAC not updated), which must not hold up the other kinds."""
+
+
 # The two backoff items of a watcher: errors (reset by any progress) and 410s right after a re-list.
 _FAILED, _EXPIRED = "failed", "expired"
 
@@ -129,6 +138,7 @@ class KubeWatcher:
         self._known: Dict[Key, Dict[str, Any]] = {}
         self._rv: Optional[str] = None
         self._listed = False
+        self._look_again = threading.Event()
         self._response: Any = None
         self.status: ConnectionStatus = db.kube_connections.setdefault(
             kind.name, ConnectionStatus(name=kind.name))
@@ -155,6 +165,10 @@ class KubeWatcher:
                                                                relist_in=delay))
                 if delay:
                     self._sleep(delay)
+            except _Absent as exc:
+                self._absent(str(exc))
+                self._look_again.wait(self._settings.absent_recheck)
+                self._look_again.clear()
             except _Silent as exc:
                 self._restarted("silent", str(exc))
                 log.warning("watch silent, restarting", extra=kv(
@@ -172,9 +186,14 @@ class KubeWatcher:
                 self._sleep(delay)
         self.status.connected = False
 
+    def look_again(self) -> None:
+        """Ask the API server again now whether it serves an absent custom resource (at a resync)."""
+        self._look_again.set()
+
     def stop(self) -> None:
         """Make `run` return soon: wakes its sleep and breaks its open connection."""
         self._stopped.set()
+        self._look_again.set()
         response = self._response
         if response is not None:
             try:
@@ -203,6 +222,10 @@ class KubeWatcher:
                 break
         if not rv:
             raise WatchError("the list carried no resourceVersion")
+        if self.status.absent:
+            self.status.absent = False
+            log.info("custom resource served now, listing and watching it", extra=kv(
+                resource=self.resource.name, api_version=self.resource.api_version))
         self.status.last_progress_at = self._clock()
         if self._metrics is not None:  # objects a list delivered: type LISTED, one per object
             self._metrics.kube_events.labels(resource=self.resource.name, type=LISTED).inc(len(items))
@@ -226,6 +249,8 @@ class KubeWatcher:
         except ApiException as exc:
             if exc.status == 410:
                 raise _Gone(exc.reason) from None
+            if exc.status in (403, 404) and self.resource.crd:
+                raise _Absent(f"{exc.status} {exc.reason}") from None
             raise
         self._response = response
         return response
@@ -306,6 +331,39 @@ class KubeWatcher:
         self._backoff.forget(_FAILED)
         self._backoff.forget(_EXPIRED)
         self._expired_again = False
+
+    # --- absent custom resource ------------------------------------------------------------------
+
+    def _absent(self, answer: str) -> None:
+        """The API server does not serve the resource (404), or not to us (403): to the consumer,
+        an empty list (what it knew of the kind is deleted, and the initial lists are not held
+        up); logged once per disappearance; looked for again at each resync, never fatal."""
+        self._rv = None
+        self.status.last_progress_at = self._clock()  # the server answered: not a stuck watch
+        forbidden = answer.startswith("403")
+        if forbidden:
+            self.status.last_error = f"{answer}: may not list {self.resource.name}"
+            self.status.last_error_at = self._clock()
+        if self.status.absent and self._listed:
+            log.debug("custom resource still not served", extra=kv(resource=self.resource.name, answer=answer))
+            return
+        self.status.absent = True
+        self.status.connected = False
+        self._look_again.clear()  # a resync asked while it was served: nothing to look for then
+        fields = kv(resource=self.resource.name, crd=f"{self.resource.name}.{self.resource.group}",
+                    api_version=self.resource.api_version, answer=answer)
+        if forbidden:
+            log.warning("custom resource forbidden (grant list and watch on it, see the RBAC in "
+                        "docs/operations.md): running without it, looking again at each resync", extra=fields)
+        else:
+            log.warning("custom resource not served (its CRD is not installed): looking for it again "
+                        "at each resync", extra=fields)
+        self._backoff.forget(_FAILED)
+        self._apply_list({})
+        signal = RELISTED if self._listed else LISTED
+        self._listed = True
+        self.status.initial_list_done = True
+        self._emit(signal, {"resourceVersion": ""})
 
     # --- shared ----------------------------------------------------------------------------------
 

@@ -80,6 +80,9 @@ class WatchSettings:
     initial_backoff: float = 0.8      # first retry after a failed list or watch, doubled per failure
     max_backoff: float = 30.0         # ... up to this
     page_size: int = 500              # objects per list page (limit/continue), bounding memory
+    # A custom resource the API server does not serve (its CRD is not installed) is looked for
+    # again this often, and at once at each resync (the daemon sets it to kube_timer_interval).
+    absent_recheck: float = 120.0
 
 
 @dataclass

@@ -232,6 +232,8 @@ class KubeStore:
             if ("", namespace) not in self._objects[NAMESPACES.name]:
                 self.create({"kind": "Namespace", "metadata": {"name": namespace}})
             self.apply(obj)
+        for obj in manifests.cluster_network_policies:  # 404 without the CRD, as on a real cluster
+            self.apply(obj)
 
     def install_crd(self, resource: str) -> None:
         """Serve a custom resource from now on (`kubectl apply -f` its CRD); idempotent."""
