@@ -26,7 +26,7 @@ def test_a_stalled_watch_is_restarted_and_the_change_made_meanwhile_reaches_the_
     try:
         daemon = env.start_daemon("--watch-silence-timeout", SILENCE)
         env.wait_converged()
-        assert env.kube.store.freeze_watches() == 3  # namespaces, pods, NetworkPolicies
+        assert env.kube.store.freeze_watches() == 4  # namespaces, pods, NetworkPolicies, ClusterNetworkPolicies
         env.apply(policy("shop", "late-from-web", allow_from("web", "api", 9090)))
         env.wait_converged()
         wait_until(lambda: daemon.metric("kube_manager_watch_restarts_total", reason="silent") >= 1,
@@ -35,7 +35,7 @@ def test_a_stalled_watch_is_restarted_and_the_change_made_meanwhile_reaches_the_
         def talking_again() -> bool:
             """Each watch's page row: restarted for silence, and a bookmark or event since."""
             rows = daemon.get("/Snh_KubeApiConnectionStatus?format=json")["kube_api_connections"]
-            assert {row["name"] for row in rows} == {"namespaces", "pods", "networkpolicies"}
+            assert {row["name"] for row in rows} == {"namespaces", "pods", "networkpolicies", "clusternetworkpolicies"}
             return all(row["connected"] and row["last_error"] == f"neither an event nor a bookmark for {SILENCE} s"
                        and (row["last_event_at"] or 0) > row["last_error_at"] for row in rows)
         wait_until(talking_again, "every watch restarted and talking again")
