@@ -8,7 +8,9 @@ every pair of pods: denied when a rule of `<cluster>--admin-deny` matches the ta
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Set, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
+
+import pytest
 
 from builders import HTTP_8080, namespace, pod
 from kube_manager.settings import ReconcilerSettings
@@ -18,13 +20,18 @@ from tests.reconciler_support import Setup
 ONE_WORKER = ReconcilerSettings(concurrency=1, retry_base=0.01, retry_cap=0.05)
 PODS = [pod("a", name, f"10.0.0.{n}", app=name, ports=HTTP_8080) for n, name in enumerate(("web", "client", "other"), 1)]
 ADMIN_DENY = ("default-policy-management", "k8s--admin-deny")
-Flow = Tuple[str, str]
+Flow = Tuple[str, str, str, int]  # source pod, destination pod, protocol, port
+PROBES = (("tcp", 8080), ("tcp", 80), ("udp", 53), ("icmp", 0))
+PROTOCOL_NUMBERS = {"icmp": 1, "tcp": 6, "udp": 17}
 
 
-def passing(app: str) -> Dict[str, Any]:
-    """Admin priority 10: ingress from pods `app=<app>` passes to the NetworkPolicy tier."""
-    return cnp("pass-first", "Admin", 10, {"namespaces": {}}, ingress=[
-        {"action": "Pass", "from": [{"pods": {"namespaceSelector": {}, "podSelector": {"matchLabels": {"app": app}}}}]}])
+def passing(app: str, port: Optional[int] = None) -> Dict[str, Any]:
+    """Admin priority 10: ingress from pods `app=<app>` (to TCP `port`) passes to the NetworkPolicy tier."""
+    rule: Dict[str, Any] = {"action": "Pass", "from": [
+        {"pods": {"namespaceSelector": {}, "podSelector": {"matchLabels": {"app": app}}}}]}
+    if port is not None:
+        rule["protocols"] = [{"tcp": {"destinationPort": {"number": port}}}]
+    return cnp("pass-first", "Admin", 10, {"namespaces": {}}, ingress=[rule])
 
 
 # Admin priority 20: deny all ingress to web; emitted minus the Pass above (a piece selector tag).
@@ -32,12 +39,21 @@ DENY_WEB = cnp("deny-web", "Admin", 20, {"pods": {"namespaceSelector": {}, "podS
                ingress=[{"action": "Deny", "from": [{"namespaces": {}}]}])
 
 
+def _serves(rule: Mapping[str, Any], protocol: str, port: int) -> bool:
+    service = rule.get("service") or {}
+    if service.get("protocol") not in ("any", protocol, str(PROTOCOL_NUMBERS[protocol])):
+        return False
+    ports = service.get("dst_ports") or {"start_port": 0, "end_port": 65535}
+    return protocol not in ("tcp", "udp") or ports["start_port"] <= port <= ports["end_port"]
+
+
 def _matches(endpoint: Mapping[str, Any], tags: Set[str]) -> bool:
     return bool(endpoint.get("any")) or set(endpoint.get("tags") or ()) <= tags
 
 
 def denied(s: Setup) -> Set[Flow]:
-    """The pod-to-pod flows a rule of `<cluster>--admin-deny` denies in the config API right now."""
+    """The pod-to-pod flows (of `PROBES`) a rule of `<cluster>--admin-deny` denies in the config
+    API right now."""
     owned = s.api.owned()
     policy = owned["firewall-policy"].get(ADMIN_DENY) or {}
     rules = [owned["firewall-rule"][tuple(ref["to"])] for ref in policy.get("firewall_rule_refs") or []]
@@ -49,7 +65,7 @@ def denied(s: Setup) -> Set[Flow]:
                 forward = _matches(rule["endpoint_1"], tags[src]) and _matches(rule["endpoint_2"], tags[dst])
                 backward = _matches(rule["endpoint_2"], tags[src]) and _matches(rule["endpoint_1"], tags[dst])
                 if forward or (rule.get("direction") == "<>" and backward):
-                    flows.add((src, dst))
+                    flows.update((src, dst, proto, port) for proto, port in PROBES if _serves(rule, proto, port))
     return flows
 
 
@@ -71,25 +87,49 @@ def watch_denied(s: Setup) -> List[Set[Flow]]:
     return seen
 
 
-def test_a_cnp_change_that_re_pieces_an_admin_deny_never_lets_denied_traffic_pass(setup):
-    s = setup(settings=ONE_WORKER, manifests=(namespace("a"), *PODS)).start()
-    apply_cnps(s, passing("client"), DENY_WEB)
+def change_and_watch(s: Setup, *manifests: Dict[str, Any]) -> Tuple[Set[Flow], Set[Flow], List[Set[Flow]]]:
+    """Apply `manifests` to a converged cluster: what the Admin Deny denies before, after, and at
+    every request in between."""
     s.converge()
     before = denied(s)
-    assert ("web", "web") in before and ("other", "web") in before and ("client", "web") not in before
     seen = watch_denied(s)
     s.api.writes.clear()
-    apply_cnps(s, passing("other"))  # the Deny's piece is now "every pod but app=other": a new tag
+    apply_cnps(s, *manifests)
     s.converge()
     s.api.fault = None
-    after = denied(s)
-    assert ("client", "web") in after and ("other", "web") not in after
-    # the rule was rewritten in place and the pods re-tagged: the window this test is about
-    assert [w.op for w in s.api.writes if w.obj_type == "firewall-rule"] == ["update"]
+    return before, denied(s), seen
+
+
+def assert_between(before: Set[Flow], after: Set[Flow], seen: List[Set[Flow]]) -> None:
+    """At no moment is a flow denied before and after allowed, nor one allowed before and after denied."""
     assert len(seen) >= 3
     for moment, flows in enumerate(seen):
         assert before & after <= flows, (moment, sorted(before & after - flows))
         assert flows <= before | after, (moment, sorted(flows - before - after))
+
+
+def test_a_cnp_change_that_re_pieces_an_admin_deny_never_lets_denied_traffic_pass(setup):
+    s = setup(settings=ONE_WORKER, manifests=(namespace("a"), *PODS)).start()
+    apply_cnps(s, passing("client"), DENY_WEB)
+    # the Deny's piece is now "every pod but app=other": a new piece selector tag
+    before, after, seen = change_and_watch(s, passing("other"))
+    assert ("web", "web", "tcp", 80) in before and ("other", "web", "tcp", 80) in before
+    assert ("client", "web", "tcp", 80) not in before
+    assert ("client", "web", "tcp", 80) in after and ("other", "web", "tcp", 80) not in after
+    # the rule was rewritten in place and the pods re-tagged: the window this test is about
+    assert [w.op for w in s.api.writes if w.obj_type == "firewall-rule"] == ["update"]
+    assert_between(before, after, seen)
+
+
+@pytest.mark.parametrize("first, then", [(None, 8080), (8080, None)], ids=["split", "merge"])
+def test_pieces_split_or_merged_by_ports_never_let_denied_traffic_pass(setup, first, then):
+    s = setup(settings=ONE_WORKER, manifests=(namespace("a"), *PODS)).start()
+    apply_cnps(s, passing("client", first), DENY_WEB)
+    # a Pass of TCP 8080 only splits the Deny by service: rules added, one updated in place, dropped
+    before, after, seen = change_and_watch(s, passing("client", then))
+    assert ("client", "web", "tcp", 80) in before ^ after and ("web", "web", "tcp", 80) in before & after
+    assert {w.op for w in s.api.writes if w.obj_type == "firewall-rule"} >= {"update", "create" if then else "delete"}
+    assert_between(before, after, seen)
 
 
 def test_a_cold_start_with_tier_deny_rules_writes_each_object_once(setup):

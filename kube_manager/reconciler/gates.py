@@ -8,9 +8,10 @@ is no longer wanted. Which NetworkPolicy a deny rule protects, and which tags it
 part of the translator's published desired state: the gates never ask anyone upstream.
 
 The ClusterNetworkPolicy tier deny rules (`<cluster>--admin-deny`, `--baseline-deny`; tiers.py)
-protect no policy, but their endpoints may use piece selector tags: a write of such a rule (create,
-update, or its ref from the tier deny policy) waits for the pods still being given a tag its
-desired endpoints use, read from the rule body.
+protect no policy, but their endpoints may use piece selector tags: a write of such a rule (update,
+or its ref from the tier deny policy) waits for the pods still being given a tag its desired
+endpoints use, read from the rule body. A change re-pieces a Deny into rules added, rules updated in
+place and rules dropped: the additions go first, the updates next, the drops last.
 """
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ class Gates:
 
     def gate_add(self, actual: ActualState, holder: ObjKey, ref_field: str, target: ObjKey) -> Optional[ObjKey]:
         if ref_field == RULE_REFS and holder in self.tiers.policies:
-            return self.gate_write(actual, target)
+            return self._being_tagged(sorted(endpoint_tags(actual.desired(target))))
         if holder != self.denyall_key or ref_field != RULE_REFS:
             return None
         owner = self._desired.deny_owner(target[1])
@@ -70,10 +71,12 @@ class Gates:
         return self._being_tagged(self._desired.policy_tags(owner))
 
     def gate_write(self, actual: ActualState, rule: ObjKey) -> Optional[ObjKey]:
-        """A pod a write of the tier deny rule `rule` waits for (None: go ahead, or not such a rule)."""
+        """What an update of the tier deny rule `rule` waits for: its tier deny policy gaining its
+        other new rules, then the pods still being given its tags (None: go ahead, or not such a rule)."""
         if not self.tiers.is_rule(actual, rule):
             return None
-        return self._being_tagged(sorted(endpoint_tags(actual.desired(rule))))
+        return (self.tiers.adding(actual, rule)
+                or self._being_tagged(sorted(endpoint_tags(actual.desired(rule)))))
 
     def _being_tagged(self, tags: Iterable[str]) -> Optional[ObjKey]:
         """A pod still being given one of `tags`."""
@@ -83,6 +86,8 @@ class Gates:
         return None
 
     def gate_remove(self, actual: ActualState, holder: ObjKey) -> Optional[ObjKey]:
+        if holder in self.tiers.policies:
+            return self.tiers.unwritten(actual, holder)
         if holder == self.denyall_key or actual.get(self.denyall_key) is None:
             return None
         return self.denyall_key if self._deny_refs.stale else None

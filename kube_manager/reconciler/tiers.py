@@ -65,6 +65,25 @@ class TierDeny:
         return key[0] == "firewall-rule" and any(
             key in self._rules(actual, policy, desired) for policy in self.policies for desired in (True, False))
 
+    def adding(self, actual: ActualState, rule: ObjKey) -> Optional[ObjKey]:
+        """The tier deny policy of `rule` while it is still to gain other rules: an update in
+        place may narrow `rule` to what those rules then deny, so it waits for them."""
+        for policy in self.policies:
+            wanted = self._rules(actual, policy, True)
+            if rule in wanted:
+                held = self._rules(actual, policy, False)
+                return policy if actual.get(policy) is not None and any(
+                    r not in held and r != rule for r in wanted) else None
+        return None
+
+    def unwritten(self, actual: ActualState, policy: ObjKey) -> Optional[ObjKey]:
+        """A rule `policy` keeps that is not as desired yet: the policy drops rules only after
+        (an update in place may widen it to what the dropped rules denied)."""
+        for rule in sorted(self._rules(actual, policy, True)):
+            if not actual.settled(rule):
+                return rule
+        return None
+
     def hold(self, actual: ActualState, removed: AbstractSet[str]) -> Tuple[Set[str], List[ObjKey]]:
         """Of the tags a pod is to lose, those it keeps for now (used by a tier deny rule in the
         config API while some tier deny object is not as desired yet), and those objects: the pod
