@@ -116,6 +116,12 @@ def test_a_daemon_started_without_the_crd_picks_it_up_at_a_resync():
         wait_until(lambda: served(daemon) is True, "the connection page saying served")
         env.apply(protect_shop(10, [DENY_ALL]))  # watched from then on: no resync needed
         env.wait_converged()
+        # The CRD removed (its objects deleted with it, as the API server does): their Contrail
+        # objects go, the resource is absent again, and nothing else is disturbed.
+        env.kube.store.uninstall_crd("clusternetworkpolicies")
+        env.wait_converged()
+        assert env.vnc.api.lookup("firewall-policy", ["default-policy-management", "k8s--cnp-protect-shop"]) is None
+        wait_until(lambda: served(daemon) is False, "the connection page saying not served again")
         assert daemon.stop() == 0
     finally:
         env.close()
