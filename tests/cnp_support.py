@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from hypothesis import strategies as st
 
-from builders import namespace, pod
+from builders import cluster_policy, namespace, pod
 
 NAMESPACES = {"ns-a": {"house": "a", "team": "x"}, "ns-b": {"house": "b", "team": "x"},
               "ns-c": {"house": "c", "team": "y"}}
@@ -36,13 +36,8 @@ def cluster() -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
 
 def cnp(name: str, tier: str, priority: int, subject: Dict[str, Any], ingress: Optional[List[Any]] = None,
         egress: Optional[List[Any]] = None) -> Dict[str, Any]:
-    spec: Dict[str, Any] = {"tier": tier, "priority": priority, "subject": subject}
-    if ingress is not None:
-        spec["ingress"] = ingress
-    if egress is not None:
-        spec["egress"] = egress
-    return {"apiVersion": "policy.networking.k8s.io/v1alpha2", "kind": "ClusterNetworkPolicy",
-            "metadata": {"name": name, "uid": f"uid-{name}"}, "spec": spec}
+    """`builders.cluster_policy` with the uid `uid-<name>` (test_cnp_mapping reads it back as k8s_uuid)."""
+    return cluster_policy(name, tier, priority, subject, ingress=ingress, egress=egress, uid=f"uid-{name}")
 
 
 # --- random policies ---------------------------------------------------------------------------

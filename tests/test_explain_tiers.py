@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Sequence
 
 import yaml
 
-from builders import policy
+from builders import cluster_policy, policy
 from conformance.cluster import ManifestSet, xyz_cluster
 from kube_manager.cli import main
 from kube_manager.explain.explainer import CLUSTER_WIDE, Explainer
@@ -28,11 +28,8 @@ def cnp(name: str, tier: str, subject_ns: str, direction: str, action: str, peer
                             [{"namespaces": {"matchLabels": {NAME: peer_ns}}}]}
     if rule_name:
         rule["name"] = rule_name
-    return {"apiVersion": "policy.networking.k8s.io/v1alpha2", "kind": "ClusterNetworkPolicy",
-            "metadata": {"name": name},
-            "spec": {"tier": tier, "priority": priority,
-                     "subject": {"namespaces": {"matchLabels": {NAME: subject_ns}}},
-                     direction: [rule]}}
+    return cluster_policy(name, tier, priority, {"namespaces": {"matchLabels": {NAME: subject_ns}}}, uid=None,
+                          **{direction: [rule]})
 
 
 def cluster(cnps: Sequence[Dict[str, Any]], nps: Sequence[Dict[str, Any]] = ()) -> ManifestSet:

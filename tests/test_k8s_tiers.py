@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
 
-from builders import pod, policy
+from builders import cluster_policy, pod, policy
 from conformance.cluster import OUTSIDE_IP, pod_ip, xyz_cluster
 from kube_manager.explain.k8s_semantics import (DEFAULT_TIER, NETWORK_POLICY_TIER, Endpoint,
                                                 KubernetesModel, Verdict)
@@ -20,14 +20,9 @@ NAME = "kubernetes.io/metadata.name"
 
 def cnp(name: str, tier: str = "Admin", priority: int = 10, subject: Optional[Dict[str, Any]] = None,
         ingress: Sequence[Dict[str, Any]] = (), egress: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:
-    spec: Dict[str, Any] = {"tier": tier, "priority": priority,
-                            "subject": subject or {"namespaces": {"matchLabels": {NAME: "x"}}}}
-    if ingress:
-        spec["ingress"] = list(ingress)
-    if egress:
-        spec["egress"] = list(egress)
-    return {"apiVersion": "policy.networking.k8s.io/v1alpha2", "kind": "ClusterNetworkPolicy",
-            "metadata": {"name": name}, "spec": spec}
+    """`builders.cluster_policy` without a uid, its subject namespace x unless given."""
+    return cluster_policy(name, tier, priority, subject or {"namespaces": {"matchLabels": {NAME: "x"}}},
+                          ingress=list(ingress) or None, egress=list(egress) or None, uid=None)
 
 
 def ns_peer(name: str) -> Dict[str, Any]:

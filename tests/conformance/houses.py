@@ -15,6 +15,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from builders import cluster_policy, namespace, policy
+
 PREFIX = "network-policy-conformance-"
 HOUSE_LABEL = "conformance-house"
 NAME_LABEL = "kubernetes.io/metadata.name"
@@ -56,9 +58,7 @@ def _pod(end: str) -> Dict[str, Any]:
 
 
 def _namespace(house: str) -> Dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": namespace_of(house), "uid": f"uid-{house}",
-                         "labels": {HOUSE_LABEL: house}}}
+    return namespace(namespace_of(house), uid=f"uid-{house}", **{HOUSE_LABEL: house})
 
 
 # ---- ClusterNetworkPolicy builders -------------------------------------------------------------
@@ -113,13 +113,9 @@ def rule(direction: str, name: str, action: str, peers: Sequence[Dict[str, Any]]
 
 def cnp(name: str, tier: str, priority: int, subject: Dict[str, Any],
         ingress: Sequence[Dict[str, Any]] = (), egress: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:
-    spec: Dict[str, Any] = {"tier": tier, "priority": priority, "subject": subject}
-    if ingress:
-        spec["ingress"] = list(ingress)
-    if egress:
-        spec["egress"] = list(egress)
-    return {"apiVersion": "policy.networking.k8s.io/v1alpha2", "kind": "ClusterNetworkPolicy",
-            "metadata": {"name": name, "uid": f"uid-cnp-{name}"}, "spec": spec}
+    """`builders.cluster_policy` with the uid `uid-cnp-<name>`; an empty rule list is left out."""
+    return cluster_policy(name, tier, priority, subject, ingress=list(ingress) or None,
+                          egress=list(egress) or None, uid=f"uid-cnp-{name}")
 
 
 def ladder(direction: str, first: str, second: str, third: str,
@@ -253,9 +249,7 @@ class DeleteNetworkPolicy:
 
 
 def network_policy(house: str, name: str, spec: Dict[str, Any]) -> Dict[str, Any]:
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-            "metadata": {"name": name, "namespace": namespace_of(house), "uid": f"uid-np-{name}"},
-            "spec": spec}
+    return policy(namespace_of(house), name, spec, uid=f"uid-np-{name}")
 
 
 def split(end: str) -> Tuple[str, str]:
