@@ -1,4 +1,5 @@
-"""Kubernetes manifests for the tests: the one builder per kind (namespace, pod, NetworkPolicy).
+"""Kubernetes manifests for the tests: the one builder per kind (namespace, pod, NetworkPolicy,
+ClusterNetworkPolicy, with helpers for a ClusterNetworkPolicy's rules, peers and ports).
 
 Manifests look as the API server returns them (apiVersion, kind, metadata, spec, status). By
 default each carries a `uid` derived from its kind, namespace and name, as a server would have given
@@ -15,6 +16,7 @@ from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 Port = Tuple[str, int, str]
 HTTP_8080: Tuple[Port, ...] = (("http", 8080, "TCP"),)
 DERIVED = ""  # the default uid: derived from kind, namespace and name
+NAME_LABEL = "kubernetes.io/metadata.name"  # the label the API server gives every namespace
 
 
 def _metadata(kind: str, namespace: Optional[str], name: str, labels: Optional[Mapping[str, str]],
@@ -69,6 +71,28 @@ def cluster_policy(name: str, tier: str = "Admin", priority: int = 10, subject: 
                 if rules is not None)
     return {"apiVersion": "policy.networking.k8s.io/v1alpha2", "kind": "ClusterNetworkPolicy",
             "metadata": _metadata("ClusterNetworkPolicy", None, name, None, uid), "spec": spec}
+
+
+def cnp_rule(action: str, *peers: Any, direction: str = "ingress", name: str = "",
+             protocols: Optional[Iterable[Any]] = None) -> Dict[str, Any]:
+    """One ClusterNetworkPolicy rule: `peers` under `from` (ingress) or `to` (egress); `name` and
+    `protocols` only when given (an empty `protocols` list is kept: tests check it is invalid)."""
+    rule: Dict[str, Any] = {"action": action, ("from" if direction == "ingress" else "to"): list(peers)}
+    if name:
+        rule["name"] = name
+    if protocols is not None:
+        rule["protocols"] = list(protocols)
+    return rule
+
+
+def namespace_named(name: str) -> Dict[str, Any]:
+    """A ClusterNetworkPolicy `namespaces` subject or peer: the namespace `name`, by its name label."""
+    return {"namespaces": {"matchLabels": {NAME_LABEL: name}}}
+
+
+def cnp_port(protocol: str, number: int) -> Dict[str, Any]:
+    """A ClusterNetworkPolicy rule's protocol entry: destination port `number` of `protocol` (tcp, udp, sctp)."""
+    return {protocol: {"destinationPort": {"number": number}}}
 
 
 def allow_from(app: str, to: str, port: int = 80) -> Dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Sequence
 
 import yaml
 
-from builders import cluster_policy, policy
+from builders import NAME_LABEL, cluster_policy, cnp_rule, namespace_named, policy
 from conformance.cluster import ManifestSet, xyz_cluster
 from kube_manager.cli import main
 from kube_manager.explain.explainer import CLUSTER_WIDE, Explainer
@@ -19,17 +19,11 @@ from kube_manager.explain.text import render
 from kube_manager.explain.whatif import what_if
 from kube_manager.translator import translate
 
-NAME = "kubernetes.io/metadata.name"
-
 
 def cnp(name: str, tier: str, subject_ns: str, direction: str, action: str, peer_ns: str,
         priority: int = 5, rule_name: str = "") -> Dict[str, Any]:
-    rule: Dict[str, Any] = {"action": action, ("from" if direction == "ingress" else "to"):
-                            [{"namespaces": {"matchLabels": {NAME: peer_ns}}}]}
-    if rule_name:
-        rule["name"] = rule_name
-    return cluster_policy(name, tier, priority, {"namespaces": {"matchLabels": {NAME: subject_ns}}}, uid=None,
-                          **{direction: [rule]})
+    rule = cnp_rule(action, namespace_named(peer_ns), direction=direction, name=rule_name)
+    return cluster_policy(name, tier, priority, namespace_named(subject_ns), uid=None, **{direction: [rule]})
 
 
 def cluster(cnps: Sequence[Dict[str, Any]], nps: Sequence[Dict[str, Any]] = ()) -> ManifestSet:
@@ -47,7 +41,7 @@ def explain(manifests: ManifestSet, src: str, dst: str, port: int = 80) -> Dict[
 
 
 ALLOW_FROM_Y = policy("x", "from-y", {"podSelector": {}, "ingress": [
-    {"from": [{"namespaceSelector": {"matchLabels": {NAME: "y"}}}]}]})
+    {"from": [{"namespaceSelector": {"matchLabels": {NAME_LABEL: "y"}}}]}]})
 DENY_ALL_INGRESS_Y = policy("y", "deny-all", {"podSelector": {}, "policyTypes": ["Ingress"]})
 
 

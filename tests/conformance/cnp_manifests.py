@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence, Tuple
 
+from builders import cnp_port, cnp_rule
 from conformance.houses import (HOST_PORTS, by_house, by_name, cnp, house_pods, ladder, namespaces,
-                                network_policy, networks, nodes, pod_ip, port, port_range, rule)
+                                network_policy, networks, nodes, pod_ip, port_range)
 
 ALL_ADDRESSES = networks("0.0.0.0/0", "::/0")
 # The rule the inline-CIDR tests put first: Accept to two pods' addresses.
-TO_TWO_POD_IPS = rule("egress", "allow-egress-to-specific-podIPs", "Accept",
-                      [networks(f"{pod_ip('ravenclaw/luna-lovegood-0')}/32",
-                                f"{pod_ip('hufflepuff/cedric-diggory-0')}/32")])
-MIXED_DENIED = [port("tcp", 80), port("udp", 53), port("sctp", 9003)]
+TO_TWO_POD_IPS = cnp_rule("Accept", networks(f"{pod_ip('ravenclaw/luna-lovegood-0')}/32",
+                                              f"{pod_ip('hufflepuff/cedric-diggory-0')}/32"),
+                          direction="egress", name="allow-egress-to-specific-podIPs")
+MIXED_DENIED = [cnp_port("tcp", 80), cnp_port("udp", 53), cnp_port("sctp", 9003)]
 
 
 def _protocol_test(tier: str, name: str, priority: int, direction: str, subject: str,
@@ -30,9 +31,9 @@ def _protocol_test(tier: str, name: str, priority: int, direction: str, subject:
 def _gress(tier: str, name: str, priority: int) -> Tuple[Dict[str, Any], ...]:
     passes = tier == "Admin"
     ingress = ladder("ingress", "ravenclaw", "slytherin", "hufflepuff", MIXED_DENIED,
-                     [port("tcp", 80), port("udp", 5353), port("sctp", 9003)], passes)
+                     [cnp_port("tcp", 80), cnp_port("udp", 5353), cnp_port("sctp", 9003)], passes)
     egress = ladder("egress", "ravenclaw", "slytherin", "hufflepuff", MIXED_DENIED,
-                    [port("tcp", 8080), port("udp", 5353), port("sctp", 9003)], passes)
+                    [cnp_port("tcp", 8080), cnp_port("udp", 5353), cnp_port("sctp", 9003)], passes)
     return (cnp(name, tier, priority, namespaces(by_name("gryffindor")), ingress=ingress,
                 egress=egress),)
 
@@ -40,21 +41,21 @@ def _gress(tier: str, name: str, priority: int) -> Tuple[Dict[str, Any], ...]:
 def _inline_cidr(tier: str, name: str, priority: int,
                  subject: Dict[str, Any]) -> Tuple[Dict[str, Any], ...]:
     return (cnp(name, tier, priority, subject, egress=[
-        rule("egress", "allow-egress-to-slytherin", "Accept", [house_pods("slytherin")]),
-        rule("egress", "deny-egress-to-internet", "Deny", [ALL_ADDRESSES])]),)
+        cnp_rule("Accept", house_pods("slytherin"), direction="egress", name="allow-egress-to-slytherin"),
+        cnp_rule("Deny", ALL_ADDRESSES, direction="egress", name="deny-egress-to-internet")]),)
 
 
 def _slytherin_rules(action: str, what: str) -> Dict[str, List[Dict[str, Any]]]:
-    return {"ingress": [rule("ingress", f"{what}-all-ingress-from-slytherin", action,
-                             [house_pods("slytherin")])],
-            "egress": [rule("egress", f"{what}-all-egress-to-slytherin", action,
-                            [house_pods("slytherin")])]}
+    return {"ingress": [cnp_rule(action, house_pods("slytherin"), direction="ingress",
+                                 name=f"{what}-all-ingress-from-slytherin")],
+            "egress": [cnp_rule(action, house_pods("slytherin"), direction="egress",
+                                name=f"{what}-all-egress-to-slytherin")]}
 
 
 def _ns_slytherin_rules() -> Dict[str, List[Dict[str, Any]]]:
-    peer = [namespaces(by_house("slytherin"))]
-    return {"ingress": [rule("ingress", "deny-all-ingress-from-slytherin", "Deny", peer)],
-            "egress": [rule("egress", "deny-all-egress-to-slytherin", "Deny", peer)]}
+    peer = namespaces(by_house("slytherin"))
+    return {"ingress": [cnp_rule("Deny", peer, direction="ingress", name="deny-all-ingress-from-slytherin")],
+            "egress": [cnp_rule("Deny", peer, direction="egress", name="deny-all-egress-to-slytherin")]}
 
 
 GRYFFINDOR_PODS = house_pods("gryffindor")
@@ -74,7 +75,7 @@ _PROTOCOL_TESTS = (
 MANIFESTS: Dict[str, Tuple[Dict[str, Any], ...]] = {
     f"{folder}/standard-{name}-rules.yaml": _protocol_test(
         tier, name if tier == "Admin" else "default", priority if tier == "Admin" else 10,
-        name.split("-")[0], subject, houses, [port(*second)], [port(*third)])
+        name.split("-")[0], subject, houses, [cnp_port(*second)], [cnp_port(*third)])
     for folder, tier in ((A, "Admin"), (B, "Baseline"))
     for name, subject, houses, second, third, priority in _PROTOCOL_TESTS
 }
@@ -84,12 +85,12 @@ MANIFESTS.update({
         "Admin", "inline-cidr-as-peers-example", 85, GRYFFINDOR_PODS),
     f"{A}/experimental-egress-selector-rules.yaml": (cnp(
         "node-and-cidr-as-peers-example", "Admin", 75, GRYFFINDOR_PODS, egress=[
-            rule("egress", f"allow-egress-to-{HOST_PORTS[0]}-on-nodes", "Accept", [nodes()],
-                 [port("tcp", HOST_PORTS[0])]),
-            rule("egress", f"pass-egress-to-{HOST_PORTS[2]}-on-nodes", "Pass", [nodes()],
-                 [port("udp", HOST_PORTS[2])]),
-            rule("egress", "deny-egress-to-slytherin-and-nodes-and-internet", "Deny",
-                 [house_pods("slytherin"), nodes(), ALL_ADDRESSES])]),),
+            cnp_rule("Accept", nodes(), direction="egress", name=f"allow-egress-to-{HOST_PORTS[0]}-on-nodes",
+                     protocols=[cnp_port("tcp", HOST_PORTS[0])]),
+            cnp_rule("Pass", nodes(), direction="egress", name=f"pass-egress-to-{HOST_PORTS[2]}-on-nodes",
+                     protocols=[cnp_port("udp", HOST_PORTS[2])]),
+            cnp_rule("Deny", house_pods("slytherin"), nodes(), ALL_ADDRESSES, direction="egress",
+                     name="deny-egress-to-slytherin-and-nodes-and-internet")]),),
     f"{A}/standard-priority-field.yaml": (
         cnp("priority-50-example", "Admin", 50, GRYFFINDOR_PODS, **_slytherin_rules("Deny", "deny")),
         cnp("old-priority-60-new-priority-40-example", "Admin", 60, GRYFFINDOR_PODS,
@@ -107,7 +108,8 @@ MANIFESTS.update({
         "Baseline", "default", 10, namespaces(by_name("gryffindor"))),
     f"{B}/experimental-egress-selector-rules.yaml": (cnp(
         "default", "Baseline", 10, namespaces(by_name("gryffindor")), egress=[
-            rule("egress", f"allow-egress-to-{HOST_PORTS[0]}-on-nodes", "Accept", [nodes()],
-                 [port_range("tcp", HOST_PORTS[0], HOST_PORTS[1])]),
-            rule("egress", "deny-egress-to-nodes-and-internet", "Deny", [nodes(), ALL_ADDRESSES])]),),
+            cnp_rule("Accept", nodes(), direction="egress", name=f"allow-egress-to-{HOST_PORTS[0]}-on-nodes",
+                     protocols=[port_range("tcp", HOST_PORTS[0], HOST_PORTS[1])]),
+            cnp_rule("Deny", nodes(), ALL_ADDRESSES, direction="egress",
+                     name="deny-egress-to-nodes-and-internet")]),),
 })

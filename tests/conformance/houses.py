@@ -15,7 +15,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from builders import cluster_policy, namespace, policy
+from builders import cluster_policy, cnp_rule, namespace, policy
 
 PREFIX = "network-policy-conformance-"
 HOUSE_LABEL = "conformance-house"
@@ -90,25 +90,12 @@ def nodes() -> Dict[str, Any]:
     return {"nodes": {"matchLabels": {"kubernetes.io/os": "linux"}}}
 
 
-def port(protocol: str, number: int) -> Dict[str, Any]:
-    return {protocol: {"destinationPort": {"number": number}}}
-
-
 def port_range(protocol: str, start: int, end: int) -> Dict[str, Any]:
     return {protocol: {"destinationPort": {"range": {"start": start, "end": end}}}}
 
 
 def named(name: str) -> Dict[str, Any]:
     return {"destinationNamedPort": name}
-
-
-def rule(direction: str, name: str, action: str, peers: Sequence[Dict[str, Any]],
-         protocols: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:
-    raw: Dict[str, Any] = {"name": name, "action": action,
-                           ("from" if direction == "ingress" else "to"): list(peers)}
-    if protocols:
-        raw["protocols"] = list(protocols)
-    return raw
 
 
 def cnp(name: str, tier: str, priority: int, subject: Dict[str, Any],
@@ -127,19 +114,21 @@ def ladder(direction: str, first: str, second: str, third: str,
     namespaces by name."""
     way = "from" if direction == "ingress" else "to"
 
-    def peer(house: str) -> List[Dict[str, Any]]:
-        return [namespaces(by_name(house))]
+    def peer(house: str) -> Dict[str, Any]:
+        return namespaces(by_name(house))
 
-    rules = [rule(direction, f"allow-{way}-{first}-everything", "Accept", peer(first)),
-             rule(direction, f"deny-{way}-{first}-everything", "Deny", peer(first))]
+    rules = [cnp_rule("Accept", peer(first), direction=direction, name=f"allow-{way}-{first}-everything"),
+             cnp_rule("Deny", peer(first), direction=direction, name=f"deny-{way}-{first}-everything")]
     if passes:
-        rules.append(rule(direction, f"pass-{way}-{first}-everything", "Pass", peer(first)))
-    rules.append(rule(direction, f"deny-{way}-{second}-at-ports", "Deny", peer(second), second_ports))
+        rules.append(cnp_rule("Pass", peer(first), direction=direction, name=f"pass-{way}-{first}-everything"))
+    rules.append(cnp_rule("Deny", peer(second), direction=direction, name=f"deny-{way}-{second}-at-ports",
+                          protocols=second_ports))
     if passes:
-        rules.append(rule(direction, f"pass-{way}-{second}-at-ports", "Pass", peer(second),
-                          second_ports))
-    rules += [rule(direction, f"allow-{way}-{third}-at-ports", "Accept", peer(third), third_ports),
-              rule(direction, f"deny-{way}-{third}-everything-else", "Deny", peer(third))]
+        rules.append(cnp_rule("Pass", peer(second), direction=direction, name=f"pass-{way}-{second}-at-ports",
+                              protocols=second_ports))
+    rules += [cnp_rule("Accept", peer(third), direction=direction, name=f"allow-{way}-{third}-at-ports",
+                       protocols=third_ports),
+              cnp_rule("Deny", peer(third), direction=direction, name=f"deny-{way}-{third}-everything-else")]
     return rules
 
 
