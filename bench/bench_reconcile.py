@@ -37,6 +37,7 @@ from gevent.pool import Pool  # noqa: E402
 from bench_vnc_client import embedded_server  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 from kube_manager.cache import KubeCache  # noqa: E402
+from kube_manager.handlers import KINDS  # noqa: E402
 from kube_manager.manifests import Manifests  # noqa: E402
 from kube_manager.pipeline import build_pipeline  # noqa: E402
 from kube_manager.reconciler.core import Reconciler  # noqa: E402
@@ -121,9 +122,13 @@ class RequestCount:
 
 
 def feed(cache: KubeCache, cluster: Cluster) -> None:
-    for resource, objects in (("namespaces", cluster.namespaces), ("pods", cluster.pods),
-                              ("networkpolicies", cluster.network_policies)):
-        for obj in objects:
+    """The initial lists, as the watchers deliver them: every registered kind's list ends with
+    LISTED (kinds the synthetic cluster has none of, such as ClusterNetworkPolicies, with an empty
+    list), or the cache would hold every event until that kind's list came."""
+    objects_of = {"namespaces": cluster.namespaces, "pods": cluster.pods,
+                  "networkpolicies": cluster.network_policies}
+    for resource in KINDS.names():
+        for obj in objects_of.get(resource, ()):
             cache.on_event(resource, "ADDED", obj)
         cache.on_event(resource, "LISTED", {"resourceVersion": "1"})
 
