@@ -215,7 +215,7 @@ def differences(expected: Mapping[str, Mapping[Tuple[str, ...], Any]],
                 owned: Mapping[str, Mapping[Tuple[str, ...], Any]]) -> List[str]:
     """What differs between the translation and our objects in the config API (uuids and hrefs
     ignored): missing, extra, and changed objects with the fields that differ."""
-    from kube_manager.reconciler.diff import changed_fields
+    from kube_manager.reconciler.compare import changed_fields
     problems = []
     for obj_type, wanted in expected.items():
         have = owned.get(obj_type, {})

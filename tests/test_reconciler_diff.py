@@ -1,7 +1,8 @@
 """diff.plan and the body comparison: what to write next for one object, or what to wait for."""
 from __future__ import annotations
 
-from kube_manager.reconciler.diff import all_targets, changed_fields, kept, matches, plan, same
+from kube_manager.reconciler.compare import all_targets, changed_fields, kept, matches, same
+from kube_manager.reconciler.diff import plan
 from kube_manager.reconciler.multimap import Multimap
 from kube_manager.reconciler.ownership import Marks, annotation_map
 from tests.diff_support import PM, FakeView, policy, policy_body, ref, rule, rule_body, tag

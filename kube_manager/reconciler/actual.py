@@ -1,7 +1,7 @@
 """What the config API holds of our objects, as far as the reconciler knows, and how it differs
 from the desired state.
 
-`db.actual` (resource type -> fq_name -> what `diff.kept` keeps of the body as read back or as
+`db.actual` (resource type -> fq_name -> what `compare.kept` keeps of the body as read back or as
 written: its "uuid" and the fields we set, shared with the desired body where they read the same) is
 written here alone, together with the indexes planning reads from it: which of our objects refer
 to each object (what blocks a delete), the two long ref lists that refer to every NetworkPolicy
@@ -18,7 +18,7 @@ from kube_manager.db import Database, FqName
 from kube_manager.logging_setup import kv
 from kube_manager.translator.published import DesiredState
 
-from . import diff
+from . import compare, diff
 from .diff import ObjKey
 from .multimap import Multimap
 from .ownership import OWNED_TYPES, SHARED_TYPES, Listing
@@ -76,7 +76,7 @@ class ActualState:
             return self.borrowed(key)
         indexed = self.indexes.get(key, {})
         return (not any(index.differ for index in indexed.values())
-                and not diff.changed_fields(key[0], desired, actual, skip=indexed.keys()))
+                and not compare.changed_fields(key[0], desired, actual, skip=indexed.keys()))
 
     def referrers(self, key: ObjKey) -> List[ObjKey]:
         """Our objects that still refer to `key` in the config API."""
@@ -95,9 +95,9 @@ class ActualState:
 
     def compared_fields(self) -> Dict[str, Set[str]]:
         """Per type, the fields a resync reads back: those we write (the desired bodies' fields),
-        and what `diff.kept` keeps besides."""
+        and what `compare.kept` keeps besides."""
         objects = self._desired.objects
-        return {obj_type: set(diff.KEPT_FIELDS).union(*(body.keys() for body in objects.get(obj_type, {}).values()))
+        return {obj_type: set(compare.KEPT_FIELDS).union(*(body.keys() for body in objects.get(obj_type, {}).values()))
                 for obj_type in OWNED_TYPES}
 
     def count(self) -> int:
@@ -110,7 +110,7 @@ class ActualState:
         indexed = self.indexes.get(key, {})
         old = self.get(key)
         if old is not None:
-            for target in diff.all_targets(key[0], old, skip=indexed.keys()):
+            for target in compare.all_targets(key[0], old, skip=indexed.keys()):
                 self._referrers.discard(target, key)
         objects = self._db.actual.setdefault(key[0], {})
         if body is None:
@@ -118,11 +118,11 @@ class ActualState:
             for index in indexed.values():
                 index.load_actual(())
         else:
-            body = diff.kept(key[0], self.desired(key), body, skip=indexed.keys())
+            body = compare.kept(key[0], self.desired(key), body, skip=indexed.keys())
             if indexed:  # the indexes own those lists from now on (`ref_moved` keeps them true)
                 body = {**body, **{name: index.load_actual(body.get(name)) for name, index in indexed.items()}}
             objects[key[1]] = body
-            for target in diff.all_targets(key[0], body, skip=indexed.keys()):
+            for target in compare.all_targets(key[0], body, skip=indexed.keys()):
                 self._referrers.add(target, key)
         self._changed(key, written)
 

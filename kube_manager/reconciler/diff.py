@@ -17,26 +17,19 @@ is what lets one failing object wait without holding back unrelated ones:
   protect is in force; ref removals only after the deny rules are gone) is the View's `gate_add` and
   `gate_remove`, because only the reconciler knows which objects play which part.
 
-Comparison is "desired is a subset of actual": every field we set must read back equal; what the
-server adds (uuid, href, id_perms, tag_ids, ...) is ignored, and so are fields we never set. A missing
-field, null, [], {} and a dict of empty values are all "empty". Ref lists are compared as sets of (target, attr).
+How an object compares with what the config API holds, and which objects it refers to, is
+`compare`'s.
 """
 from __future__ import annotations
 
 import enum
-import json
-from collections import Counter
 from dataclasses import dataclass, field
-from typing import (TYPE_CHECKING, AbstractSet, Any, Callable, Dict, Iterator, List, Mapping, Optional, Protocol,
-                    Set, Tuple)
-
-from vnc_client.schema import RESOURCE_TYPES
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Protocol, Set
 
 if TYPE_CHECKING:
     from .reflists import RefListIndex
 
-FqName = Tuple[str, ...]
-ObjKey = Tuple[str, FqName]  # (resource type, fq_name)
+from .compare import ObjKey, attr_key, changed_fields, endpoint_targets, ref_fields, refs
 
 # Ref lists that may be written in part (see the module docstring); every other ref is all or nothing.
 PARTIAL_REF_FIELDS = frozenset({"firewall_rule_refs", "firewall_policy_refs"})
@@ -44,12 +37,6 @@ PARTIAL_REF_FIELDS = frozenset({"firewall_rule_refs", "firewall_policy_refs"})
 # ref instead of a PUT of the whole list (the APS and `<cluster>-denyall` refer to every NetworkPolicy:
 # SPEC 5, one ref change per policy).
 LONG_REF_LIST = 16
-# Fields that name the object rather than describe it: never sent in an update.
-IDENTITY_FIELDS = frozenset({"fq_name", "parent_type", "uuid", "parent_uuid"})
-# What `kept` keeps of an object's fields beyond those we set: how to address it, and the id the
-# config API gives a tag (shown by introspect).
-KEPT_FIELDS = ("uuid", "tag_id")
-ENDPOINT_FIELDS = ("endpoint_1", "endpoint_2")
 
 
 class Progress(enum.Enum):
@@ -99,123 +86,6 @@ class Step:
     ref_change: Optional["RefChange"] = None  # an update that is one ref-update (see LONG_REF_LIST)
 
 
-# --- references --------------------------------------------------------------------------------
-
-
-def tag_key(tag: str) -> ObjKey:
-    """`"type=value"` (global) or `"domain:project:type=value"` (scoped) as a tag key."""
-    return ("tag", tuple(tag.split(":")))
-
-
-def address_group_key(name: str) -> ObjKey:
-    """A rule endpoint's `address_group` (`"default-policy-management:<name>"`) as a key."""
-    return ("address-group", tuple(name.split(":")))
-
-
-def ref_target_type(obj_type: str, ref_field: str) -> str:
-    rt = RESOURCE_TYPES.get(obj_type)
-    if rt is not None and ref_field in rt.ref_types:
-        return rt.ref_types[ref_field]
-    return ref_field[: -len("_refs")].replace("_", "-")
-
-
-def ref_fields(body: Mapping[str, Any]) -> Iterator[str]:
-    return (name for name in body if name.endswith("_refs"))
-
-
-def refs(obj_type: str, body: Mapping[str, Any], ref_field: str) -> List[Tuple[ObjKey, Any]]:
-    """The (target key, attr) pairs of one ref list, in body order."""
-    target_type = ref_target_type(obj_type, ref_field)
-    result = []
-    for ref in body.get(ref_field) or []:
-        if isinstance(ref, dict) and ref.get("to"):
-            result.append(((target_type, tuple(ref["to"])), ref.get("attr")))
-    return result
-
-
-def endpoint_targets(body: Mapping[str, Any]) -> List[ObjKey]:
-    """Tags and address groups named in a firewall rule's endpoints."""
-    targets: List[ObjKey] = []
-    for name in ENDPOINT_FIELDS:
-        endpoint = body.get(name) or {}
-        targets.extend(tag_key(t) for t in endpoint.get("tags") or [])
-        if endpoint.get("address_group"):
-            targets.append(address_group_key(endpoint["address_group"]))
-    return targets
-
-
-def all_targets(obj_type: str, body: Mapping[str, Any], skip: AbstractSet[str] = frozenset()) -> List[ObjKey]:
-    """Every object `body` refers to: ref lists (but those in `skip`) and rule endpoints."""
-    targets = [key for name in ref_fields(body) if name not in skip for key, _attr in refs(obj_type, body, name)]
-    if obj_type == "firewall-rule":
-        targets.extend(endpoint_targets(body))
-    return targets
-
-
-# --- comparison --------------------------------------------------------------------------------
-
-
-def _empty(value: Any) -> bool:
-    """None, [], {} or a dict of nothing but empty values (`{"subnet": []}` reads back as null)."""
-    if isinstance(value, dict):
-        return all(_empty(v) for v in value.values())
-    return value is None or value == []
-
-
-def same(desired: Any, actual: Any) -> bool:
-    """`desired` reads back as `actual`: dicts by desired's keys (extra actual keys ignored), lists
-    element by element, scalars by equality; empty values are all equal."""
-    if desired is actual or desired == actual:
-        return True  # the common cases (a field kept as desired, see `kept`), decided at C speed
-    if _empty(desired) or _empty(actual):
-        return _empty(desired) and _empty(actual)
-    if isinstance(desired, dict):
-        return isinstance(actual, dict) and all(same(v, actual.get(k)) for k, v in desired.items())
-    if isinstance(desired, (list, tuple)):
-        return (isinstance(actual, (list, tuple)) and len(desired) == len(actual)
-                and all(same(d, a) for d, a in zip(desired, actual, strict=True)))
-    return desired == actual
-
-
-def attr_key(attr: Any) -> Any:
-    """A hashable, order-free form of a ref's attr (`{"sequence": "1.0"}` -> `(("sequence", "1.0"),)`);
-    null, {} and a dict of nulls are all None."""
-    if isinstance(attr, dict):
-        if len(attr) == 1:  # the usual {"sequence": "..."}: no sort needed
-            ((name, value),) = attr.items()
-            if value is None or isinstance(value, str):
-                return None if value is None else ((name, value),)
-        items = tuple(sorted((k, v) for k, v in attr.items() if v is not None))
-        if not items:
-            return None
-        try:
-            hash(items)
-        except TypeError:  # nested values: fall back to canonical JSON
-            return json.dumps(dict(items), sort_keys=True)
-        return items
-    return None if _empty(attr) else json.dumps(attr, sort_keys=True)
-
-
-def same_refs(obj_type: str, ref_field: str, desired: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
-    def canon(body: Mapping[str, Any]) -> Counter:
-        return Counter((key, attr_key(attr)) for key, attr in refs(obj_type, body, ref_field))
-    return canon(desired) == canon(actual)
-
-
-def changed_fields(obj_type: str, desired: Mapping[str, Any], actual: Mapping[str, Any],
-                   skip: AbstractSet[str] = frozenset()) -> Dict[str, Any]:
-    """The top-level fields of `desired` that `actual` does not hold; what a partial PUT sends."""
-    changed = {}
-    for name, value in desired.items():
-        if name in IDENTITY_FIELDS or name in skip or value is actual.get(name):
-            continue
-        equal = (same_refs(obj_type, name, desired, actual) if name.endswith("_refs")
-                 else same(value, actual.get(name)))
-        if not equal:
-            changed[name] = value
-    return changed
-
-
 @dataclass(frozen=True)
 class RefChange:
     """One ref added (or its attr changed) or deleted: what `POST /ref-update` does."""
@@ -224,34 +94,6 @@ class RefChange:
     operation: str  # "ADD" | "DELETE"
     target: ObjKey
     attr: Any = None
-
-
-def kept(obj_type: str, desired: Optional[Mapping[str, Any]], actual: Dict[str, Any],
-         skip: AbstractSet[str] = frozenset()) -> Dict[str, Any]:
-    """What the reconciler keeps of `actual`, an object as the config API holds it, to diff it
-    against `desired` later: its KEPT_FIELDS and the fields we set, each field that reads back as
-    desired kept as desired's own (shared) value. A full copy of every written object (what the
-    server adds: name, hrefs, parent uuid; every value decoded anew) was most of the daemon's memory
-    at 75,000 NetworkPolicies. An object we do not want (desired None) is kept whole: it is
-    deleted soon, and introspect shows it as the config API has it. `skip`: fields kept as they
-    are (the ref lists a RefListIndex owns)."""
-    if desired is None:
-        return actual
-    result = {name: actual[name] for name in KEPT_FIELDS if name in actual}
-    for name, value in desired.items():
-        if name not in actual:
-            continue
-        held = actual[name]
-        if name not in skip and (same_refs(obj_type, name, desired, actual) if name.endswith("_refs")
-                                 else same(value, held)):
-            held = value
-        result[name] = held
-    return result
-
-
-def matches(obj_type: str, desired: Mapping[str, Any], actual: Optional[Mapping[str, Any]]) -> bool:
-    """The object in the config API is exactly as desired (for every field we set)."""
-    return actual is not None and not changed_fields(obj_type, desired, actual)
 
 
 # --- planning ----------------------------------------------------------------------------------

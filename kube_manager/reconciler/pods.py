@@ -28,7 +28,8 @@ from kube_manager.db import HOST_NETWORK, NO_VM, PENDING, RETRYING, SYNCED, Data
 from kube_manager.logging_setup import kv
 from vnc_client.errors import NotFound
 
-from .diff import ObjKey, Progress, View, tag_key
+from .compare import tag_key
+from .diff import ObjKey, Progress, View
 from .multimap import Multimap
 
 log = logging.getLogger(__name__)

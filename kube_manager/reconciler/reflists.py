@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set
 
-from .diff import ObjKey, attr_key
+from .compare import ObjKey, attr_key
 
 
 @dataclass

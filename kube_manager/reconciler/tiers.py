@@ -15,7 +15,7 @@ from typing import AbstractSet, Any, Dict, Iterable, List, Mapping, Optional, Se
 from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
 
 from .actual import ActualState
-from .diff import ENDPOINT_FIELDS, ObjKey
+from .compare import ENDPOINT_FIELDS, ObjKey
 
 RULE_REFS = "firewall_rule_refs"
 
