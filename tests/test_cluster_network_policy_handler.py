@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Tuple
 
-from builders import cluster_policy, namespace, pod
+from builders import cluster_policy, namespace, pod, policy
 from kube_manager.cache import KubeCache
 from kube_manager.db import PARKED, PENDING, REJECTED, SYNCED, Database
 from kube_manager.handlers import KINDS
@@ -68,6 +68,38 @@ def test_another_policy_of_the_tier_refreshes_the_rules_it_changed() -> None:
     assert "pass-web" not in db.cluster_network_policies
     assert rule_names(db, "deny-tcp") == ["k8s--cnp-deny-tcp-ingress-0-0-0-0"]
     assert (PM, "k8s--cnp-deny-tcp-ingress-0-0-0-1") not in db.desired["firewall-rule"]
+
+
+def test_the_change_report_names_the_policies_of_the_re_rendered_tier_only() -> None:
+    db, cache = listed()
+    cache.on_event(CNP, "ADDED", cluster_policy("admin-a", priority=10, ingress=[DENY_ALL_TCP]))
+    cache.on_event(CNP, "ADDED", cluster_policy("admin-b", priority=20, ingress=[DENY_ALL_TCP]))
+    cache.on_event(CNP, "ADDED", cluster_policy("base-c", tier="Baseline", ingress=[DENY_ALL_TCP]))
+    cache.translator.set_cluster_network_policy(cluster_policy("admin-b", priority=30, ingress=[DENY_ALL_TCP]))
+    assert cache.translator.flush().cluster_policies == ("admin-a", "admin-b")
+    cache.translator.remove_cluster_network_policy("base-c")
+    assert cache.translator.flush().cluster_policies == ("base-c",)  # gone, its tier re-rendered
+    cache.translator.upsert_policy(policy("a", "np", {"podSelector": {}, "policyTypes": ["Ingress"]}))
+    assert cache.translator.flush().cluster_policies == ()
+
+
+def test_a_networkpolicy_event_reads_no_cluster_network_policy_status() -> None:
+    """The records refreshed after a flush are those of re-rendered tiers: a NetworkPolicy event
+    costs nothing per ClusterNetworkPolicy."""
+    db, cache = listed()
+    for n in range(3):
+        cache.on_event(CNP, "ADDED", cluster_policy(f"deny-{n}", priority=n, ingress=[DENY_ALL_TCP]))
+    asked: List[str] = []
+    status = cache.translator.cluster_network_policy_status
+
+    def counting(name: str) -> Any:
+        asked.append(name)
+        return status(name)
+    cache.translator.cluster_network_policy_status = counting  # type: ignore[method-assign]
+    cache.on_event("networkpolicies", "ADDED", policy("a", "np", {"podSelector": {}, "policyTypes": ["Ingress"]}))
+    assert ("a", "np") in db.network_policies and asked == []
+    cache.on_event(CNP, "MODIFIED", cluster_policy("deny-1", priority=5, ingress=[DENY_ALL_TCP]))
+    assert sorted(asked) == ["deny-0", "deny-1", "deny-2"]  # the whole Admin tier, once each
 
 
 def test_a_malformed_one_is_rejected_alone_and_shown() -> None:

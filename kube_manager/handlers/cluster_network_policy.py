@@ -5,9 +5,10 @@ Cluster-scoped: the key is ("", name). A CRD: listed and watched through the off
 CustomObjectsApi where the API server serves it, an empty list where it does not (kube/watcher.py).
 
 One ClusterNetworkPolicy's emitted rules depend on the others of its tier (a Deny is emitted minus
-the Accept and Pass rules before it) and on pods (named ports), so after a flush that changed any
-object every record is brought up to date from the translator's status, not only the ones whose
-events arrived; there are few of them.
+the Accept and Pass rules before it) and on pods (named ports), so after a flush the records brought
+up to date from the translator's status are those of every policy of a re-rendered tier (the change
+report names them) besides the ones whose events arrived; a flush that re-rendered no tier (a
+NetworkPolicy event) refreshes none.
 """
 from __future__ import annotations
 
@@ -100,8 +101,8 @@ class ClusterNetworkPolicyHandler(Handler):
 
     def flushed(self, changes: Changes) -> None:
         touched, self._touched = self._touched, set()
-        if touched or changes:
-            for name in list(self.db.cluster_network_policies):
+        for name in touched.union(changes.cluster_policies):
+            if name in self.db.cluster_network_policies:
                 self._refresh(name)
 
     def _refresh(self, name: str) -> None:

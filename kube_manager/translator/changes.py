@@ -7,7 +7,7 @@ the reconciler only ever hears about real differences.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from .bodies import Body, FqName
 from .sequenced import RefOperation
@@ -42,6 +42,7 @@ class Changes:
     removed: Tuple[ObjectKey, ...] = ()
     pods: Tuple[PodKey, ...] = ()  # pods whose tag set changed (new and deleted pods included)
     policies: Tuple[PodKey, ...] = ()  # NetworkPolicies whose objects or errors changed
+    cluster_policies: Tuple[str, ...] = ()  # ClusterNetworkPolicies re-rendered (their tier was)
     ref_changes: Tuple[RefChange, ...] = ()
 
     def __bool__(self) -> bool:
@@ -56,6 +57,7 @@ class ChangeLog:
         self._objects: Dict[ObjectKey, Any] = {}
         self._pods: Dict[PodKey, Any] = {}
         self._policies: Set[PodKey] = set()
+        self._cluster_policies: Set[str] = set()
         self._refs: List[RefChange] = []
 
     def object_touched(self, key: ObjectKey, previous: Optional[Body]) -> None:
@@ -69,6 +71,10 @@ class ChangeLog:
     def policy_touched(self, key: PodKey) -> None:
         if self.enabled:
             self._policies.add(key)
+
+    def cluster_policies_rendered(self, names: Iterable[str]) -> None:
+        if self.enabled:
+            self._cluster_policies.update(names)
 
     def refs_moved(self, resource_type: str, fq_name: FqName, ref_type: str,
                    operations: List[RefOperation]) -> None:
@@ -90,9 +96,11 @@ class ChangeLog:
                 changed.append(key)  # the same object was updated in place (long ref lists)
         pods = [key for key, previous in self._pods.items() if pod_tags.get(key) != previous]
         changes = Changes(tuple(sorted(added)), tuple(sorted(changed)), tuple(sorted(removed)),
-                          tuple(sorted(pods)), tuple(sorted(self._policies)), tuple(self._refs))
+                          tuple(sorted(pods)), tuple(sorted(self._policies)),
+                          tuple(sorted(self._cluster_policies)), tuple(self._refs))
         self._objects.clear()
         self._pods.clear()
         self._policies.clear()
+        self._cluster_policies.clear()
         self._refs = []
         return changes

@@ -119,7 +119,7 @@ class ClusterTranslator:
                                                  deny_refs, self._rejections, self._marks, self._log,
                                                  self._published)
         self._cluster_policies = ClusterNetworkPolicies(TierRenderer(renderer), self._index, self._shared, self._store,
-                                                        aps_refs, self._marks)
+                                                        aps_refs, self._marks, self._log)
         self._sources: Tuple[PolicySource, ...] = (self._network_policies, self._cluster_policies)
 
     # --- Kubernetes events --------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from kvlog import kv
 
 from ..bodies import ADDRESS_GROUP, FIREWALL_POLICY, FIREWALL_RULE, Body, FqName
+from ..changes import ChangeLog
 from ..index import ClusterIndex
 from ..marks import Marks
 from ..model import PodInfo
@@ -36,6 +37,7 @@ class ClusterNetworkPolicies:
     _store: DesiredObjects
     _aps_refs: SequencedRefs
     _marks: Marks
+    _log: ChangeLog
     _policies: Dict[str, ParsedCnp] = field(default_factory=dict, init=False)
     _renderings: Dict[str, TierRendering] = field(default_factory=dict, init=False)
 
@@ -97,6 +99,9 @@ class ClusterNetworkPolicies:
             if new is not None:
                 self._renderings[tier] = new
             changes.append((old, new))
+            # Every policy of a re-rendered tier may have new objects or errors (a Deny is emitted
+            # minus the rules before it): the change report names them, for their records.
+            self._log.cluster_policies_rendered([p.name for p in policies] + list(old.statuses if old else ()))
             self._log_new_errors(old, new)
         self._apply(changes)
 
