@@ -31,7 +31,6 @@ from gevent import monkey
 monkey.patch_all()
 
 import argparse  # noqa: E402 - after monkey-patching, on purpose
-import gc  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import statistics  # noqa: E402
@@ -50,6 +49,7 @@ from bench_vnc_client import embedded_server  # noqa: E402
 from introspect.app import create_app  # noqa: E402
 from introspect.explain import db_explainer  # noqa: E402
 from introspect.server import IntrospectServer  # noqa: E402
+from kube_manager import gcpolicy  # noqa: E402
 from kube_manager.db import Database  # noqa: E402
 from kube_manager.pipeline import build_pipeline  # noqa: E402
 from kube_manager.reconciler.pods import VMI, tag_changes  # noqa: E402
@@ -90,15 +90,16 @@ class Daemon:
         started = time.perf_counter()
         feed(self.cache, cluster)
         translated = time.perf_counter()
-        gc.collect()  # as the daemon does after its initial lists
-        gc.freeze()
+        gcpolicy.settle()  # as the daemon does after its initial lists
         translated_hook()
         cpu = time.process_time()
         self.reconciler.start()
         self.reconciler.resync()
         if not self.reconciler.wait_converged(7200):
             raise SystemExit(f"did not converge: {self.reconciler.summary()}")
-        return translated - started, time.perf_counter() - translated, time.process_time() - cpu
+        reconciled, cpu = time.perf_counter() - translated, time.process_time() - cpu
+        gcpolicy.settle()  # as the daemon does once a resync's work is done
+        return translated - started, reconciled, cpu
 
     def close(self) -> None:
         self.reconciler.stop()
@@ -229,8 +230,7 @@ def cache_only(policies: int, pods: int) -> Dict[str, Any]:
     started = time.perf_counter()
     feed(pipeline.cache, cluster)
     translate_s = time.perf_counter() - started
-    gc.collect()
-    gc.freeze()
+    gcpolicy.settle()
     memory = {"translated": round(rss_mb(), 1), "peak": round(rss_mb("VmHWM"), 1), "manifests": round(manifests_mb, 1)}
     return {"policies": policies, "pods": pods, "namespaces": len(cluster.namespaces), "cache_only": True,
             "cold_start": {"translate_s": round(translate_s, 2)}, "memory_mb": memory,

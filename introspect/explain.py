@@ -7,11 +7,11 @@ is complete and turns failures into a 400 with that message, never a traceback.
 """
 from __future__ import annotations
 
-import gc
 import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
+from kube_manager import gcpolicy
 from kube_manager.db import Database, PodRecord
 from kube_manager.manifests import Manifests
 from kube_manager.explain.explainer import Explainer
@@ -137,6 +137,5 @@ def _build_explainer(db: Database, cluster_name: str) -> Explainer:
     counting frees it although it is frozen (a test checks)."""
     with collector_paused():
         explainer = Explainer(db_translation(db, cluster_name), db_manifests(db), cluster_name, db.selectors)
-    gc.collect()
-    gc.freeze()
+    gcpolicy.settle()
     return explainer

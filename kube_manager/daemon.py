@@ -27,7 +27,6 @@ network libraries were imported (`cmd_run` does), so that the watchers' blocking
 from __future__ import annotations
 
 import dataclasses
-import gc
 import logging
 import signal
 import time
@@ -37,6 +36,7 @@ from typing import Any, Callable, List, Optional
 import gevent
 import gevent.event
 
+from kube_manager import gcpolicy
 from kube_manager.leader.leadership import Leadership
 from kube_manager.logging_setup import kv
 from kube_manager.manifests import load_manifests
@@ -262,8 +262,7 @@ class Daemon:
                     cluster_network_policies=len(self.db.cluster_network_policies)))
                 # The cluster's state lives as long as the process: out of the collector's view, a
                 # collection during an event no longer walks millions of long-lived objects.
-                gc.collect()
-                gc.freeze()
+                gcpolicy.settle()
                 return True
         return False
 
@@ -297,15 +296,36 @@ class Daemon:
         """Resync every kube_timer_interval (or on SIGHUP) until the term ends."""
         interval = self.settings.reconciler.resync_interval
         next_at = time.monotonic() + interval
-        while not end.is_set():
-            timeout = max(0.0, next_at - time.monotonic())
-            woken = gevent.wait([end, self._resync_now], timeout=timeout, count=1)
-            if end.is_set():
-                return
-            if woken:
-                self._resync_now.clear()
-            self._resync()
-            next_at = time.monotonic() + interval
+        resynced = gevent.event.Event()
+        resynced.set()  # the term's first resync
+        settler = gevent.spawn(self._settle_after_resyncs, end, resynced)
+        try:
+            while not end.is_set():
+                timeout = max(0.0, next_at - time.monotonic())
+                woken = gevent.wait([end, self._resync_now], timeout=timeout, count=1)
+                if end.is_set():
+                    return
+                if woken:
+                    self._resync_now.clear()
+                if self._resync():
+                    resynced.set()
+                next_at = time.monotonic() + interval
+        finally:
+            settler.kill()
+
+    def _settle_after_resyncs(self, end: gevent.event.Event, resynced: gevent.event.Event) -> None:
+        """Once the work a resync queued is done (the work queue drained), what it built (the
+        listing of what Contrail holds, a cold start's writes) is settled out of the collector's view
+        (gcpolicy): a collection during a later event then walks only what changed since."""
+        assert self.reconciler is not None
+        queue = self.reconciler.queue
+        while gevent.wait([end, resynced], count=1) and not end.is_set():
+            resynced.clear()
+            while not queue.wait_idle(0.5):
+                if end.is_set():
+                    return
+            gcpolicy.settle()
+            log.debug("heap settled after a resync", extra=kv(frozen=gcpolicy.frozen()))
 
     def _run_once(self, timeout: float) -> int:
         """`--once`: start, list, resync and converge, all within `timeout` seconds."""

@@ -15,6 +15,7 @@ from typing import Tuple
 import gevent
 import gevent.event
 
+from kube_manager.gcpolicy import freeze_after_full_collections
 from kube_manager.settings import parse_log_level
 from kube_manager.logging_setup import setup_logging
 
@@ -68,6 +69,8 @@ def main(args: argparse.Namespace) -> int:
         print(f"vnc-server: {exc}", file=sys.stderr)
         return 2
     server = EmbeddedServer(host, port, options=options)
+    # Its store is the whole config API: a full collection walking it would stall every answer.
+    freeze_after_full_collections()
     try:
         server.start()
     except OSError as exc:

@@ -1,0 +1,38 @@
+"""The cyclic garbage collector's policy for processes that hold a large, long-lived heap.
+
+CPython's full (generation 2) collection walks every tracked object: with the records, the desired
+state and what the config API holds (millions of objects at 100,000 pods), one such pass stalls the
+event loop for hundreds of milliseconds, whichever event happens to be under way. Objects that
+have lived through a full collection are moved out of the collector's view (`gc.freeze`): the next
+full pass walks only what became long-lived since, and a young collection never sees them.
+Reference counting still frees a frozen object once nothing refers to it; what is lost is only the
+collection of reference cycles among objects frozen before they died.
+"""
+from __future__ import annotations
+
+import gc
+from typing import Any, Dict
+
+
+def settle() -> None:
+    """After a bulk phase (initial lists, a resync converged): collect what it left behind and
+    freeze the rest, which lives as long as the process or until the next bulk phase."""
+    gc.collect()
+    gc.freeze()
+
+
+def frozen() -> int:
+    """Objects out of the collector's view."""
+    return gc.get_freeze_count()
+
+
+def _freeze_survivors(phase: str, info: Dict[str, Any]) -> None:
+    if phase == "stop" and info.get("generation") == 2:
+        gc.freeze()
+
+
+def freeze_after_full_collections() -> None:
+    """From now on, whatever survives a full collection is frozen (idempotent). For a server whose
+    store only grows and whose objects hold no cycles (the embedded config API)."""
+    if _freeze_survivors not in gc.callbacks:
+        gc.callbacks.append(_freeze_survivors)

@@ -1,0 +1,96 @@
+"""The garbage collector's policy (kube_manager/gcpolicy.py): what a bulk phase leaves is collected
+once and frozen; the embedded config API freezes what survives a full collection; the daemon settles
+the heap once the work a resync queued is done, not before."""
+from __future__ import annotations
+
+import gc
+import weakref
+from typing import Any, Iterator, List
+
+import gevent
+import gevent.event
+import pytest
+
+from kube_manager import daemon as daemon_module
+from kube_manager import gcpolicy
+from kube_manager.daemon import Daemon
+from kube_manager.settings import OperatorSettings, ReconcilerSettings
+from waiting import wait_green
+
+
+class Node:
+    def __init__(self) -> None:
+        self.other: Any = None
+
+
+@pytest.fixture
+def thawed() -> Iterator[None]:
+    """Each test starts and ends with nothing frozen and no callback of ours."""
+    gc.unfreeze()
+    yield
+    while gcpolicy._freeze_survivors in gc.callbacks:
+        gc.callbacks.remove(gcpolicy._freeze_survivors)
+    gc.unfreeze()
+
+
+def cycle() -> "weakref.ref[Node]":
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    return weakref.ref(a)
+
+
+def test_settle_collects_the_cycles_left_behind_and_freezes_what_lives(thawed: None) -> None:
+    dead = cycle()
+    kept = [Node() for _ in range(100)]
+    gcpolicy.settle()
+    assert dead() is None
+    assert gcpolicy.frozen() >= len(kept)
+    # A frozen object is still freed by reference counting once nothing refers to it.
+    probe = weakref.ref(kept[0])
+    kept.clear()
+    assert probe() is None
+
+
+def test_survivors_of_a_full_collection_are_frozen_young_ones_are_not(thawed: None) -> None:
+    gcpolicy.freeze_after_full_collections()
+    gcpolicy.freeze_after_full_collections()  # idempotent
+    assert gc.callbacks.count(gcpolicy._freeze_survivors) == 1
+    gc.collect(0)
+    assert gcpolicy.frozen() == 0
+    dead = cycle()
+    gc.collect()
+    assert dead() is None and gcpolicy.frozen() > 0
+
+
+class NoClient:
+    """The reconciler is never asked to write here: only its work queue is used."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"unexpected call {name}")
+
+
+def test_the_daemon_settles_the_heap_once_a_resyncs_work_is_done(monkeypatch: pytest.MonkeyPatch) -> None:
+    settled: List[int] = []
+    monkeypatch.setattr(daemon_module.gcpolicy, "settle", lambda: settled.append(1))
+    daemon = Daemon(OperatorSettings())
+    daemon.pipeline.connect(NoClient(), ReconcilerSettings())
+    assert daemon.reconciler is not None
+    queue = daemon.reconciler.queue
+    end, resynced = gevent.event.Event(), gevent.event.Event()
+    queue.add("work")
+    settler = gevent.spawn(daemon._settle_after_resyncs, end, resynced)
+    try:
+        resynced.set()
+        gevent.idle()  # the settler runs until it blocks on the queue
+        assert settled == []  # the resync's work is still queued
+        assert queue.get(timeout=1) == "work"
+        queue.done("work")
+        wait_green(lambda: settled == [1], "the heap settled")
+        gevent.idle()
+        assert settled == [1]  # once per resync, not again while nothing happens
+        resynced.set()
+        wait_green(lambda: settled == [1, 1], "the heap settled after the next resync")
+        end.set()
+        wait_green(lambda: settler.dead, "the settler ending with the term")
+    finally:
+        settler.kill()
