@@ -19,10 +19,21 @@ own with `--latency` added to every answer - and reports:
   reported apart) after the translation of the initial lists and after the cold start, and its peak.
 
 `--cache-sizes` adds sizes measured without a config API (the watch events through `KubeCache` and
-the translator only): `/explain` and memory where a full cold start would take too long, such as
-XLarge (75000:100000).
+the translator only): `/explain` and memory where a full cold start would take too long.
+
+`--steady-sizes` measures the daemon's steady-state memory where a cold start would take an hour,
+such as XLarge (75000:100000, ~538,000 objects), in minutes: the synthetic manifests are streamed
+into the cache (`SyntheticStream`: made as they are read, so the bench's input is NOT counted),
+then a reconciler "restarts" against `HeldConfigApi`, a config API that already holds exactly the
+desired state, answering its listings from memory as decoded JSON (no HTTP, no server process):
+`db.actual`, the reconciler's indexes and the VMI index are filled by listing, as after a restart,
+and nothing is written (a write fails the run). Reported: RSS after the translation (translator,
+records, desired state), after convergence (the whole daemon state: what an operator sees once a
+started daemon has settled), after a `gc.collect()`, and the peak (the listing's transient copy
+included); with `--tracemalloc`, the 25 lines holding most of the live memory then.
 
     python bench/bench_daemon.py [--sizes 150:600,1500:6000] [--cache-sizes 5000:20000] [--events 30]
+    python bench/bench_daemon.py --sizes "" --steady-sizes 15000:20000,75000:100000 [--tracemalloc]
 
 Figures depend on the machine's load; compare CPU per request and ratios between versions.
 """
@@ -37,13 +48,15 @@ import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+import tracemalloc  # noqa: E402
 from typing import Any, Callable, Dict, List, Tuple  # noqa: E402
 
 import requests  # noqa: E402
 from gevent.pool import Pool  # noqa: E402
 
-from bench_reconcile import (RequestCount, feed, policy, populate_vmis,  # noqa: E402
-                             synthetic)
+from bench_reconcile import (RequestCount, SyntheticStream, feed, policy,  # noqa: E402
+                             populate_vmis, synthetic)
+from held_config_api import HeldConfigApi  # noqa: E402
 from bench_vnc_client import embedded_server  # noqa: E402
 
 from introspect.app import create_app  # noqa: E402
@@ -237,6 +250,43 @@ def cache_only(policies: int, pods: int) -> Dict[str, Any]:
             "explain": explain_latency(db, cluster)}
 
 
+def steady(policies: int, pods: int, trace: bool) -> Dict[str, Any]:
+    """The daemon's steady state after a restart against a config API holding exactly the desired
+    state (see the module docstring): memory, with nothing of the bench's input held."""
+    if trace:
+        tracemalloc.start()
+    cluster = SyntheticStream(policies, pods)
+    pipeline = build_pipeline("k8s", "k8s")
+    started = time.perf_counter()
+    feed(pipeline.cache, cluster)
+    translate_s = time.perf_counter() - started
+    gc.collect()  # as the daemon does after its initial lists
+    gc.freeze()
+    translated = rss_mb()
+    api = HeldConfigApi(pipeline.db)
+    reconciler = pipeline.connect(api, ReconcilerSettings(concurrency=8))  # type: ignore[arg-type]
+    started = time.perf_counter()
+    reconciler.start()
+    reconciler.resync()
+    if not reconciler.wait_converged(3600) or api.unexpected:
+        raise SystemExit(f"not steady: {reconciler.summary()}; calls besides listings: {api.unexpected[:5]}")
+    restart_s = time.perf_counter() - started
+    converged = rss_mb()
+    gc.collect()
+    memory = {"translated": round(translated, 1), "rss": round(converged, 1), "collected": round(rss_mb(), 1),
+              "peak": round(rss_mb("VmHWM"), 1), "manifests": 0.0}
+    result: Dict[str, Any] = {"policies": policies, "pods": pods, "namespaces": cluster.n_namespaces,
+                              "steady": True, "memory_mb": memory,
+                              "cold_start": {"translate_s": round(translate_s, 2),
+                                             "objects": sum(len(v) for v in pipeline.db.desired.values())},
+                              "restart": {"wall_s": round(restart_s, 2), "requests": api.listings, "writes": 0}}
+    if trace:
+        top = tracemalloc.take_snapshot().statistics("lineno")[:25]
+        result["tracemalloc_mb"] = [[str(stat.traceback[0]), round(stat.size / 2**20, 1), stat.count] for stat in top]
+    reconciler.stop()
+    return result
+
+
 def report(results: List[Dict[str, Any]]) -> str:
     """The figures of every size side by side, one row per figure."""
     def cold(name: str) -> Callable[[Dict[str, Any]], Any]:
@@ -256,15 +306,18 @@ def report(results: List[Dict[str, Any]]) -> str:
         ("restart, nothing changed (s)", lambda r: r.get("restart", {}).get("wall_s", "-")),
         ("restart: requests (writes)", lambda r: "-" if "restart" not in r else
          f"{r['restart']['requests']} ({r['restart']['writes']})"),
-        ("restart / best cold start (translation + writes)", lambda r: "-" if "restart" not in r else round(
+        ("restart / best cold start (translation + writes)", lambda r: "-" if "walls_s" not in r["cold_start"] else round(
             r["restart"]["wall_s"] / (r["cold_start"]["translate_s"] + min(r["cold_start"]["walls_s"])), 3)),
         ("event -> last write p50 (ms)", lambda r: (r.get("event") or {}).get("p50_ms", "-")),
         ("event -> last write p99 (ms)", lambda r: (r.get("event") or {}).get("p99_ms", "-")),
         ("requests per event", lambda r: (r.get("event") or {}).get("requests_per_event", "-")),
-        ("/explain first after a change (ms)", lambda r: r["explain"]["first_ms"]),
-        ("/explain p50 / p99, unchanged DB (ms)", lambda r: f"{r['explain']['p50_ms']} / {r['explain']['p99_ms']}"),
+        ("/explain first after a change (ms)", lambda r: r.get("explain", {}).get("first_ms", "-")),
+        ("/explain p50 / p99, unchanged DB (ms)", lambda r: "-" if "explain" not in r else
+         f"{r['explain']['p50_ms']} / {r['explain']['p99_ms']}"),
         ("RSS after translation (MB)", lambda r: r["memory_mb"]["translated"]),
-        ("RSS after cold start / peak (MB)", lambda r: f"{r['memory_mb'].get('rss', '-')} / {r['memory_mb']['peak']}"),
+        ("RSS after cold start (steady: restart) / peak (MB)",
+         lambda r: f"{r['memory_mb'].get('rss', '-')} / {r['memory_mb']['peak']}"),
+        ("  steady: after gc.collect() (MB)", lambda r: r["memory_mb"].get("collected", "-")),
         ("  of which synthetic manifests (MB)", lambda r: r["memory_mb"]["manifests"]),
     ]
     width = max(len(name) for name, _ in rows)
@@ -283,12 +336,18 @@ def main(argv: "List[str] | None" = None) -> int:
     parser.add_argument("--events", type=int, default=30, help="single-NetworkPolicy events timed per size")
     parser.add_argument("--cache-sizes", default="",
                         help="comma list of NETWORKPOLICIES:PODS measured without a config API (/explain, memory)")
+    parser.add_argument("--steady-sizes", default="",
+                        help="comma list of NETWORKPOLICIES:PODS whose steady-state memory is measured against "
+                             "a config API held in memory (minutes at XLarge)")
+    parser.add_argument("--tracemalloc", action="store_true",
+                        help="steady sizes: also list the lines holding most memory (slower, more memory)")
     parser.add_argument("--no-bare", action="store_true", help="skip the bare-client comparison")
     parser.add_argument("--repeat", type=int, default=1,
                         help="cold starts of daemon and bare client each, alternating; the best of each compared")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a child: one size, JSON on stdout
     parser.add_argument("--one-cache", help=argparse.SUPPRESS)  # a child: one cache-only size
+    parser.add_argument("--one-steady", help=argparse.SUPPRESS)  # a child: one steady-state size
     args = parser.parse_args(argv)
     if args.one:
         policies, pods = (int(n) for n in args.one.split(":"))
@@ -299,18 +358,27 @@ def main(argv: "List[str] | None" = None) -> int:
         policies, pods = (int(n) for n in args.one_cache.split(":"))
         print(json.dumps(cache_only(policies, pods)))
         return 0
+    if args.one_steady:
+        policies, pods = (int(n) for n in args.one_steady.split(":"))
+        print(json.dumps(steady(policies, pods, args.tracemalloc)))
+        return 0
     results = []
     runs = [("--one", size) for size in args.sizes.split(",") if size]
     runs += [("--one-cache", size) for size in args.cache_sizes.split(",") if size]
+    runs += [("--one-steady", size) for size in args.steady_sizes.split(",") if size]
     for flag, size in runs:
         command = [sys.executable, os.path.abspath(__file__), flag, size, "--concurrency", str(args.concurrency),
                    "--latency", str(args.latency), "--events", str(args.events), "--repeat", str(args.repeat)]
         command += ["--no-bare"] if args.no_bare else []
+        command += ["--tracemalloc"] if args.tracemalloc else []
         child = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
         results.append(json.loads(child.stdout.strip().splitlines()[-1]))
         if not args.json:
             print(f"size {size} done", file=sys.stderr, flush=True)
     print(json.dumps(results, indent=2) if args.json else report(results))
+    for r in results if not args.json else ():
+        for where, mb, count in r.get("tracemalloc_mb", ()):
+            print(f"{r['policies']}:{r['pods']}  {mb:8.1f} MB  {count:>9} blocks  {where}")
     return 0
 
 

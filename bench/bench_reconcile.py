@@ -30,7 +30,7 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from dataclasses import asdict, dataclass  # noqa: E402
-from typing import Any, Dict, List, Optional  # noqa: E402
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Union  # noqa: E402
 
 from gevent.pool import Pool  # noqa: E402
 
@@ -55,21 +55,40 @@ Cluster = Manifests  # namespaces, pods, network_policies, as the manifest loade
 def synthetic(policies: int, pods: int) -> Cluster:
     """`pods` pods and `policies` NetworkPolicies over namespaces of 100 pods; policies mix pod,
     namespace and ipBlock peers, several ports, both directions."""
-    cluster = Cluster()
-    n_namespaces = max(1, pods // 100)
-    for n in range(n_namespaces):
-        cluster.namespaces.append({"kind": "Namespace", "metadata": {
-            "name": f"ns-{n}", "uid": f"ns-{n}", "labels": {"team": f"team-{n % 10}"}}})
-    for i in range(pods):
-        ns = f"ns-{i % n_namespaces}"
-        cluster.pods.append({"kind": "Pod", "metadata": {
-            "namespace": ns, "name": f"pod-{i}", "uid": f"00000000-0000-4000-8000-{i:012d}",
-            "labels": {"app": f"app-{i % APPS}", "pod-template-hash": f"h{i}"}},
-            "spec": {"containers": [{"name": "c", "ports": [{"name": "http", "containerPort": 8080}]}]},
-            "status": {"podIP": f"10.{i // 65536}.{i // 256 % 256}.{i % 256}"}})
-    for p in range(policies):
-        cluster.network_policies.append(policy(f"ns-{p % n_namespaces}", f"np-{p}", p))
-    return cluster
+    stream = SyntheticStream(policies, pods)
+    return Cluster(namespaces=list(stream.namespaces), pods=list(stream.pods),
+                   network_policies=list(stream.network_policies))
+
+
+class SyntheticStream:
+    """The manifests of `synthetic(policies, pods)`, made anew each time they are read and never
+    held: what a memory measure feeds the daemon, so that the bench's own input is not counted as
+    the daemon's (a held XLarge cluster is some hundreds of MB, and its strings would be shared with
+    the daemon's records)."""
+
+    def __init__(self, policies: int, pods: int) -> None:
+        self.policies, self.pod_count = policies, pods
+        self.n_namespaces = max(1, pods // 100)
+
+    @property
+    def namespaces(self) -> Iterator[Dict[str, Any]]:
+        for n in range(self.n_namespaces):
+            yield {"kind": "Namespace", "metadata": {
+                "name": f"ns-{n}", "uid": f"ns-{n}", "labels": {"team": f"team-{n % 10}"}}}
+
+    @property
+    def pods(self) -> Iterator[Dict[str, Any]]:
+        for i in range(self.pod_count):
+            yield {"kind": "Pod", "metadata": {
+                "namespace": f"ns-{i % self.n_namespaces}", "name": f"pod-{i}", "uid": f"00000000-0000-4000-8000-{i:012d}",
+                "labels": {"app": f"app-{i % APPS}", "pod-template-hash": f"h{i}"}},
+                "spec": {"containers": [{"name": "c", "ports": [{"name": "http", "containerPort": 8080}]}]},
+                "status": {"podIP": f"10.{i // 65536}.{i // 256 % 256}.{i % 256}"}}
+
+    @property
+    def network_policies(self) -> Iterator[Dict[str, Any]]:
+        for p in range(self.policies):
+            yield policy(f"ns-{p % self.n_namespaces}", f"np-{p}", p)
 
 
 def policy(namespace: str, name: str, p: int) -> Dict[str, Any]:
@@ -121,11 +140,11 @@ class RequestCount:
         self.seconds.setdefault(f"{method} {template}", []).append(seconds)
 
 
-def feed(cache: KubeCache, cluster: Cluster) -> None:
+def feed(cache: KubeCache, cluster: "Union[Cluster, SyntheticStream]") -> None:
     """The initial lists, as the watchers deliver them: every registered kind's list ends with
     LISTED (kinds the synthetic cluster has none of, such as ClusterNetworkPolicies, with an empty
     list), or the cache would hold every event until that kind's list came."""
-    objects_of = {"namespaces": cluster.namespaces, "pods": cluster.pods,
+    objects_of: Dict[str, Iterable[Dict[str, Any]]] = {"namespaces": cluster.namespaces, "pods": cluster.pods,
                   "networkpolicies": cluster.network_policies}
     for resource in KINDS.names():
         for obj in objects_of.get(resource, ()):

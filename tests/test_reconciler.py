@@ -54,6 +54,9 @@ def test_what_is_kept_of_each_object_is_its_uuid_and_the_desired_fields_shared_w
                 assert kept["uuid"] and not {"href", "name", "parent_uuid", "parent_href"} & kept.keys()
                 copied = [name for name, value in desired.items() if name in kept and kept[name] is not value]
                 assert copied in ([], [indexed.get((obj_type, fq_name))]), (obj_type, fq_name, copied)
+    for obj_type, objects in second.cluster.db.actual.items():  # listed: keyed by the desired key objects
+        desired_keys = {fq_name: fq_name for fq_name in second.cluster.db.desired[obj_type]}
+        assert all(fq_name is desired_keys[fq_name] for fq_name in objects), obj_type
 
 
 def test_a_resync_reads_only_the_compared_fields_and_still_repairs_a_field_edited_by_hand(setup):

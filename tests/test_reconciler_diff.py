@@ -1,6 +1,8 @@
 """diff.plan and the body comparison: what to write next for one object, or what to wait for."""
 from __future__ import annotations
 
+import json
+
 from kube_manager.reconciler.compare import all_targets, changed_fields, kept, matches, same
 from kube_manager.reconciler.diff import plan
 from kube_manager.reconciler.multimap import Multimap
@@ -181,6 +183,14 @@ def test_kept_shares_what_reads_back_as_desired_and_keeps_drift_and_the_uuid():
     assert changed_fields("firewall-rule", desired, result) == {"service": desired["service"]}
     assert kept("tag", {"fq_name": ["a=b"]}, {"uuid": "t", "tag_id": "0x1", "fq_name": ["a=b"]})["tag_id"] == "0x1"
     assert kept("firewall-rule", None, listed) is listed  # not ours to keep in step: kept whole, deleted soon
+
+
+def test_kept_holds_its_own_copy_of_the_listed_uuid_and_tag_id():
+    """A string kept from a listing would keep the listing's memory: the uuid is copied."""
+    listed = json.loads('{"uuid": "4f1c0f0e-0000-4000-8000-000000000001", "tag_id": "0x00ff0001", "fq_name": ["a=b"]}')
+    result = kept("tag", {"fq_name": ["a=b"]}, listed)
+    assert result["uuid"] == listed["uuid"] and result["uuid"] is not listed["uuid"]
+    assert result["tag_id"] == listed["tag_id"] and result["tag_id"] is not listed["tag_id"]
 
 
 def test_kept_compares_ref_lists_as_sets_and_leaves_indexed_lists_alone():

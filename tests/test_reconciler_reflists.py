@@ -37,6 +37,18 @@ def test_differences_follow_desired_and_actual_changes():
     assert index.differ == set() and index.stale == set() and len(index) == 2
 
 
+def test_listed_refs_that_read_as_desired_share_the_desired_targets_and_attrs():
+    """The actual side of a long list holds nothing of the listing where it reads as desired (a
+    listing's leftovers kept its memory); a ref that differs keeps its own attr."""
+    a, b = rule("a"), rule("b")
+    desired = [ref(a, "00000.0"), ref(b, "00001.0")]
+    index = index_of(desired, [ref(a, "00000.0"), ref(b, "00009.0")])
+    wanted = {target: target for target in index.desired}
+    held = {target: target for target in index.actual}
+    assert held[a] is wanted[a] and index.actual[a] is index.desired[a]
+    assert index.actual[b] == seq(9) and index.differ == {b}
+
+
 def test_the_actual_list_is_shared_and_stays_true_after_swap_removals():
     targets = [rule(f"r{i}") for i in range(6)]
     index = RefListIndex(FIELD, "firewall-rule")

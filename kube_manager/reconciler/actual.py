@@ -152,7 +152,12 @@ class ActualState:
         for obj_type in OWNED_TYPES:
             listed = listing.owned.get(obj_type, {})
             current = self._db.actual.setdefault(obj_type, {})
+            # Each key as the desired state (or `db.actual`) already holds it, never the listing's
+            # own tuple: a key kept from the listing keeps its pages of memory (see `own_copy`).
+            canonical = {fq_name: fq_name for fq_name in self._desired.objects.get(obj_type, {})}
+            canonical.update((fq_name, fq_name) for fq_name in current)
             for fq_name in set(current) | set(listed):
+                fq_name = canonical.get(fq_name, fq_name)
                 key = (obj_type, fq_name)
                 if self._written_at.get(key, -1) <= since:
                     self.set(key, listed.get(fq_name), written=False)

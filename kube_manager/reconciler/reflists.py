@@ -13,6 +13,7 @@ config API compares refs as a set); a delete swaps the last ref into the hole.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set
 
@@ -61,10 +62,11 @@ class RefListIndex:
         self._refs = []
         self._position = {}
         self.actual = {}
+        canonical = {target: target for target in self.desired}
         for ref in refs or ():
             if _valid(ref):
                 target = self._target(ref)
-                self._put_actual(target, ref.get("attr"))
+                self._put_actual(*self._shared(canonical.get(target, target), ref.get("attr")))
         self._recompute()
         return self._refs
 
@@ -91,6 +93,16 @@ class RefListIndex:
 
     def _target(self, ref: Mapping[str, Any]) -> ObjKey:
         return (self.target_type, tuple(ref["to"]))
+
+    def _shared(self, target: ObjKey, attr: Any) -> "tuple[ObjKey, Any]":
+        """The attr as the desired ref's own object where the two read the same, else as listed
+        (a copy of its own, see `compare.own_copy`): tens of thousands of listed attrs kept
+        the listing's memory otherwise."""
+        if target in self.desired:
+            wanted = self.desired[target]
+            if attr_key(wanted) == attr_key(attr):
+                return target, wanted
+        return target, copy.deepcopy(attr)
 
     def _put_actual(self, target: ObjKey, attr: Any) -> None:
         self.actual[target] = attr
