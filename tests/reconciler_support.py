@@ -81,9 +81,9 @@ class InProcessApi:
         self._call("delete", obj_type, fq, lambda: self.api.delete(obj_type, ident))
         self.writes.append(Write("delete", obj_type, fq))
 
-    def list(self, obj_type: str, *, detail: bool = False,
-             fields: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
-        query = ListQuery(detail=detail, fields=list(fields or []))
+    def list(self, obj_type: str, *, detail: bool = False, fields: Optional[Sequence[str]] = None,
+             exclude_hrefs: bool = False) -> List[Dict[str, Any]]:
+        query = ListQuery(detail=detail, fields=list(fields or []), exclude_hrefs=exclude_hrefs)
         answer = self._call("list", obj_type, (), lambda: self.api.list(obj_type, query))
         items = answer[obj_type + "s"]
         return [item[obj_type] for item in items] if detail else items

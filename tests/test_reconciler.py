@@ -61,15 +61,15 @@ def test_what_is_kept_of_each_object_is_its_uuid_and_the_desired_fields_shared_w
 
 def test_a_resync_reads_only_the_compared_fields_and_still_repairs_a_field_edited_by_hand(setup):
     """Restart cost (issue 12): one plain listing per type asking for the fields we write (not
-    every field of every object); what drifted in those fields is still found and repaired."""
+    every field of every object, nor hrefs); what drifted in those fields is still found and repaired."""
     s = setup().start()
     s.converge()
     listings = []
     plain_list = s.api.list
 
-    def spy(obj_type, *, detail=False, fields=None):
-        listings.append((obj_type, detail, tuple(fields or ())))
-        return plain_list(obj_type, detail=detail, fields=fields)
+    def spy(obj_type, *, detail=False, fields=None, exclude_hrefs=False):
+        listings.append((obj_type, detail, tuple(fields or ()), exclude_hrefs))
+        return plain_list(obj_type, detail=detail, fields=fields, exclude_hrefs=exclude_hrefs)
     s.api.list = spy
     pm = "default-policy-management"
     rule_fq = next(fq for fq in s.cluster.db.desired["firewall-rule"] if fq[-1].startswith("k8s-a-ingress"))
@@ -79,8 +79,8 @@ def test_a_resync_reads_only_the_compared_fields_and_still_repairs_a_field_edite
     s.rec.resync()
     s.converge()
     assert [(w.op, w.fq_name, set(w.body)) for w in s.api.writes] == [("update", rule_fq, {"direction"})]
-    assert all(not detail for _, detail, _ in listings)
-    fields = {obj_type: set(asked) for obj_type, _, asked in listings}
+    assert all(not detail and no_hrefs for _, detail, _, no_hrefs in listings)
+    fields = {obj_type: set(asked) for obj_type, _, asked, _ in listings}
     assert {"annotations", "direction", "endpoint_1", "service"} <= fields["firewall-rule"]
     assert "id_perms" not in fields["firewall-rule"] and pm not in fields["firewall-rule"]
     assert fields["virtual-machine-interface"] == {"virtual_machine_refs", "tag_refs"}

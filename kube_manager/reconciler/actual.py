@@ -21,7 +21,7 @@ from kube_manager.translator.published import DesiredState
 from . import compare, diff
 from .diff import ObjKey
 from .multimap import Multimap
-from .ownership import OWNED_TYPES, SHARED_TYPES, Listing
+from .ownership import OWNED_TYPES, SHARED_TYPES, TypeListing
 from .reflists import RefListIndex
 
 log = logging.getLogger(__name__)
@@ -147,21 +147,24 @@ class ActualState:
         """A create met an object of another owner under this name."""
         self._others.setdefault(key[0], {})[key[1]] = body
 
-    def load(self, listing: Listing, since: int) -> None:
-        """A resync's listing replaces what we believed, except what was written after `since`."""
-        for obj_type in OWNED_TYPES:
-            listed = listing.owned.get(obj_type, {})
-            current = self._db.actual.setdefault(obj_type, {})
-            # Each key as the desired state (or `db.actual`) already holds it, never the listing's
-            # own tuple: a key kept from the listing keeps its pages of memory (see `own_copy`).
-            canonical = {fq_name: fq_name for fq_name in self._desired.objects.get(obj_type, {})}
-            canonical.update((fq_name, fq_name) for fq_name in current)
-            for fq_name in set(current) | set(listed):
-                fq_name = canonical.get(fq_name, fq_name)
-                key = (obj_type, fq_name)
-                if self._written_at.get(key, -1) <= since:
-                    self.set(key, listed.get(fq_name), written=False)
-        self._others = listing.others
+    def load(self, listing: TypeListing, since: int) -> None:
+        """A resync's listing of one type replaces what we believed of it, except what was
+        written after `since`; `loaded` ends the resync's listings."""
+        obj_type, listed = listing.obj_type, listing.owned
+        current = self._db.actual.setdefault(obj_type, {})
+        # Each key as the desired state (or `db.actual`) already holds it, never the listing's
+        # own tuple: a key kept from the listing keeps its pages of memory (see `own_copy`).
+        canonical = {fq_name: fq_name for fq_name in self._desired.objects.get(obj_type, {})}
+        canonical.update((fq_name, fq_name) for fq_name in current)
+        for fq_name in set(current) | set(listed):
+            fq_name = canonical.get(fq_name, fq_name)
+            key = (obj_type, fq_name)
+            if self._written_at.get(key, -1) <= since:
+                self.set(key, listed.get(fq_name), written=False)
+        self._others[obj_type] = listing.others
+
+    def loaded(self, since: int) -> None:
+        """Every type is listed (`load`)."""
         self.load_desired_indexes()
         self.seq += 1
         self._written_at = {k: s for k, s in self._written_at.items() if s > since}

@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import AbstractSet, Any, Dict, Iterable, List, Optional, Protocol, Set, Tuple, Union
+from contextlib import closing
+from functools import partial
+from typing import AbstractSet, Any, Callable, Dict, Iterable, List, Optional, Protocol, Set, Tuple, Union
 
 import gevent.event
 
@@ -45,14 +47,16 @@ from kube_manager.logging_setup import kv
 from kube_manager.settings import ReconcilerSettings
 from kube_manager.translator.changes import RefChange
 from kube_manager.translator.published import DesiredState
+from kube_manager.translator.translation import collector_paused
 from vnc_client.errors import VncError, WriteRefused, is_temporary
 from vnc_client.ratelimit import ExponentialRateLimiter, half_jitter
 
 from .actual import ActualState, describe
+from .ahead import ahead
 from .diff import ObjKey, Progress
 from .executor import Executor
 from .gates import Gates
-from .ownership import OWNED_TYPES, SHARED_TYPES, Marks, list_objects
+from .ownership import OWNED_TYPES, SHARED_TYPES, Marks, list_type
 from .pod_handler import PodHandler
 from .pods import PodKey, PodTagger, VmiApi
 from .progress import ACTIVE, BLOCKED, ProgressBook
@@ -66,6 +70,10 @@ __all__ = ["ConfigApi", "Counters", "Reconciler", "StateListener"]
 
 # Order in which a resync queues keys: what others refer to first, so fewer keys park.
 _RANK = {t: n for n, t in enumerate(OWNED_TYPES)}
+# Order in which a resync lists them (after the VMIs): the largest listings first, so that the
+# config API renders the next one while the reconciler folds in the last.
+_LIST_ORDER = ("firewall-rule", "firewall-policy", "tag", "address-group", "application-policy-set")
+assert sorted(_LIST_ORDER) == sorted(OWNED_TYPES)
 
 WorkKey = Union[ObjKey, PodKey]
 
@@ -189,10 +197,18 @@ class Reconciler:
         """List what the config API holds, repair and garbage-collect; returns the keys queued."""
         started = time.monotonic()
         since = self.actual.seq
-        listing = list_objects(self.client, self.marks, fields=self.actual.compared_fields())
-        self.counters.reads += listing.requests
-        self.counters.reads += self.pods.load(since)
-        self.actual.load(listing, since)
+        fields = self.actual.compared_fields()
+        reads: List[Callable[[], Any]] = [partial(list_type, self.client, self.marks, t, fields.get(t))
+                                          for t in _LIST_ORDER]
+        # Each answer is folded in (and dropped) in turn, the next read under way meanwhile (the
+        # config API renders it while we fold); decoded listings hold no reference cycles for the
+        # collector to look for.
+        with collector_paused(), closing(ahead([self.pods.tagger.list_vmis, *reads])) as answers:
+            self.pods.load(next(answers), since)
+            for _obj_type in _LIST_ORDER:
+                self.actual.load(next(answers), since)
+        self.counters.reads += len(reads) + 1
+        self.actual.loaded(since)
         self._book.deferred.clear()
         self.db.parked.clear()  # a resync tries parked keys again
         queued = 0

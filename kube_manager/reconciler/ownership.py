@@ -5,8 +5,8 @@ SPEC section 1: every object kube-manager creates carries `annotations.key_value
 operator's hand-made `k8s-...` rule, or the objects of a second cluster sharing the same Contrail,
 are therefore never repaired or garbage-collected by us.
 
-At start (and at every resync) the reconciler reads the config API once per resource type
-(`detail=True`) and sorts the answer into the objects we own and the others. The others still
+At start (and at every resync) the reconciler reads the config API once per resource type (the
+fields it compares) and sorts the answer into the objects we own and the others. The others still
 matter: a shared object (tag, address group) made by another cluster is used as it is, and an
 unowned rule or policy under one of our names is a conflict to report, not to overwrite.
 """
@@ -33,8 +33,8 @@ SHARED_TYPES = frozenset({"tag", "address-group"})
 class Lister(Protocol):
     """The part of the config API client a listing needs (vnc_client.client.VncClient fits)."""
 
-    def list(self, obj_type: str, *, detail: bool = False,
-             fields: Sequence[str] | None = None) -> List[Dict[str, Any]]: ...
+    def list(self, obj_type: str, *, detail: bool = False, fields: Sequence[str] | None = None,
+             exclude_hrefs: bool = False) -> List[Dict[str, Any]]: ...
 
 
 def annotation_map(body: Mapping[str, Any]) -> Dict[str, Any]:
@@ -67,43 +67,36 @@ class Marks:
 
 
 @dataclass
-class Listing:
-    """One read of the config API: our objects, and everyone else's under the same types."""
+class TypeListing:
+    """One type read from the config API: our objects, and everyone else's under that type."""
 
-    owned: Objects = field(default_factory=dict)
-    others: Objects = field(default_factory=dict)
-    requests: int = 0
+    obj_type: str
+    owned: Dict[FqName, Dict[str, Any]] = field(default_factory=dict)
+    others: Dict[FqName, Dict[str, Any]] = field(default_factory=dict)
 
 
 def fq_name_of(body: Mapping[str, Any]) -> FqName:
     return tuple(body.get("fq_name") or ())
 
 
-def list_objects(client: Lister, marks: Marks, types: Iterable[str] = OWNED_TYPES,
-                 fields: Optional[Mapping[str, Iterable[str]]] = None) -> Listing:
-    """One listing per type, sorted into ours and the others by the marks.
+def list_type(client: Lister, marks: Marks, obj_type: str, fields: Optional[Iterable[str]] = None) -> TypeListing:
+    """One listing of `obj_type`, sorted into ours and the others by the marks.
 
-    `fields` (per type): read only those fields besides the marks (`annotations`), `uuid` and
-    `fq_name`, in a plain listing; a type without an entry is read whole (`detail=True`). A resync
-    needs no more than the fields it compares, and a detailed listing of 350,000 rules spent most of
-    a restart rendering, sending and decoding fields nobody reads.
+    `fields`: read only those fields besides the marks (`annotations`), `uuid` and `fq_name`, in a
+    plain listing without hrefs; None reads the objects whole (`detail=True`). A resync needs no
+    more than the fields it compares, and a detailed listing of 350,000 rules spent most of a
+    restart rendering, sending and decoding fields nobody reads.
     """
-    listing = Listing()
-    for obj_type in types:
-        owned: Dict[FqName, Dict[str, Any]] = {}
-        others: Dict[FqName, Dict[str, Any]] = {}
-        wanted = None if fields is None else fields.get(obj_type)
-        if wanted is None:
-            bodies = client.list(obj_type, detail=True)
-        else:
-            bodies = client.list(obj_type, fields=sorted({"annotations", *wanted} - {"uuid", "fq_name"}))
-        for body in bodies:
-            fq_name = fq_name_of(body)
-            if not fq_name:
-                continue
-            (owned if marks.owns(body) else others)[fq_name] = body
-        listing.requests += 1
-        listing.owned[obj_type] = owned
-        listing.others[obj_type] = others
-        log.info("listed config API objects", extra=kv(type=obj_type, owned=len(owned), others=len(others)))
+    if fields is None:
+        bodies = client.list(obj_type, detail=True)
+    else:
+        bodies = client.list(obj_type, fields=sorted({"annotations", *fields} - {"uuid", "fq_name"}),
+                             exclude_hrefs=True)
+    listing = TypeListing(obj_type)
+    owns = marks.owns
+    for body in bodies:
+        fq_name = fq_name_of(body)
+        if fq_name:
+            (listing.owned if owns(body) else listing.others)[fq_name] = body
+    log.info("listed config API objects", extra=kv(type=obj_type, owned=len(listing.owned), others=len(listing.others)))
     return listing

@@ -8,7 +8,7 @@ that keeps old tags for the tier deny rules (tiers.py) holds nothing back and wa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, Dict, Iterable, List
+from typing import Any, ClassVar, Dict, Iterable, List
 
 from kube_manager.db import PARKED, RETRYING, Key
 from kube_manager.settings import ReconcilerSettings
@@ -40,11 +40,10 @@ class PodHandler:
         """The work-queue keys of the pods that can be tagged at all."""
         return [pod_key(*pod) for pod in pods if not self.tagger.untaggable(pod)]
 
-    def load(self, since: int) -> int:
-        """A resync: list every VMI (keeping the VMIs tagged after `since`); the requests made."""
-        requests = self.tagger.load(keep=[v for v, s in self._written_at.items() if s > since])
+    def load(self, vmis: List[Dict[str, Any]], since: int) -> None:
+        """A resync: the VMIs listed (keeping the VMIs tagged after `since`)."""
+        self.tagger.load(vmis, keep=[v for v, s in self._written_at.items() if s > since])
         self._written_at = {k: s for k, s in self._written_at.items() if s > since}
-        return requests
 
     def handle(self, key: PodKey) -> None:
         books = self.books

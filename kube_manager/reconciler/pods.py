@@ -42,8 +42,8 @@ POD = "pod"              # the first part of every pod's work-queue key
 class VmiApi(Protocol):
     """The part of the config API client pod tagging needs."""
 
-    def list(self, obj_type: str, *, detail: bool = False,
-             fields: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]: ...
+    def list(self, obj_type: str, *, detail: bool = False, fields: Optional[Sequence[str]] = None,
+             exclude_hrefs: bool = False) -> List[Dict[str, Any]]: ...
 
     def read(self, obj_type: str, ident: Any, *, fields: Optional[Sequence[str]] = None) -> Dict[str, Any]: ...
 
@@ -203,13 +203,15 @@ class PodTagger:
         self._hold = hold  # of the tags a pod is to lose, those kept for now, and until what is written
         self.index = VmiIndex()
 
-    def load(self, keep: Iterable[str] = ()) -> int:
-        """Refresh the index with one listing of every VMI; returns the number of requests."""
+    def list_vmis(self) -> List[Dict[str, Any]]:
+        """One listing of every VMI, for `load`."""
         # A plain listing (uuid, fq_name and these fields): a VMI's other fields are never read.
-        vmis = self._client.list(VMI, fields=["virtual_machine_refs", "tag_refs"])
+        return self._client.list(VMI, fields=["virtual_machine_refs", "tag_refs"], exclude_hrefs=True)
+
+    def load(self, vmis: List[Dict[str, Any]], keep: Iterable[str] = ()) -> None:
+        """Refresh the index with a listing of every VMI (`list_vmis`)."""
         self.index.load(vmis, keep)
         log.info("listed VMIs", extra=kv(count=len(vmis)))
-        return 1
 
     def tags(self, key: Key) -> Optional[List[str]]:
         """The tags the pod is to carry (None for an unknown pod)."""
