@@ -316,16 +316,21 @@ class Daemon:
     def _settle_after_resyncs(self, end: gevent.event.Event, resynced: gevent.event.Event) -> None:
         """Once the work a resync queued is done (the work queue drained), what it built (the
         listing of what Contrail holds, a cold start's writes) is settled out of the collector's view
-        (gcpolicy): a collection during a later event then walks only what changed since."""
+        (gcpolicy): a collection during a later event then walks only what changed since. When the
+        term ends, the heap is thawed: its reconciler, client and workers, frozen with the rest,
+        hold reference cycles that only the collector can reclaim once they are dropped."""
         assert self.reconciler is not None
         queue = self.reconciler.queue
-        while gevent.wait([end, resynced], count=1) and not end.is_set():
-            resynced.clear()
-            while not queue.wait_idle(0.5):
-                if end.is_set():
-                    return
-            gcpolicy.settle()
-            log.debug("heap settled after a resync", extra=kv(frozen=gcpolicy.frozen()))
+        try:
+            while gevent.wait([end, resynced], count=1) and not end.is_set():
+                resynced.clear()
+                while not queue.wait_idle(0.5):
+                    if end.is_set():
+                        return
+                gcpolicy.settle()
+                log.debug("heap settled after a resync", extra=kv(frozen=gcpolicy.frozen()))
+        finally:
+            gcpolicy.thaw()
 
     def _run_once(self, timeout: float) -> int:
         """`--once`: start, list, resync and converge, all within `timeout` seconds."""

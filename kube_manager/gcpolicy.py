@@ -21,6 +21,13 @@ def settle() -> None:
     gc.freeze()
 
 
+def thaw() -> None:
+    """Before dropping long-lived objects that hold reference cycles (a leader's term ends): back in
+    the collector's view, so that its next full pass reclaims them; the next `settle` freezes what
+    still lives."""
+    gc.unfreeze()
+
+
 def frozen() -> int:
     """Objects out of the collector's view."""
     return gc.get_freeze_count()

@@ -1,6 +1,6 @@
 """The garbage collector's policy (kube_manager/gcpolicy.py): what a bulk phase leaves is collected
 once and frozen; the embedded config API freezes what survives a full collection; the daemon settles
-the heap once the work a resync queued is done, not before."""
+the heap once the work a resync queued is done, not before, and thaws it when its term ends."""
 from __future__ import annotations
 
 import gc
@@ -69,9 +69,10 @@ class NoClient:
         raise AssertionError(f"unexpected call {name}")
 
 
-def test_the_daemon_settles_the_heap_once_a_resyncs_work_is_done(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_daemon_settles_the_heap_once_a_resyncs_work_is_done_and_thaws_it_at_the_terms_end(monkeypatch: pytest.MonkeyPatch) -> None:
     settled: List[int] = []
     monkeypatch.setattr(daemon_module.gcpolicy, "settle", lambda: settled.append(1))
+    monkeypatch.setattr(daemon_module.gcpolicy, "thaw", lambda: settled.append(0))
     daemon = Daemon(OperatorSettings())
     daemon.pipeline.connect(NoClient(), ReconcilerSettings())
     assert daemon.reconciler is not None
@@ -92,5 +93,6 @@ def test_the_daemon_settles_the_heap_once_a_resyncs_work_is_done(monkeypatch: py
         wait_green(lambda: settled == [1, 1], "the heap settled after the next resync")
         end.set()
         wait_green(lambda: settler.dead, "the settler ending with the term")
+        assert settled == [1, 1, 0]  # thawed as the term ends
     finally:
         settler.kill()
