@@ -126,6 +126,33 @@ def test_any_event_sequence_ends_equal_to_a_fresh_translation(ops):
     fresh = translate(state["namespace"].values(), state["pod"].values(), state["policy"].values())
     assert json.dumps(translator.translation().to_dict()) == json.dumps(fresh.to_dict())
     mirror.check(translator)
+    bulk = ClusterTranslator(track_changes=False)  # publishes only once asked (translate() never asks)
+    for kind in ("namespace", "pod", "policy"):
+        for manifest in state[kind].values():
+            getattr(bulk, f"upsert_{kind}")(manifest)
+    bulk.flush()
+    assert published_facts(bulk) == published_facts(translator)
+
+
+def published_facts(translator: ClusterTranslator):
+    """What the reconciler reads of the published state besides the bodies: each deny rule's
+    policy, each policy's tags."""
+    desired = translator.published()
+    return ({fq: desired.deny_owner(fq) for fq in desired.objects["firewall-rule"]},
+            {fq: desired.policy_tags(fq) for fq in desired.objects["firewall-policy"]})
+
+
+def test_a_bulk_translator_publishes_once_asked_and_keeps_it_up_to_date():
+    t = ClusterTranslator(track_changes=False)
+    t.upsert_policy(policy("a", "np", {"podSelector": {"matchLabels": {"app": "web"}}}))
+    t.flush()
+    desired = t.published()
+    assert desired.deny_owner((PM, "k8s-a-ingress-np-denyall")) == (PM, "k8s-a-np")
+    assert desired.policy_tags((PM, "k8s-a-np")) == ("app=web",)
+    t.delete_policy("a", "np")
+    t.flush()
+    assert desired.deny_owner((PM, "k8s-a-ingress-np-denyall")) is None
+    assert desired.policy_tags((PM, "k8s-a-np")) == ()
 
 
 # --- change reporting ------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
 
@@ -19,9 +20,20 @@ def _stringify_keys(value: Any) -> Any:
     return value
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+# The C encoder that `json.dumps` builds afresh for every call, built once: specs are hashed once
+# each, thousands of them in a bulk load, and the set-up was a third of the cost. Without its
+# circular reference check (`markers` None, which would be module state): a value nested in itself
+# (a YAML alias) fails as RecursionError instead of ValueError, and its object is rejected all the same.
+_C_ENCODE = None if c_make_encoder is None else c_make_encoder(
+    None, str, encode_basestring_ascii, None, ":", ",", True, False, True)
+
+
 def canonical_json(value: Any) -> str:
     try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+        if _C_ENCODE is None:
+            return _ENCODER.encode(value)
+        return "".join(_C_ENCODE(value, 0))
     except TypeError:  # keys of mixed types cannot be sorted
         return json.dumps(_stringify_keys(value), sort_keys=True, separators=(",", ":"), default=str)
 

@@ -114,7 +114,7 @@ class ClusterTranslator:
         self._explicit_namespaces: Dict[str, NamespaceInfo] = {}
         self._namespace_users: Dict[str, int] = {}  # pods and policies of each namespace
         aps_refs, deny_refs = self._create_cluster_objects(renderer.application_tag)
-        self._published = DesiredState(self._store.by_type)
+        self._published = DesiredState(self._store.by_type, live=track_changes)
         self._network_policies = NetworkPolicies(renderer, self._index, self._shared, self._store, aps_refs,
                                                  deny_refs, self._rejections, self._marks, self._log,
                                                  self._published)
@@ -240,6 +240,8 @@ class ClusterTranslator:
 
     def published(self) -> DesiredState:
         """The desired state as the reconciler reads it: a live, read-only view (published.py)."""
+        if not self._published.live:  # a bulk translator's, asked for the first time
+            self._network_policies.publish()
         return self._published
 
     def pod_tags(self, namespace: str, name: str) -> Optional[Tuple[str, ...]]:

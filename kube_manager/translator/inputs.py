@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .model import METADATA_NAME_LABEL, NamespaceInfo, PodInfo
-from .parsecache import ParseCache
+from .parsecache import ParseCache, content_key
 from .ports import container_port_name
 from .shapes import NAMESPACE, POD, Fields, conform
 from .validation import InvalidInput, check_labels, metadata_problem, namespace_name_problem
@@ -99,5 +99,11 @@ def parse_pod(manifest: Any, cache: Optional[ParseCache] = None) -> PodInfo:
     labels = check_labels(metadata.get("labels", {}), "metadata.labels", cache.labels if cache else None)
     ip = body.get("status", {}).get("podIP")
     spec = body.get("spec", {})
-    return PodInfo(namespace, name, uid, labels, canonical_ip(ip) if ip else None,
-                   _named_ports(spec.get("containers", ())), spec.get("hostNetwork") is True)
+    containers = spec.get("containers", ())
+    if cache is None:
+        named_ports = _named_ports(containers)
+    else:  # the pods of one template share their ports, read once and shared (read-only)
+        ports = [container.get("ports") if isinstance(container, dict) else None for container in containers]
+        named_ports = cache.memo("ports", content_key(ports), lambda: _named_ports(containers))
+    return PodInfo(namespace, name, uid, labels, canonical_ip(ip) if ip else None, named_ports,
+                   spec.get("hostNetwork") is True)

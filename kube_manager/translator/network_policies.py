@@ -123,6 +123,13 @@ class NetworkPolicies:
             for reason in reasons:
                 yield {"kind": POLICY_KIND, "namespace": namespace, "name": name, "reason": reason}
 
+    def publish(self) -> None:
+        """Fill the published state from the current renderings and keep it up to date from now
+        on: a bulk translator (no change log) skips it until someone asks."""
+        self._published.live = True
+        for key, rendering in self._renderings.items():
+            self._published.applied(key, None, rendering)
+
     # --- flushing -----------------------------------------------------------------------------
 
     def flush(self) -> None:

@@ -22,8 +22,11 @@ PolicyKey = Tuple[str, str]
 class DesiredState:
     """resource type -> fq_name -> body, with the ordering facts; see the module docstring."""
 
-    def __init__(self, objects: Mapping[str, Mapping[FqName, Body]]) -> None:
+    def __init__(self, objects: Mapping[str, Mapping[FqName, Body]], live: bool = True) -> None:
         self._objects = objects
+        # False: not kept up to date (a bulk translation, whose state nobody reconciles) until the
+        # translator is asked for it and fills it from its renderings (ClusterTranslator.published).
+        self.live = live
         # Each entry with the NetworkPolicy it came from: a name handed over from one policy to
         # another in one flush (SPEC 4 suffixes) is dropped only by the policy that holds it.
         self._deny_owner: Dict[FqName, Tuple[PolicyKey, FqName]] = {}
@@ -49,6 +52,8 @@ class DesiredState:
 
     def applied(self, key: PolicyKey, old: Optional[PolicyRendering], new: Optional[PolicyRendering]) -> None:
         """The translator replaced the rendering of the NetworkPolicy `key`."""
+        if not self.live:
+            return
         if old is not None:
             for rule, _body, _sequence in old.deny_rules:
                 if self._deny_owner.get(rule, (None,))[0] == key:
