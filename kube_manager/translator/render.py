@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
 
-from .bodies import DENY, PASS, POLICY_MANAGEMENT, Body, BodyFactory, FqName, address_group_endpoint, \
-    global_fq_name
+from .bodies import DENY, PASS, POLICY_MANAGEMENT, Body, BodyFactory, FqName, address_group_endpoint
 from .canonical import sha1_of_json
 from .cidr import IpBlock
 from .encoding import application_tag, encode_key, encode_namespace_key, encode_value, namespace_tag, \
@@ -21,7 +20,7 @@ from .encoding import application_tag, encode_key, encode_namespace_key, encode_
 from .model import CLUSTER_SCOPE, UNBOUND, Block, ParsedPolicy, Peer, PodInfo, PodScope, PodSet, SelectorDef
 from .naming import INGRESS, MAX_NAME_LENGTH, deny_rule_name, hashed_sequence, policy_name, rule_prefix, \
     shorten
-from .ports import PortSpec
+from .ports import ANY_SERVICE, PortSpec
 
 # Where a referenced tag comes from, so the caller can find the pods that carry it:
 # ("pod", key, value) for a pod label, ("namespace", key, value) for a namespace label, or the
@@ -119,6 +118,7 @@ class PolicyRenderer:
         # holds its selectors, so an identity cannot be reused while its entry exists.
         self._endpoints: Dict[Tuple[Optional[str], int, int], _Endpoint] = {}
         self._plans: Dict[int, _BlockPlan] = {}  # by id(block); blocks are shared by the ParseCache
+        self._any_service = bodies.service(ANY_SERVICE)
 
     # --- tag names ---------------------------------------------------------------------------
 
@@ -331,18 +331,20 @@ class PolicyRenderer:
         prefixes = {direction: rule_prefix(self.cluster, namespace, direction, label) for direction in spec.directions}
         for block in spec.blocks:
             self._block_rules(policy, self._plan(block), prefixes[block.direction], own, view, work)
-        deny_rules = []
-        anything = self.bodies.any_endpoint
+        deny_rules: List[Tuple[FqName, Body, str]] = []
+        anything, any_service, rule = self.bodies.any_endpoint, self._any_service, self.bodies.rule
         for direction in spec.directions:
             deny_name = deny_rule_name(prefixes[direction])
             work.names.append(deny_name)
-            fq_name = global_fq_name(shorten(deny_name))
-            endpoints = (anything, own) if direction == INGRESS else (own, anything)
-            body = self.bodies.any_rule(fq_name, DENY, *endpoints)
+            fq_name = (POLICY_MANAGEMENT, deny_name if len(deny_name) <= MAX_NAME_LENGTH else shorten(deny_name))
+            if direction == INGRESS:
+                body = rule(fq_name, DENY, any_service, anything, own)
+            else:
+                body = rule(fq_name, DENY, any_service, own, anything)
             deny_rules.append((fq_name, body, hashed_sequence(fq_name[1])))
-        fq_name = global_fq_name(shorten(name))
-        body = self.bodies.network_policy(fq_name, [body for _, body in work.rules], policy.namespace,
-                                          policy.name, policy.uid, spec.spec_sha256)
+        fq_name = (POLICY_MANAGEMENT, name if len(name) <= MAX_NAME_LENGTH else shorten(name))
+        body = self.bodies.network_policy(fq_name, work.rules, policy.namespace, policy.name, policy.uid,
+                                          spec.spec_sha256)
         return PolicyRendering((fq_name, body), hashed_sequence(fq_name[1]), work.rules, deny_rules,
                                work.address_groups or _NO_GROUPS, work.tags, tuple(work.scoped_labels),
                                tuple(work.destinations),
