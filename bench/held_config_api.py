@@ -35,8 +35,9 @@ class HeldConfigApi:
         self.unexpected: List[str] = []
         self.listings = 0
 
-    def list(self, obj_type: str, *, detail: bool = False,
-             fields: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
+    def list(self, obj_type: str, *, detail: bool = False, fields: Optional[Sequence[str]] = None,
+             exclude_hrefs: bool = False) -> List[Dict[str, Any]]:
+        """As `VncClient.list` answers (no hrefs are made up, asked for or not)."""
         self.listings += 1
         if obj_type == VMI:
             return [self._vmi(record) for record in self._db.pods.values() if not record.host_network]

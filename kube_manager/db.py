@@ -121,9 +121,10 @@ class Database:
     network_policies: Dict[Key, PolicyRecord] = field(default_factory=dict)
     cluster_network_policies: Dict[str, ClusterPolicyRecord] = field(default_factory=dict)  # by name
     # Contrail objects by resource type then fq_name: the translator's bodies (its live, read-only
-    # view), and what the config API holds (bodies as read back, with "uuid").
+    # view), and what the config API holds (bodies as read back, with "uuid"; one that reads back
+    # exactly as desired is a `reconciler.compare.AsDesired` sharing the desired body).
     desired: Mapping[str, Mapping[FqName, Mapping[str, Any]]] = field(default_factory=dict)
-    actual: Dict[str, Dict[FqName, Dict[str, Any]]] = field(default_factory=dict)
+    actual: Dict[str, Dict[FqName, Mapping[str, Any]]] = field(default_factory=dict)
     # Selector tag -> the object it was hashed from (the translator's live view), to decode tags.
     selectors: Mapping[str, Any] = field(default_factory=dict)
     # Translation errors: {"kind", "namespace", "name", "reason"}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from kube_manager.reconciler.compare import all_targets, changed_fields, kept, matches, same
+from kube_manager.reconciler.compare import AsDesired, all_targets, changed_fields, kept, matches, same
 from kube_manager.reconciler.diff import plan
 from kube_manager.reconciler.multimap import Multimap
 from kube_manager.reconciler.ownership import Marks, annotation_map
@@ -183,6 +183,21 @@ def test_kept_shares_what_reads_back_as_desired_and_keeps_drift_and_the_uuid():
     assert changed_fields("firewall-rule", desired, result) == {"service": desired["service"]}
     assert kept("tag", {"fq_name": ["a=b"]}, {"uuid": "t", "tag_id": "0x1", "fq_name": ["a=b"]})["tag_id"] == "0x1"
     assert kept("firewall-rule", None, listed) is listed  # not ours to keep in step: kept whole, deleted soon
+
+
+def test_an_object_read_back_exactly_as_desired_is_kept_as_the_desired_body_and_its_uuid():
+    """Memory (issue 12): no dict per such object, the desired body itself with the uuid; it reads
+    like the dict it replaces and diffs as settled without a field compared."""
+    desired = {"fq_name": list(rule("r")[1]), "endpoint_1": {"tags": ["app=web"]}, "endpoint_2": {"any": True}}
+    listed = json.loads(json.dumps({**desired, "uuid": "u-1", "href": "http://x/firewall-rule/u-1"}))
+    result = kept("firewall-rule", desired, listed)
+    assert isinstance(result, AsDesired) and result.body is desired
+    assert result == {"uuid": "u-1", **desired} and dict(result) == {"uuid": "u-1", **desired}
+    assert result["uuid"] == "u-1" and result.get("href") is None and len(result) == 4
+    assert changed_fields("firewall-rule", desired, result) == {} and matches("firewall-rule", desired, result)
+    assert changed_fields("firewall-rule", {**desired, "direction": "<>"}, result) == {"direction": "<>"}
+    drifted = kept("firewall-rule", desired, {**listed, "endpoint_2": {"any": False}})
+    assert not isinstance(drifted, AsDesired) and drifted["endpoint_2"] == {"any": False}
 
 
 def test_kept_holds_its_own_copy_of_the_listed_uuid_and_tag_id():

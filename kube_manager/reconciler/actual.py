@@ -26,7 +26,7 @@ from .reflists import RefListIndex
 
 log = logging.getLogger(__name__)
 
-Body = Dict[str, Any]
+Body = Mapping[str, Any]  # a kept body may be a `compare.AsDesired`
 
 
 def describe(key: ObjKey) -> str:
@@ -42,7 +42,7 @@ class ActualState:
         self._desired = desired
         self.indexes = indexes
         self._on_changed = on_changed
-        self._others: Dict[str, Dict[FqName, Body]] = {}  # listed objects of other owners
+        self._others: Dict[str, Dict[FqName, Dict[str, Any]]] = {}  # listed objects of other owners
         self._referrers: Multimap[ObjKey, ObjKey] = Multimap()  # target -> our objects naming it
         self.seq = 0  # bumped by every write (ours, VMIs' too) and every resync
         self._written_at: Dict[ObjKey, int] = {}
@@ -143,7 +143,7 @@ class ActualState:
             index.release(change.target)
         self._changed(key, written=True)
 
-    def found_other(self, key: ObjKey, body: Body) -> None:
+    def found_other(self, key: ObjKey, body: Dict[str, Any]) -> None:
         """A create met an object of another owner under this name."""
         self._others.setdefault(key[0], {})[key[1]] = body
 
@@ -152,6 +152,7 @@ class ActualState:
         written after `since`; `loaded` ends the resync's listings."""
         obj_type, listed = listing.obj_type, listing.owned
         current = self._db.actual.setdefault(obj_type, {})
+        self.load_desired_indexes(obj_type)  # first: the listed refs share what reads as desired
         # Each key as the desired state (or `db.actual`) already holds it, never the listing's
         # own tuple: a key kept from the listing keeps its pages of memory (see `own_copy`).
         canonical = {fq_name: fq_name for fq_name in self._desired.objects.get(obj_type, {})}
@@ -187,8 +188,11 @@ class ActualState:
         else:
             index.unwant(target)
 
-    def load_desired_indexes(self) -> None:
+    def load_desired_indexes(self, obj_type: Optional[str] = None) -> None:
+        """The desired side of the long lists' indexes (of the holders of `obj_type` only)."""
         for key, indexed in self.indexes.items():
+            if obj_type is not None and key[0] != obj_type:
+                continue
             desired = self.desired(key) or {}
             for name, index in indexed.items():
                 index.load_desired(desired.get(name))

@@ -130,6 +130,8 @@ def same_refs(obj_type: str, ref_field: str, desired: Mapping[str, Any], actual:
 def changed_fields(obj_type: str, desired: Mapping[str, Any], actual: Mapping[str, Any],
                    skip: AbstractSet[str] = frozenset()) -> Dict[str, Any]:
     """The top-level fields of `desired` that `actual` does not hold; what a partial PUT sends."""
+    if isinstance(actual, AsDesired) and actual.body is desired:
+        return {}  # kept as this very body: every field reads back as desired
     changed = {}
     for name, value in desired.items():
         if name in IDENTITY_FIELDS or name in skip or value is actual.get(name):
@@ -141,26 +143,65 @@ def changed_fields(obj_type: str, desired: Mapping[str, Any], actual: Mapping[st
     return changed
 
 
-def kept(obj_type: str, desired: Optional[Mapping[str, Any]], actual: Dict[str, Any],
-         skip: AbstractSet[str] = frozenset()) -> Dict[str, Any]:
+class AsDesired(Mapping[str, Any]):
+    """What `kept` keeps of an object that reads back exactly as desired: the desired body itself
+    (shared; bodies are replaced, never changed) and the KEPT_FIELDS the config API gave it. 64
+    bytes where a dict of the same fields took some 290: at 75,000 NetworkPolicies (538,000
+    objects, nearly all as desired) that dict was the largest item of the reconciler's memory."""
+
+    __slots__ = ("body", "_uuid", "_tag_id")
+
+    def __init__(self, body: Mapping[str, Any], uuid: Optional[str], tag_id: Optional[str]) -> None:
+        self.body, self._uuid, self._tag_id = body, uuid, tag_id
+
+    def __getitem__(self, name: str) -> Any:
+        if name == "uuid" and self._uuid is not None:
+            return self._uuid
+        if name == "tag_id" and self._tag_id is not None:
+            return self._tag_id
+        return self.body[name]
+
+    def __iter__(self) -> Iterator[str]:
+        if self._uuid is not None:
+            yield "uuid"
+        if self._tag_id is not None:
+            yield "tag_id"
+        yield from self.body
+
+    def __len__(self) -> int:
+        return len(self.body) + (self._uuid is not None) + (self._tag_id is not None)
+
+    def __repr__(self) -> str:
+        return f"AsDesired({dict(self)!r})"
+
+
+def kept(obj_type: str, desired: Optional[Mapping[str, Any]], actual: Mapping[str, Any],
+         skip: AbstractSet[str] = frozenset()) -> Mapping[str, Any]:
     """What the reconciler keeps of `actual`, an object as the config API holds it, to diff it
     against `desired` later: its KEPT_FIELDS and the fields we set, each field that reads back as
     desired kept as desired's own (shared) value. A full copy of every written object (what the
     server adds: name, hrefs, parent uuid; every value decoded anew) was most of the daemon's memory
     at 75,000 NetworkPolicies. An object we do not want (desired None) is kept whole: it is
     deleted soon, and introspect shows it as the config API has it. `skip`: fields kept as they
-    are (the ref lists a RefListIndex owns)."""
+    are (the ref lists a RefListIndex owns). An object all of whose fields read back as desired
+    (nearly all of them) is kept as an `AsDesired`."""
     if desired is None:
         return actual
     result = {name: own_copy(actual[name]) for name in KEPT_FIELDS if name in actual}
+    as_desired = not skip and not any(name in desired for name in KEPT_FIELDS)
     for name, value in desired.items():
         if name not in actual:
+            as_desired = False
             continue
         held = actual[name]
         if name not in skip and (same_refs(obj_type, name, desired, actual) if name.endswith("_refs")
                                  else same(value, held)):
             held = value
+        else:
+            as_desired = False
         result[name] = held
+    if as_desired:
+        return AsDesired(desired, result.get("uuid"), result.get("tag_id"))
     return result
 
 

@@ -28,7 +28,7 @@ from kube_manager.db import HOST_NETWORK, NO_VM, PENDING, RETRYING, SYNCED, Data
 from kube_manager.logging_setup import kv
 from vnc_client.errors import NotFound
 
-from .compare import tag_key
+from .compare import own_copy, tag_key
 from .diff import ObjKey, Progress, View
 from .multimap import Multimap
 
@@ -101,10 +101,11 @@ class VmiIndex:
                 for uuid in keep if uuid in self.tags}
         for index in (self.tags, self.by_vm, self.vm_of, self.by_tag, self.names, self._tag_sets):
             index.clear()
-        for body in vmis:
+        for body in vmis:  # the uuids as copies of their own: nothing of the listing outlives it
             uuid = body.get("uuid")
             if uuid and uuid not in kept:
-                self.put(uuid, _vm_uuid(body), _global_tags(body), ":".join(body.get("fq_name") or ()))
+                self.put(own_copy(uuid), own_copy(_vm_uuid(body)), _global_tags(body),
+                         ":".join(body.get("fq_name") or ()))
         for uuid, (vm, tags, name) in kept.items():
             self.put(uuid, vm, tags, name)
 
