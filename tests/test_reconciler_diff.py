@@ -25,6 +25,9 @@ def test_empty_values_are_all_equal():
     assert same({"firewall_rule_refs": []}, {})
     assert same({"x": None}, {"x": {}})
     assert not same({"x": []}, {"x": ["y"]})
+    # a dict of nothing set reads back as one of nothing set, even where the server added to it
+    assert same({"subnet": None}, {"subnet": None, "tag_ids": []})
+    assert not same({"subnet": None}, {"subnet": None, "tag_ids": [7]})
 
 
 def test_refs_compare_by_target_and_attr_regardless_of_order_and_uuid():

@@ -92,6 +92,10 @@ def same(desired: Any, actual: Any) -> bool:
     element by element, scalars by equality; empty values are all equal."""
     if desired is actual or desired == actual:
         return True  # the common cases (a field kept as desired, see `kept`), decided at C speed
+    if type(desired) is dict and type(actual) is dict and desired.items() <= actual.items():
+        # The next commonest, also at C speed: what the server adds to a dict we set (a rule
+        # endpoint's `tag_ids`, a service's `protocol_id`).
+        return not _empty(desired) or _empty(actual)
     if _empty(desired) or _empty(actual):
         return _empty(desired) and _empty(actual)
     if isinstance(desired, dict):
