@@ -198,9 +198,9 @@ def kept(obj_type: str, desired: Optional[Mapping[str, Any]], actual: Mapping[st
             as_desired = False
             continue
         held = actual[name]
-        if name not in skip and (same_refs(obj_type, name, desired, actual) if name.endswith("_refs")
-                                 else same(value, held)):
-            held = value
+        if name not in skip and (value == held or (same_refs(obj_type, name, desired, actual) if name.endswith("_refs")
+                                                   else same(value, held))):
+            held = value  # (`value == held` first: most fields read back exactly as set)
         else:
             as_desired = False
         result[name] = held

@@ -55,8 +55,17 @@ class Marks:
     cluster: str
 
     def owns(self, body: Mapping[str, Any]) -> bool:
-        marks = annotation_map(body)
-        return marks.get("owner") == self.owner and marks.get("cluster") == self.cluster
+        # `annotation_map`'s reading (the last pair of a key wins), without building the map: a
+        # resync asks this of every object listed
+        owner = cluster = None
+        for pair in (body.get("annotations") or {}).get("key_value_pair") or ():
+            if isinstance(pair, dict):
+                key = pair.get("key")
+                if key == "owner":
+                    owner = pair.get("value")
+                elif key == "cluster":
+                    cluster = pair.get("value")
+        return owner == self.owner and cluster == self.cluster
 
     def describe(self, body: Mapping[str, Any]) -> str:
         """Who owns `body`, for log lines about conflicts."""
