@@ -31,6 +31,7 @@ from kube_manager.handlers.base import Context
 from kube_manager.kube.kinds import KindError, KindHandler, KindRegistry, StateSource
 from kube_manager.kube.watcher import ADDED, DELETED, LISTED, MODIFIED, RELISTED
 from kube_manager.logging_setup import kv
+from kube_manager.packed import Held, pack, unpack
 from kube_manager.translator import Changes, ClusterTranslator, RefChange
 from kube_manager.translator.validation import InvalidInput
 
@@ -63,7 +64,8 @@ class KubeCache:
         self.sink = sink
         self.listed: Set[str] = set()  # resources whose first list has been delivered
         # events held until every first list is in (None once they are)
-        self._held: Optional[Dict[str, List[Tuple[str, Dict[str, Any]]]]] = {}
+        # (packed: see kube_manager/packed.py, the whole cluster is held here at start)
+        self._held: Optional[Dict[str, List[Tuple[str, Held]]]] = {}
         db.desired = translator.published().objects  # live, read-only view
         db.selectors = translator.selectors()  # live, read-only view
 
@@ -83,8 +85,8 @@ class KubeCache:
             if self._held is not None and self.initial_lists_done:
                 held, self._held = self._held, None
                 for name in self._kinds.names():
-                    for held_type, held_obj in held.get(name, ()):
-                        self._apply(name, held_type, held_obj)
+                    for held_type, held_obj in held.pop(name, ()):
+                        self._apply(name, held_type, unpack(held_obj))
                 self.flush()
             return
         if event_type not in (ADDED, MODIFIED, DELETED):
@@ -92,7 +94,7 @@ class KubeCache:
         if resource not in self._kinds:  # a bug, never handled as some default kind
             raise KindError(f"event of an unknown kind {resource!r}")
         if self._held is not None:
-            self._held.setdefault(resource, []).append((event_type, obj))
+            self._held.setdefault(resource, []).append((event_type, pack(obj)))  # decoded one at a time
             return
         self._apply(resource, event_type, obj)
         self.flush()

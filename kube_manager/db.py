@@ -13,6 +13,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from kube_manager.packed import pack, unpack
+
+EMPTY = pack({})
+
 Key = Tuple[str, str]  # (namespace, name)
 FqName = Tuple[str, ...]
 ObjKey = Tuple[str, FqName]  # a Contrail object: (resource type, fq_name)
@@ -26,6 +30,24 @@ PARKED = "parked"        # the config API refused a write for good (4xx); retrie
 # Pod tagging states besides those.
 NO_VM = "no-vm"          # the pod's VM or VMI is not in the config API yet: retried with backoff
 HOST_NETWORK = "host-network"  # spec.hostNetwork: no VM nor VMI of its own, never tagged
+
+
+class Packed:
+    """A record field holding a Kubernetes object (a manifest, a spec) packed (`kube_manager.packed`),
+    decoded anew on each read: pages and the explain index read them, the daemon's own path never
+    does. A dataclass field whose default is this descriptor: the constructor's argument goes
+    through `__set__`, None meaning empty."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = "_packed_" + name
+
+    def __get__(self, record: Any, owner: Optional[type] = None) -> Any:
+        if record is None:
+            return None  # the dataclass default: the constructor passes None, stored as {}
+        return unpack(getattr(record, self._name, EMPTY))
+
+    def __set__(self, record: Any, value: Optional[Mapping[str, Any]]) -> None:
+        setattr(record, self._name, pack(value if value is not None else {}))
 
 
 @dataclass
@@ -42,7 +64,7 @@ class PodRecord:
     name: str
     ip: Optional[str] = None
     labels: Dict[str, str] = field(default_factory=dict)
-    manifest: Dict[str, Any] = field(default_factory=dict)  # the trimmed object the translator reads
+    manifest: Packed = Packed()  # the trimmed object the translator reads
     tags: List[str] = field(default_factory=list)           # "type=value" its VMIs must carry
     # Written by the reconciler alone: pending | synced | retrying | parked | no-vm
     tagging: str = PENDING
@@ -61,8 +83,8 @@ class PolicyRecord:
     uid: str
     namespace: str
     name: str
-    spec: Dict[str, Any] = field(default_factory=dict)
-    manifest: Dict[str, Any] = field(default_factory=dict)
+    spec: Packed = Packed()
+    manifest: Packed = Packed()
     firewall_policy: List[str] = field(default_factory=list)  # fq_name
     rules: List[str] = field(default_factory=list)            # rule names, sequence order
     state: str = PENDING

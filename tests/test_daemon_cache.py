@@ -59,6 +59,24 @@ def test_events_before_the_first_lists_are_held_then_applied_in_dependency_order
     assert "namespace=a" in db.pods[("a", "web")].tags and "a" in db.namespaces
 
 
+def test_held_events_are_kept_packed_and_applied_as_delivered_even_one_json_cannot_hold():
+    """Memory (issue 12): the whole cluster waits here at start; it waits as compact JSON, each
+    object decoded when applied, so what the watcher does with its copy afterwards changes nothing.
+    An object JSON cannot hold (an int key: never from a watch) is held as it is, and refused as
+    any invalid object is, without stopping the others."""
+    db, sink, cache = make()
+    web = pod("a", "web", "10.0.0.1", app="web", ports=HTTP_8080)
+    cache.on_event("pods", "ADDED", web)
+    odd = pod("a", "odd", "10.0.0.2", app="odd")
+    odd["metadata"]["labels"] = {1: "not a string key"}
+    cache.on_event("pods", "ADDED", odd)
+    assert isinstance(cache._held["pods"][0][1], bytes) and cache._held["pods"][1][1] is odd
+    web["metadata"]["labels"]["app"] = "changed after delivery"
+    listed(cache)
+    assert db.pods[("a", "web")].labels == {"app": "web"}
+    assert [e["name"] for e in db.errors if e["kind"] == "Pod"] == ["odd"]
+
+
 def test_records_follow_events_and_the_desired_state_is_the_translators():
     db, sink, cache = make()
     listed(cache)

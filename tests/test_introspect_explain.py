@@ -241,8 +241,10 @@ def test_the_kubernetes_side_knows_the_cluster_network_policy_tiers(db):
     """The DB's ClusterNetworkPolicies reach the verdict: an Admin tier Deny of the tools namespace
     decides the ingress of shop/db, and the page names the tier, the policy and the rule."""
     deny = db.cluster_network_policies["deny-tenants"]
-    deny.manifest["spec"]["ingress"][1]["from"] = [{"namespaces": {"matchLabels": {
+    manifest = deny.manifest  # a copy (records hold their objects packed): edited, then stored back
+    manifest["spec"]["ingress"][1]["from"] = [{"namespaces": {"matchLabels": {
         "kubernetes.io/metadata.name": "tools"}}}]
+    deny.manifest = manifest
     app = create_app(db, explain=db_explainer(db, "k8s"))
     status, data = explain_json(app, "from=tools/debug&to=shop/db&port=5432&protocol=tcp")
     assert status == 200
