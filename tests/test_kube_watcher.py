@@ -132,6 +132,31 @@ def test_irrelevant_changes_are_not_emitted(kube: EmulatorRunner) -> None:
         assert rec.events[-1][2]["metadata"]["labels"] == {"tier": "db"}
 
 
+def test_the_watcher_keeps_what_it_delivered_packed_whatever_the_consumer_does_with_it(kube: EmulatorRunner) -> None:
+    """Memory (issue 12): the watcher's copy of the cluster is compact JSON, not the delivered
+    dicts (handed over without a deep copy): a consumer that changes what it got changes nothing
+    the watcher compares; a DELETED still carries the last object."""
+    kube.store.create(namespace("dev"))
+    kube.store.create(pod("dev", "web", "10.0.0.7", tier="web"))
+
+    class Mutating(Recorder):
+        def __call__(self, resource: str, event_type: str, obj: Dict[str, Any]) -> None:
+            super().__call__(resource, event_type, json.loads(json.dumps(obj)))
+            if "metadata" in obj:
+                obj["metadata"]["labels"] = {"changed": "by the consumer"}
+    rec = Mutating()
+    with running([watcher(api_client_for_url(kube.url), "pods", rec)]) as (w,):
+        rec.wait_for("LISTED")
+        assert all(isinstance(held, bytes) for held in w._known.values())
+        churn = pod("dev", "web", "10.0.0.7", tier="web")
+        churn["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+        kube.store.update(churn)  # nothing the translator reads: still nothing to deliver
+        kube.store.delete("pods", "dev", "web")
+        rec.wait_for("DELETED", "web")
+        assert rec.count("MODIFIED") == 0
+        assert rec.events[-1][2]["metadata"]["labels"] == {"tier": "web"}
+
+
 def test_bookmarks_advance_the_version_so_a_resume_needs_no_relist(kube: EmulatorRunner) -> None:
     kube.store.create(namespace("dev"))
     rec, db, sleeper = Recorder(), Database(), GatedSleeper()

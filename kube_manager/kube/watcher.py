@@ -59,6 +59,7 @@ from kube_manager.db import ConnectionStatus, Database
 from kube_manager.kube.kinds import Kind, KindRegistry
 from kube_manager.logging_setup import kv
 from kube_manager.metrics import Metrics
+from kube_manager.packed import Held, pack, unpack
 from kube_manager.settings import WatchSettings
 from vnc_client.ratelimit import ExponentialRateLimiter
 
@@ -135,7 +136,9 @@ class KubeWatcher:
         # Two items with their own counts: connection/API errors, and expiries right after a re-list.
         self._backoff = ExponentialRateLimiter(settings.initial_backoff, settings.max_backoff)
         self._expired_again = False  # no watch event since the last 410
-        self._known: Dict[Key, Dict[str, Any]] = {}
+        # the last object delivered per key, packed (kube_manager/packed.py): a copy of the whole
+        # cluster, kept only to tell real changes and to deliver a DELETED
+        self._known: Dict[Key, Held] = {}
         self._rv: Optional[str] = None
         self._listed = False
         self._look_again = threading.Event()
@@ -265,7 +268,7 @@ class KubeWatcher:
 
     def _apply_list(self, items: Dict[Key, Dict[str, Any]]) -> None:
         for key in sorted(set(self._known) - set(items)):
-            self._emit(DELETED, self._known.pop(key))
+            self._emit(DELETED, unpack(self._known.pop(key)))
         for key in sorted(items):
             self._upsert(key, items[key])
 
@@ -368,19 +371,25 @@ class KubeWatcher:
     # --- shared ----------------------------------------------------------------------------------
 
     def _upsert(self, key: Key, new: Dict[str, Any]) -> None:
-        old = self._known.get(key)
-        self._known[key] = new
-        if old is None:
+        held = self._known.get(key)
+        packed = pack(new)
+        # the consumer gets `new` itself: what is kept here is its packed copy (or, for what JSON
+        # cannot hold, a deep one)
+        self._known[key] = packed if isinstance(packed, bytes) else copy.deepcopy(new)
+        if held is None:
             self._emit(ADDED, new)
-        elif old["metadata"].get("uid") != new["metadata"].get("uid"):
+            return
+        old = unpack(held)
+        if old["metadata"].get("uid") != new["metadata"].get("uid"):
             self._emit(DELETED, old)
             self._emit(ADDED, new)
         elif _without_version(old) != _without_version(new):
             self._emit(MODIFIED, new)
 
     def _emit(self, event_type: str, obj: Dict[str, Any]) -> None:
+        """Deliver `obj`, which nothing here keeps (see `_upsert`)."""
         try:
-            self._on_event(self.resource.name, event_type, copy.deepcopy(obj))
+            self._on_event(self.resource.name, event_type, obj)
         except Exception:  # a consumer bug must not stop the watch; the resync repairs
             log.exception("event handler failed", extra=kv(resource=self.resource.name,
                                                             type=event_type))
