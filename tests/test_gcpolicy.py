@@ -51,6 +51,23 @@ def test_settle_collects_the_cycles_left_behind_and_freezes_what_lives(thawed: N
     assert probe() is None
 
 
+def test_a_settled_dict_of_atoms_stays_out_of_the_young_generation_when_it_grows(thawed: None) -> None:
+    """A full pass would untrack it (nothing in it can be in a cycle), and the first tuple added
+    would put it back, whole, into generation 0: every young collection would walk it again."""
+    owners = {("firewall-rule", ("pm", f"rule-{i}")): ("ns", f"np-{i}") for i in range(1000)}
+
+    def add() -> None:
+        owners[("firewall-rule", ("pm", f"rule-{len(owners)}"))] = ("ns", f"np-{len(owners)}")
+    gc.collect()
+    gc.collect()
+    assert not gc.is_tracked(owners)  # what full passes do to it
+    add()  # the cold start's writes: tracked again, in the young generation
+    assert any(young is owners for young in gc.get_objects(0))
+    gcpolicy.settle()
+    add()  # an event
+    assert not any(young is owners for young in gc.get_objects(0))
+
+
 def test_survivors_of_a_full_collection_are_frozen_young_ones_are_not(thawed: None) -> None:
     gcpolicy.freeze_after_full_collections()
     gcpolicy.freeze_after_full_collections()  # idempotent
