@@ -174,7 +174,8 @@ class NetworkPolicies:
         old = self._renderings.pop(key, None)
         if rendering is not None:
             self._renderings[key] = rendering
-        self._published.applied(key, old, rendering)
+        if self._published.live:
+            self._published.applied(key, old, rendering)
         if suffixed:
             self._suffixed.add(key)
         else:
@@ -196,13 +197,12 @@ class NetworkPolicies:
             if reason not in logged:
                 object_logger(POLICY_KIND, *key).warning("%s: %s", describe((POLICY_KIND,) + key), reason,
                                                          extra=kv(reason=reason))
-        self._apply_dependencies(key, old, rendering)
+        if (old is not None and old.destinations) or (rendering is not None and rendering.destinations):
+            self._apply_dependencies(key, old, rendering)
 
     def _apply_dependencies(self, key: PolicyKey, old: Optional[PolicyRendering],
                             new: Optional[PolicyRendering]) -> None:
         """Remember which pods' named ports this policy read, to re-render it when they change."""
-        if not (old is not None and old.destinations) and not (new is not None and new.destinations):
-            return
         for rendering, register in ((old, False), (new, True)):
             for pods in rendering.destinations if rendering is not None else ():
                 namespace = pods.namespace if isinstance(pods, PodScope) else None

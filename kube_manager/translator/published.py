@@ -51,9 +51,7 @@ class DesiredState:
         return tuple(sorted(entry[1])) if entry is not None else ()
 
     def applied(self, key: PolicyKey, old: Optional[PolicyRendering], new: Optional[PolicyRendering]) -> None:
-        """The translator replaced the rendering of the NetworkPolicy `key`."""
-        if not self.live:
-            return
+        """The translator replaced the rendering of the NetworkPolicy `key` (while `live`)."""
         if old is not None:
             for rule, _body, _sequence in old.deny_rules:
                 if self._deny_owner.get(rule, (None,))[0] == key:

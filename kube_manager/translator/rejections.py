@@ -9,7 +9,7 @@ to the object's kind, namespace and name.
 from __future__ import annotations
 
 import logging
-from typing import Dict, ItemsView, Optional, Tuple
+from typing import Dict, Tuple
 
 from kvlog import BoundLogger, bind, kv
 
@@ -27,30 +27,21 @@ def failure_reason(exc: Exception) -> str:
     return f"internal error: {type(exc).__name__}: {exc}"
 
 
-class Rejections:
-    """Reasons by object; cleared when the object is deleted or accepted again."""
+class Rejections(Dict[ObjectKey, str]):
+    """Reasons by object; cleared when the object is deleted or accepted again.
 
-    def __init__(self) -> None:
-        self._reasons: Dict[ObjectKey, str] = {}
-
-    def __bool__(self) -> bool:
-        return bool(self._reasons)
-
-    def get(self, key: ObjectKey) -> Optional[str]:
-        return self._reasons.get(key)
-
-    def items(self) -> ItemsView[ObjectKey, str]:
-        return self._reasons.items()
+    A dict of its own (reason by key), so that "is anything rejected?", asked for every object a
+    bulk load reads, is answered without a call."""
 
     def discard(self, key: ObjectKey) -> None:
-        self._reasons.pop(key, None)
+        self.pop(key, None)
 
     def add(self, key: ObjectKey, exc: Exception) -> None:
         """Reject the object `key` because of `exc` (logged unless it was already rejected so)."""
         reason = failure_reason(exc)
-        if self._reasons.get(key) == reason:
+        if self.get(key) == reason:
             return
-        self._reasons[key] = reason
+        self[key] = reason
         logger = object_logger(*key)
         if isinstance(exc, InvalidInput):
             logger.warning("%s: rejected: %s", describe(key), reason, extra=kv(reason=reason))

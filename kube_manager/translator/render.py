@@ -94,6 +94,8 @@ class _BlockPlan:
 class _Work:
     """Accumulators of one render."""
 
+    __slots__ = ("tags", "scoped_labels", "address_groups", "destinations", "errors", "names", "rules")
+
     def __init__(self, policy: ParsedPolicy) -> None:
         self.tags: Dict[str, TagOrigin] = {}
         self.scoped_labels: Dict[ScopedLabel, None] = {}
@@ -329,8 +331,10 @@ class PolicyRenderer:
         work.names.append(name)
         # Blocks only exist for the directions of the policy's types.
         prefixes = {direction: rule_prefix(self.cluster, namespace, direction, label) for direction in spec.directions}
+        plans = self._plans
         for block in spec.blocks:
-            self._block_rules(policy, self._plan(block), prefixes[block.direction], own, view, work)
+            plan = plans.get(id(block)) or self._plan(block)
+            self._block_rules(policy, plan, prefixes[block.direction], own, view, work)
         deny_rules: List[Tuple[FqName, Body, str]] = []
         anything, any_service, rule = self.bodies.any_endpoint, self._any_service, self.bodies.rule
         for direction in spec.directions:

@@ -85,6 +85,8 @@ def metadata_problem(namespace: Any, name: Any, known_namespaces: Optional[Set[s
             return f"metadata.namespace: {problem}"
         if known_namespaces is not None:
             known_namespaces.add(namespace)
+    if name.__class__ is str and 0 < len(name) <= 253 and _DNS1123_SUBDOMAIN_RE.fullmatch(name):
+        return None  # (the common case inline: asked for every pod and policy of a bulk load)
     problem = object_name_problem(name)
     return f"metadata.name: {problem}" if problem else None
 
