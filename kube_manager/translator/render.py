@@ -21,6 +21,7 @@ from .model import CLUSTER_SCOPE, UNBOUND, Block, ParsedPolicy, Peer, PodInfo, P
 from .naming import INGRESS, MAX_NAME_LENGTH, deny_rule_name, hashed_sequence, policy_name, rule_prefix, \
     shorten
 from .ports import ANY_SERVICE, PortSpec
+from .selectors import LabelSelector
 
 # Where a referenced tag comes from, so the caller can find the pods that carry it:
 # ("pod", key, value) for a pod label, ("namespace", key, value) for a namespace label, or the
@@ -40,6 +41,8 @@ _NO_SCOPED: Mapping[ScopedLabel, None] = MappingProxyType({})
 # key it: held, so that those identities cannot be reused while the entry exists, its pod labels
 # with the scope they select in); both as dicts, which a render merges into its own at C speed
 _Endpoint = Tuple[Body, Mapping[str, TagOrigin], PodScope, Mapping[ScopedLabel, None]]
+# A simple pod selector's label tags, those tags with their origins, its (key, value) pairs
+_PodLabels = Tuple[Tuple[str, ...], Dict[str, TagOrigin], Tuple[Tuple[str, str], ...]]
 
 
 class EndpointSink(Protocol):
@@ -120,6 +123,9 @@ class PolicyRenderer:
         # holds its selectors, so an identity cannot be reused while its entry exists.
         self._endpoints: Dict[Tuple[Optional[str], int, int], _Endpoint] = {}
         self._plans: Dict[int, _BlockPlan] = {}  # by id(block); blocks are shared by the ParseCache
+        # Pod selectors' label tags by id(selector); each entry holds its selector (its identity).
+        self._selector_labels: Dict[int, Tuple[Tuple[str, ...], Dict[str, TagOrigin], Tuple[Tuple[str, str], ...],
+                                               Optional[LabelSelector]]] = {}
         self._any_service = bodies.service(ANY_SERVICE)
 
     # --- tag names ---------------------------------------------------------------------------
@@ -169,13 +175,14 @@ class PolicyRenderer:
             definition = SelectorDef(scope if namespace is None else scope.bound(namespace))
             tag = self.selector_tag(definition)
             return {"tags": [tag]}, {tag: definition}, scope, _NO_SCOPED
+        if namespace is not None:  # one namespace: its identity tag and the selector's labels there
+            tags_of, origins_of, pairs = self._pod_labels(scope.pod_selector)
+            return ({"tags": sorted({self.application_tag, namespace_tag(namespace), *tags_of})}, origins_of, scope,
+                    dict.fromkeys([(key, value, namespace) for key, value in pairs]))
         tags = {self.application_tag}
         origins: List[Tuple[str, TagOrigin]] = []
         label_scope: LabelScope = frozenset()
-        if namespace is not None:
-            tags.add(namespace_tag(namespace))
-            label_scope = namespace
-        elif scope.namespace_selector is not None:
+        if scope.namespace_selector is not None:
             label_scope = frozenset(scope.namespace_selector.simple_labels)
             for key, value in scope.namespace_selector.simple_labels:
                 origins.append((self.namespace_label_tag(key, value), (NAMESPACE_LABEL, key, value)))
@@ -186,6 +193,20 @@ class PolicyRenderer:
                 scoped.append((key, value, label_scope))
         tags.update(tag for tag, _ in origins)
         return {"tags": sorted(tags)}, dict(origins), scope, dict.fromkeys(scoped)
+
+    def _pod_labels(self, selector: Optional[LabelSelector]) -> _PodLabels:
+        """The label tags of a simple pod selector with their origins, worked out once per selector
+        rather than once per namespace whose policies name it."""
+        found = self._selector_labels.get(id(selector))
+        if found is None:
+            pairs = selector.simple_labels if selector is not None else ()
+            origins: Dict[str, TagOrigin] = {self.pod_label_tag(key, value): (POD_LABEL, key, value)
+                                             for key, value in pairs}
+            found = (tuple(origins), origins, pairs, selector)
+            if len(self._selector_labels) >= PLAN_CACHE_LIMIT:
+                self._selector_labels.clear()
+            self._selector_labels[id(selector)] = found
+        return found[0], found[1], found[2]
 
     # --- services -----------------------------------------------------------------------------
 
