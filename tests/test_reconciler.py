@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import List, Tuple
 
 from kube_manager.db import PENDING, SYNCED
+from kube_manager.reconciler.ownership import OWNED_TYPES
 from kube_manager.reconciler.pods import NO_VM
 from builders import HTTP_8080, allow_from, pod, policy
 from tests.reconciler_support import (ALLOW_CLIENT, BASE, CLIENT, EGRESS, FAST, PODS, WEB, Cluster, InProcessApi,
@@ -36,6 +37,34 @@ def test_restart_with_nothing_changed_writes_nothing(setup):
     first.api.writes.clear()
     second.converge()
     assert first.api.writes == []
+
+
+def test_a_restart_folds_each_listing_in_while_the_next_is_read_and_before_the_one_after(setup):
+    """Restart time and memory (issue 12): the resync reads the next type while it folds the last
+    one in (the config API renders it meanwhile), and never holds more than those two listings."""
+    first = setup().start()
+    first.converge()
+    first.stop()
+    second = setup(api=first.api)
+    folded_when_listed = []
+    plain_list = second.api.list
+
+    def spy(obj_type, **options):
+        folded_when_listed.append((obj_type, {t for t, objects in second.cluster.db.actual.items() if objects}))
+        return plain_list(obj_type, **options)
+    second.api.list = spy
+    second.start()
+    first.api.writes.clear()
+    second.converge()
+    assert first.api.writes == []
+    order = [obj_type for obj_type, _ in folded_when_listed]
+    assert order[0] == "virtual-machine-interface" and sorted(order[1:]) == sorted(OWNED_TYPES)
+    held = {t for t, objects in second.cluster.db.actual.items() if objects}
+    assert len(held) >= 4  # (a type listed empty is never seen folded)
+    for i, (obj_type, folded) in enumerate(folded_when_listed):
+        assert i == 0 or order[i - 1] not in folded, f"{order[i - 1]} folded before {obj_type} was asked for"
+        assert i < 3 or order[i - 2] not in held or order[i - 2] in folded, \
+            f"{order[i - 2]} not folded when {obj_type} was asked for"
 
 
 def test_what_is_kept_of_each_object_is_its_uuid_and_the_desired_fields_shared_with_desired(setup):
