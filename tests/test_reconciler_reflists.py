@@ -115,3 +115,30 @@ def test_a_gated_removal_keeps_the_old_ref_in_a_whole_write():
                 FakeView(present=set(rules), remove_gate=gate, blocked={gate}), {FIELD: index})
     assert step.action == "update" and step.blocked == [gate]
     assert step.body[FIELD][-1] == {"to": list(old[1]), "attr": {"sequence": "00000.0"}}
+
+
+def test_a_write_while_a_resync_lists_survives_its_listing_and_none_is_noted_outside_one() -> None:
+    """A write made while the resync lists is kept over the (older) listing; a write made before
+    the listing began is what the listing reads. Only the first kind is noted: the writes of a cold
+    start, after its listing, leave no map behind that would grow with the cluster."""
+    from kube_manager.db import Database
+    from kube_manager.reconciler.actual import ActualState
+    from kube_manager.reconciler.ownership import TypeListing
+    from kube_manager.translator.published import DesiredState
+
+    rule = ("firewall-rule", ("pm", "r1"))
+    other = ("firewall-rule", ("pm", "r2"))
+    actual = ActualState(Database(), DesiredState({}), {}, lambda _key: None)
+    since = actual.begin_listing()
+    actual.set(rule, {"uuid": "u1", "comment": "written"})
+    actual.load(TypeListing("firewall-rule", owned={rule[1]: {"uuid": "u1", "comment": "listed"}}), since)
+    actual.loaded(since)
+    assert actual.get(rule) == {"uuid": "u1", "comment": "written"}
+    for n in range(100):  # a cold start's writes, after the listing
+        actual.set(("firewall-rule", ("pm", f"w{n}")), {"uuid": f"w{n}"})
+    actual.set(other, {"uuid": "u2", "comment": "written before the next listing"})
+    assert actual._written_at == {}
+    since = actual.begin_listing()
+    actual.load(TypeListing("firewall-rule", owned={other[1]: {"uuid": "u2", "comment": "listed"}}), since)
+    actual.loaded(since)
+    assert actual.get(other) == {"uuid": "u2", "comment": "listed"}

@@ -45,6 +45,10 @@ class ActualState:
         self._others: Dict[str, Dict[FqName, Dict[str, Any]]] = {}  # listed objects of other owners
         self._referrers: Multimap[ObjKey, ObjKey] = Multimap()  # target -> our objects naming it
         self.seq = 0  # bumped by every write (ours, VMIs' too) and every resync
+        # Writes while a resync lists (those only: no other reader), so that its listing does not
+        # undo them; empty in between, and not a map of every object a cold start wrote, which the
+        # collector would walk again each time an event adds to it.
+        self.listing = False
         self._written_at: Dict[ObjKey, int] = {}
 
     # --- reads ---------------------------------------------------------------------------------
@@ -164,16 +168,24 @@ class ActualState:
                 self.set(key, listed.get(fq_name), written=False)
         self._others[obj_type] = listing.others
 
+    def begin_listing(self) -> int:
+        """A resync starts listing: the writes from now on are noted; returns the `since` of its
+        `load`s."""
+        self.listing = True
+        return self.seq
+
     def loaded(self, since: int) -> None:
         """Every type is listed (`load`)."""
         self.load_desired_indexes()
         self.seq += 1
-        self._written_at = {k: s for k, s in self._written_at.items() if s > since}
+        self.listing = False
+        self._written_at = {}
 
     def _changed(self, key: ObjKey, written: bool) -> None:
         if written:
             self.seq += 1
-            self._written_at[key] = self.seq
+            if self.listing:
+                self._written_at[key] = self.seq
         self._on_changed(key)
 
     # --- the long ref lists' desired side ------------------------------------------------------

@@ -196,7 +196,7 @@ class Reconciler:
     def resync(self) -> int:
         """List what the config API holds, repair and garbage-collect; returns the keys queued."""
         started = time.monotonic()
-        since = self.actual.seq
+        since = self.actual.begin_listing()
         fields = self.actual.compared_fields()
         reads: List[Callable[[], Any]] = [partial(list_type, self.client, self.marks, t, fields.get(t))
                                           for t in _LIST_ORDER]

@@ -52,7 +52,8 @@ class PodHandler:
             books.counters.wrote("set_tag", len(outcome.written))
         for vmi in outcome.written:
             books.actual.seq += 1
-            self._written_at[vmi] = books.actual.seq
+            if books.actual.listing:  # as ActualState notes writes: only what a listing could undo
+                self._written_at[vmi] = books.actual.seq
         if outcome.pending:
             books.progress.park(key, outcome.pending, (), ACTIVE)
         elif outcome.done and outcome.holding:
