@@ -130,10 +130,16 @@ class RefListIndex:
             self.stale.discard(target)
 
     def _recompute(self) -> None:
+        """`_check` of every target, by set operations: a resync recomputes lists of 100,000s of
+        refs, nearly all held as desired (the same attr object, see `load_actual`)."""
+        desired, actual = self.desired, self.actual
         self.differ.clear()
+        self.differ.update(desired.keys() ^ actual.keys())
+        self.differ.update(target for target in desired.keys() & actual.keys()
+                           if desired[target] is not actual[target]
+                           and attr_key(desired[target]) != attr_key(actual[target]))
         self.stale.clear()
-        for target in self.desired.keys() | self.actual.keys():
-            self._check(target)
+        self.stale.update(actual.keys() - desired.keys())
 
 
 def _valid(ref: Any) -> bool:
