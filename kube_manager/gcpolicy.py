@@ -10,8 +10,10 @@ collection of reference cycles among objects frozen before they died.
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
-from typing import Any, Dict
+from typing import Any, Callable, Dict, Optional
 
 
 def settle() -> None:
@@ -27,6 +29,26 @@ def settle() -> None:
     none at the end of the benches' initial lists, cold starts and events (measured)."""
     gc.collect(1)
     gc.freeze()
+    release_free_memory()
+
+
+def _malloc_trim() -> Optional[Callable[[int], int]]:
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to call
+        return None
+
+
+_TRIM = _malloc_trim()
+
+
+def release_free_memory() -> None:
+    """Give the C allocator's free pages back to the system (glibc's `malloc_trim`). The large
+    blocks of a bulk phase (a listing's answers, the initial lists) are freed into holes of the heap
+    which glibc keeps for itself: 61 MB of RSS at XLarge (100,000 pods, 75,000 NetworkPolicies)
+    after a restart's resync. Python's own small-object arenas are returned when empty anyway."""
+    if _TRIM is not None:
+        _TRIM(0)
 
 
 def thaw() -> None:

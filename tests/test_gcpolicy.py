@@ -4,6 +4,7 @@ the heap once the work a resync queued is done, not before, and thaws it when it
 from __future__ import annotations
 
 import gc
+import platform
 import weakref
 from typing import Any, Iterator, List
 
@@ -113,3 +114,22 @@ def test_the_daemon_settles_the_heap_once_a_resyncs_work_is_done_and_thaws_it_at
         assert settled == [1, 1, 0]  # thawed as the term ends
     finally:
         settler.kill()
+
+
+def test_settle_gives_the_c_allocators_free_pages_back(monkeypatch: pytest.MonkeyPatch, thawed: None) -> None:
+    """Memory (issue 12): after a bulk phase glibc's free pages go back to the system; where the C
+    library has no malloc_trim, settling still works."""
+    calls: List[int] = []
+    monkeypatch.setattr(gcpolicy, "_TRIM", lambda pad: calls.append(pad) or 1)
+    gcpolicy.settle()
+    assert calls == [0]
+    monkeypatch.setattr(gcpolicy, "_TRIM", None)
+    gcpolicy.settle()
+    assert calls == [0] and gc.get_freeze_count() > 0
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="malloc_trim is glibc's")
+def test_glibc_s_malloc_trim_is_found_and_called() -> None:
+    """On glibc (the daemon's Linux images) the call is found."""
+    assert gcpolicy._TRIM is not None
+    gcpolicy.release_free_memory()
