@@ -13,7 +13,20 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, TypeVar
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class TrackedDict(Dict[K, V]):
+    """A dict the collector never untracks (only exact dicts are): for a large map of atoms that
+    lives long and grows with events (keys and fq_names to positions, owners, ...). A full pass
+    untracks an exact dict holding only atoms; the first key an event adds then puts it back, whole,
+    into generation 0, where the next young collections walk it entry by entry (an event's latency
+    growing with the cluster). Tracked throughout, it is frozen with the rest by `settle`."""
+
+    __slots__ = ()
 
 
 def settle() -> None:

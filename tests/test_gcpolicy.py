@@ -69,6 +69,19 @@ def test_a_settled_dict_of_atoms_stays_out_of_the_young_generation_when_it_grows
     assert not any(young is owners for young in gc.get_objects(0))
 
 
+def test_a_tracked_dict_of_atoms_is_never_untracked_so_it_stays_frozen_as_it_grows(thawed: None) -> None:
+    positions = gcpolicy.TrackedDict((("firewall-policy", ("pm", f"p{i}")), i) for i in range(1000))
+    plain = dict(positions)
+    gc.collect()
+    gc.collect()
+    assert not gc.is_tracked(plain) and gc.is_tracked(positions)  # full passes untrack only the plain one
+    gcpolicy.settle()
+    positions[("firewall-policy", ("pm", f"p{len(positions)}"))] = len(positions)  # an event
+    plain[("firewall-policy", ("pm", f"p{len(plain)}"))] = len(plain)
+    young = gc.get_objects(0)
+    assert any(o is plain for o in young) and not any(o is positions for o in young)
+
+
 def test_survivors_of_a_full_collection_are_frozen_young_ones_are_not(thawed: None) -> None:
     gcpolicy.freeze_after_full_collections()
     gcpolicy.freeze_after_full_collections()  # idempotent

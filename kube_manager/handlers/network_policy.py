@@ -13,6 +13,7 @@ from typing import Any, Dict, Iterable, Optional, Set, Tuple
 from kubernetes import client
 
 from kube_manager.db import PARKED, PENDING, REJECTED, RETRYING, SYNCED, Key, ObjKey, PolicyRecord
+from kube_manager.gcpolicy import TrackedDict
 from kube_manager.kube.kinds import Kind, StateSource
 from kube_manager.kube.resources import NETWORK_POLICIES
 from kube_manager.logging_setup import kv
@@ -38,8 +39,8 @@ class NetworkPolicyHandler(Handler):
         super().__init__(context)
         self._touched: Set[Key] = set()  # upserted, deleted or failed since the last flush
         # NetworkPolicy -> its firewall policy, pass and deny rules (in that order), and back
-        self._objects_of: Dict[Key, Tuple[ObjKey, ...]] = {}
-        self._owner_of: Dict[ObjKey, Key] = {}
+        self._objects_of: Dict[Key, Tuple[ObjKey, ...]] = TrackedDict()
+        self._owner_of: Dict[ObjKey, Key] = TrackedDict()
         self._states_dirty: Set[Key] = set()  # refreshed since the last push of states
 
     def upsert(self, obj: Dict[str, Any]) -> None:

@@ -18,6 +18,8 @@ from collections import abc
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set
 
+from kube_manager.gcpolicy import TrackedDict
+
 from .compare import ObjKey, attr_key
 
 
@@ -32,7 +34,7 @@ class RefListIndex:
     differ: Set[ObjKey] = field(default_factory=set)   # missing, extra, or another attr
     stale: Set[ObjKey] = field(default_factory=set)    # held but no longer wanted
     _refs: List[Dict[str, Any]] = field(default_factory=list)  # the actual list, in no order
-    _position: Dict[ObjKey, int] = field(default_factory=dict)
+    _position: Dict[ObjKey, int] = field(default_factory=TrackedDict)
 
     # --- desired -----------------------------------------------------------------------------
 
@@ -61,7 +63,7 @@ class RefListIndex:
         """Replace the actual refs with a whole list (listed, created, or written whole); returns
         the list the actual body should hold from now on (owned by this index)."""
         self._refs = []
-        self._position = {}
+        self._position = TrackedDict()
         self.actual = {}
         canonical = {target: target for target in self.desired}
         for ref in refs or ():

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Dict, Mapping, Optional, Tuple
 
+from kube_manager.gcpolicy import TrackedDict
+
 from .bodies import Body, FqName
 from .render import PolicyRendering
 
@@ -29,7 +31,7 @@ class DesiredState:
         self.live = live
         # Each entry with the NetworkPolicy it came from: a name handed over from one policy to
         # another in one flush (SPEC 4 suffixes) is dropped only by the policy that holds it.
-        self._deny_owner: Dict[FqName, Tuple[PolicyKey, FqName]] = {}
+        self._deny_owner: Dict[FqName, Tuple[PolicyKey, FqName]] = TrackedDict()
         self._tags_of: Dict[FqName, Tuple[PolicyKey, Mapping[str, object]]] = {}  # the rendering's tags
 
     @property
