@@ -6,7 +6,7 @@ bodies to keep a 100,000-pod cluster small: bodies are read-only for everyone wh
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .cidr import Network
 from .encoding import split_tag
@@ -41,8 +41,60 @@ def tags_endpoint(tags: Sequence[str]) -> Body:
     return {"tags": sorted(set(tags))}
 
 
+# --- compact bodies -------------------------------------------------------------------------
+# A firewall rule and a ref exist once per rule (460,000 rules and as many refs at XLarge), and a
+# dict literal carries its own key table (~110 bytes of a rule's ~300, ~90 of a ref's ~215).
+# CPython gives the attribute dicts of one class's instances a key table shared by all ("split"
+# dicts, PEP 412): so these bodies are built as an instance's `__dict__`, attributes set always in
+# the same order. What comes back is a plain dict in every way (type, equality, key order, JSON);
+# only its size differs, and modifying it would merely unshare its table (nobody does: bodies are
+# read-only). The instance itself is dropped at once.
+
+
+class _Rule:
+    """Its `__dict__` is a firewall rule's body (see above); keys in the order of the POST."""
+
+    fq_name: List[str]
+    parent_type: str
+    action_list: Body
+    service: Body
+    endpoint_1: Body
+    direction: str
+    endpoint_2: Body
+    match_tags: Body
+    annotations: Body
+
+
+class _Ref:
+    """Its `__dict__` is a ref `{"to": [...], "attr": ...}` (see above)."""
+
+    to: List[str]
+    attr: Optional[Body]
+
+
+class _Sequence:
+    """Its `__dict__` is a ref's attr `{"sequence": ...}` (see above)."""
+
+    sequence: str
+
+
+def ref_body(to: List[str], attr: Optional[Body]) -> Body:
+    """`{"to": to, "attr": attr}`, compact (see above)."""
+    ref = _Ref()
+    ref.to = to
+    ref.attr = attr
+    return ref.__dict__
+
+
+def sequence_attr(sequence: str) -> Body:
+    """`{"sequence": sequence}`, compact (see above)."""
+    attr = _Sequence()
+    attr.sequence = sequence
+    return attr.__dict__
+
+
 def sequenced_ref(fq_name: FqName, sequence: str) -> Body:
-    return {"to": list(fq_name), "attr": {"sequence": sequence}}
+    return ref_body(list(fq_name), sequence_attr(sequence))
 
 
 def annotations_body(pairs: Dict[str, str]) -> Body:
@@ -91,10 +143,17 @@ class BodyFactory:
 
     def rule(self, fq_name: FqName, action: str, service: Body, endpoint_1: Body, endpoint_2: Body) -> Body:
         """A firewall rule; `service` is a body from `service()`."""
-        return {"fq_name": list(fq_name), "parent_type": POLICY_MANAGEMENT_TYPE,
-                "action_list": self._actions[action], "service": service,
-                "endpoint_1": endpoint_1, "direction": ">", "endpoint_2": endpoint_2,
-                "match_tags": self._match_tags, "annotations": self._marks[FIREWALL_RULE]}
+        body = _Rule()
+        body.fq_name = list(fq_name)
+        body.parent_type = POLICY_MANAGEMENT_TYPE
+        body.action_list = self._actions[action]
+        body.service = service
+        body.endpoint_1 = endpoint_1
+        body.direction = ">"
+        body.endpoint_2 = endpoint_2
+        body.match_tags = self._match_tags
+        body.annotations = self._marks[FIREWALL_RULE]
+        return body.__dict__
 
     def any_rule(self, fq_name: FqName, action: str, endpoint_1: Body, endpoint_2: Body) -> Body:
         """A rule on every protocol and port: deny rules and the allow-all pass rules."""
@@ -113,7 +172,7 @@ class BodyFactory:
         while len(attrs) < len(rules):
             attrs.append({"sequence": rule_sequence(len(attrs))})
         # Ref attrs and fq_name lists are shared with the rules: refs are read-only.
-        refs = [{"to": rule["fq_name"], "attr": attr} for (_, rule), attr in zip(rules, attrs)]
+        refs = [ref_body(rule["fq_name"], attr) for (_, rule), attr in zip(rules, attrs)]
         mark = self._mark
         pairs = [self._cluster_mark, {"key": "k8s_uuid", "value": uid}, self._kind_mark[FIREWALL_POLICY],
                  mark("name", name), mark("namespace", namespace), self._owner_mark,

@@ -10,7 +10,7 @@ import bisect
 from operator import itemgetter
 from typing import Dict, List, Optional, Tuple
 
-from .bodies import Body, FqName
+from .bodies import Body, FqName, ref_body, sequence_attr
 from .naming import sequence_sort_key
 
 # (operation "ADD" | "DELETE", target fq_name, sequence)
@@ -60,7 +60,7 @@ class SequencedRefs:
                 if report:
                     operations.append(("DELETE", fq_name, current_sequence))
             if sequence is not None:
-                ref = entries[fq_name] = {"to": to, "attr": {"sequence": sequence}}
+                ref = entries[fq_name] = ref_body(to, sequence_attr(sequence))
                 additions.append((key, ref))
                 if report:
                     operations.append(("ADD", fq_name, sequence))
