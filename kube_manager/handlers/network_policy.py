@@ -8,7 +8,7 @@ are whose, from the translator's change report.
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, Iterable, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, Iterator, Optional, Set, Tuple
 
 from kubernetes import client
 
@@ -18,10 +18,14 @@ from kube_manager.kube.kinds import Kind, StateSource
 from kube_manager.kube.resources import NETWORK_POLICIES
 from kube_manager.logging_setup import kv
 from kube_manager.translator import Changes
+from kube_manager.translator.bodies import FIREWALL_POLICY, FIREWALL_RULE, FqName
 
 from .base import Context, Handler, mapping, metadata, trim_metadata, validate_namespaced
 
 log = logging.getLogger(__name__)
+# A NetworkPolicy's objects: its firewall policy, and its pass and deny rules (in that order). The
+# translator's own fq_name tuples, not (type, fq_name) pairs: one pair per rule was 21 MB at XLarge.
+PolicyObjectNames = Tuple[FqName, Tuple[FqName, ...]]
 
 def trim_network_policy(obj: Dict[str, Any]) -> Dict[str, Any]:
     """metadata and the spec exactly as the server gives it (its sha256 is an annotation)."""
@@ -38,9 +42,9 @@ class NetworkPolicyHandler(Handler):
     def __init__(self, context: Context) -> None:
         super().__init__(context)
         self._touched: Set[Key] = set()  # upserted, deleted or failed since the last flush
-        # NetworkPolicy -> its firewall policy, pass and deny rules (in that order), and back
-        self._objects_of: Dict[Key, Tuple[ObjKey, ...]] = TrackedDict()
-        self._owner_of: Dict[ObjKey, Key] = TrackedDict()
+        # NetworkPolicy -> its objects, and back (resource type -> fq_name -> NetworkPolicy)
+        self._objects_of: Dict[Key, PolicyObjectNames] = TrackedDict()
+        self._owner_of: Dict[str, Dict[FqName, Key]] = {FIREWALL_POLICY: TrackedDict(), FIREWALL_RULE: TrackedDict()}
         self._states_dirty: Set[Key] = set()  # refreshed since the last push of states
 
     def upsert(self, obj: Dict[str, Any]) -> None:
@@ -85,17 +89,19 @@ class NetworkPolicyHandler(Handler):
         if changed is None:
             keys: Iterable[Key] = list(self.db.network_policies)
         else:
-            owners = (self._owner_of.get(key) for key in changed)
+            owner_of = self._owner_of
+            owners = (owner_of[key[0]].get(key[1]) if key[0] in owner_of else None for key in changed)
             keys = self._states_dirty.union(owner for owner in owners if owner is not None)
         self._states_dirty = set()
         for key in keys:
             record = self.db.network_policies.get(key)
             if record is None:
                 continue
-            objects = self._objects_of.get(key)
-            if objects is None:
+            names = self._objects_of.get(key)
+            if names is None:
                 record.state = REJECTED if record.errors else PENDING
                 continue
+            objects = list(_object_keys(names))
             states = {source.state_of(k) for k in objects}
             record.write_errors = [f"{k[0]} {':'.join(k[1])}: {self.db.parked[k]}"
                                    for k in objects if k in self.db.parked]
@@ -114,15 +120,17 @@ class NetworkPolicyHandler(Handler):
         """Bring the objects and the record of one NetworkPolicy up to date."""
         objects = self.translator.policy_objects(*key)
         self._states_dirty.add(key)
-        for obj_key in self._objects_of.pop(key, ()):
-            if self._owner_of.get(obj_key) != key:
-                continue  # a name another NetworkPolicy took over in the same flush (SPEC 4 suffixes)
-            del self._owner_of[obj_key]
+        old = self._objects_of.pop(key, None)
+        if old is not None:
+            for resource_type, fq_name in _object_keys(old):
+                owners = self._owner_of[resource_type]
+                if owners.get(fq_name) == key:  # else a name another NetworkPolicy took over in
+                    del owners[fq_name]  # the same flush (SPEC 4 suffixes)
         if objects is not None:
-            new = (("firewall-policy", objects.firewall_policy),) + tuple(
-                ("firewall-rule", fq) for fq in objects.rules + objects.deny_rules)
-            self._objects_of[key] = new
-            self._owner_of.update((obj_key, key) for obj_key in new)
+            rules = objects.rules + objects.deny_rules
+            self._objects_of[key] = (objects.firewall_policy, rules)
+            self._owner_of[FIREWALL_POLICY][objects.firewall_policy] = key
+            self._owner_of[FIREWALL_RULE].update(dict.fromkeys(rules, key))
         record = self.db.network_policies.get(key)
         if record is None:
             return
@@ -137,6 +145,14 @@ class NetworkPolicyHandler(Handler):
         record.rules = [fq[-1] for fq in objects.rules + objects.deny_rules]  # SPEC 10: deny rules too
         if record.state == REJECTED:
             record.state = PENDING
+
+
+def _object_keys(names: PolicyObjectNames) -> Iterator[ObjKey]:
+    """The (resource type, fq_name) of each object of a NetworkPolicy, policy first."""
+    policy, rules = names
+    yield FIREWALL_POLICY, policy
+    for fq_name in rules:
+        yield FIREWALL_RULE, fq_name
 
 
 KIND = Kind(NETWORK_POLICIES, lambda api: client.NetworkingV1Api(api).list_network_policy_for_all_namespaces,
