@@ -78,6 +78,36 @@ class _Sequence:
     sequence: str
 
 
+class _Policy:
+    """Its `__dict__` is a NetworkPolicy's firewall policy body (see above)."""
+
+    fq_name: List[str]
+    parent_type: str
+    firewall_rule_refs: List[Body]
+    annotations: Body
+
+
+class _Annotations:
+    """Its `__dict__` is `{"key_value_pair": [...]}` (see above)."""
+
+    key_value_pair: List[Body]
+
+
+class _Pair:
+    """Its `__dict__` is an annotation `{"key": ..., "value": ...}` (see above)."""
+
+    key: str
+    value: str
+
+
+def pair_body(key: str, value: str) -> Body:
+    """`{"key": key, "value": value}`, compact (see above)."""
+    pair = _Pair()
+    pair.key = key
+    pair.value = value
+    return pair.__dict__
+
+
 def ref_body(to: List[str], attr: Optional[Body]) -> Body:
     """`{"to": to, "attr": attr}`, compact (see above)."""
     ref = _Ref()
@@ -174,11 +204,17 @@ class BodyFactory:
         # Ref attrs and fq_name lists are shared with the rules: refs are read-only.
         refs = [ref_body(rule["fq_name"], attr) for (_, rule), attr in zip(rules, attrs)]
         mark = self._mark
-        pairs = [self._cluster_mark, {"key": "k8s_uuid", "value": uid}, self._kind_mark[FIREWALL_POLICY],
-                 mark("name", name), mark("namespace", namespace), self._owner_mark,
-                 mark("spec_sha256", spec_sha256)]  # sorted by key, as annotations_body() writes them
-        return {"fq_name": list(fq_name), "parent_type": POLICY_MANAGEMENT_TYPE,
-                "firewall_rule_refs": refs, "annotations": {"key_value_pair": pairs}}
+        annotations = _Annotations()
+        annotations.key_value_pair = [
+            self._cluster_mark, pair_body("k8s_uuid", uid), self._kind_mark[FIREWALL_POLICY],
+            mark("name", name), mark("namespace", namespace), self._owner_mark,
+            mark("spec_sha256", spec_sha256)]  # sorted by key, as annotations_body() writes them
+        body = _Policy()
+        body.fq_name = list(fq_name)
+        body.parent_type = POLICY_MANAGEMENT_TYPE
+        body.firewall_rule_refs = refs
+        body.annotations = annotations.__dict__
+        return body.__dict__
 
     def _mark(self, key: str, value: str) -> Body:
         """One annotation pair, shared by every policy with that pair (names repeat across
@@ -187,7 +223,7 @@ class BodyFactory:
         if pair is None:
             if len(self._pairs) >= MARK_CACHE_LIMIT:
                 self._pairs.clear()
-            pair = self._pairs[(key, value)] = {"key": key, "value": value}
+            pair = self._pairs[(key, value)] = pair_body(key, value)
         return pair
 
     def application_policy_set(self, fq_name: FqName, application_tag: str,
