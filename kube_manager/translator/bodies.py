@@ -194,15 +194,15 @@ class BodyFactory:
         return {"fq_name": list(fq_name), "parent_type": POLICY_MANAGEMENT_TYPE,
                 "firewall_rule_refs": rule_refs, "annotations": self._marks[FIREWALL_POLICY]}
 
-    def network_policy(self, fq_name: FqName, rules: Sequence[Tuple[FqName, Body]], namespace: str, name: str,
+    def network_policy(self, fq_name: FqName, rules: Sequence[Body], namespace: str, name: str,
                        uid: str, spec_sha256: str) -> Body:
-        """The firewall policy of a NetworkPolicy, referring to its pass `rules` ((fq_name, body)
-        pairs) in order, its annotations marked with the NetworkPolicy's identity (SPEC 1)."""
+        """The firewall policy of a NetworkPolicy, referring to its pass `rules` (their bodies)
+        in order, its annotations marked with the NetworkPolicy's identity (SPEC 1)."""
         attrs = self._rule_sequences
         while len(attrs) < len(rules):
             attrs.append({"sequence": rule_sequence(len(attrs))})
         # Ref attrs and fq_name lists are shared with the rules: refs are read-only.
-        refs = [ref_body(rule["fq_name"], attr) for (_, rule), attr in zip(rules, attrs)]
+        refs = [ref_body(rule["fq_name"], attr) for rule, attr in zip(rules, attrs)]
         mark = self._mark
         annotations = _Annotations()
         annotations.key_value_pair = [

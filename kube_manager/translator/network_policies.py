@@ -112,7 +112,7 @@ class NetworkPolicies:
         rendering = self._renderings.get(key)
         if rendering is None:
             return None
-        return PolicyObjects(rendering.policy[0], tuple(fq for fq, _ in rendering.rules),
+        return PolicyObjects(rendering.policy[0], rendering.rules,
                              tuple(fq for fq, _, _ in rendering.deny_rules),
                              tuple(sorted(rendering.address_groups)), tuple(sorted(rendering.tags)),
                              rendering.errors)

@@ -73,7 +73,7 @@ class DesiredObjects:
         rules go); whether any object changed."""
         changed = False
         if new is not None:
-            changed |= self.put_all(FIREWALL_RULE, new.rules)
+            changed |= self.put_all(FIREWALL_RULE, zip(new.rules, new.rule_bodies))
             changed |= self.put_all(FIREWALL_RULE, [(fq_name, body) for fq_name, body, _ in new.deny_rules])
             for fq_name, body, sequence in new.deny_rules:
                 denies.set(fq_name, sequence, body["fq_name"])
@@ -81,9 +81,8 @@ class DesiredObjects:
             fq_name, body = new.policy
             policies.set(fq_name, new.aps_sequence, body["fq_name"])
         if old is not None:
-            kept = set() if new is None else {fq_name for fq_name, _ in new.rules}.union(
-                fq_name for fq_name, _, _ in new.deny_rules)
-            for fq_name, _ in old.rules:
+            kept = set() if new is None else set(new.rules).union(fq_name for fq_name, _, _ in new.deny_rules)
+            for fq_name in old.rules:
                 if fq_name not in kept:
                     self.drop(FIREWALL_RULE, fq_name)
                     changed = True

@@ -151,7 +151,7 @@ class TierRenderer:
         for policy in valid:
             done = work[policy.name]
             fq_name = global_fq_name(shorten(cnp_policy_name(self.cluster, policy.name)))
-            body = self.bodies.network_policy(fq_name, done.accept_rules, "", policy.name,
+            body = self.bodies.network_policy(fq_name, [rule for _, rule in done.accept_rules], "", policy.name,
                                               policy.uid, policy.spec_sha256)
             out.objects["firewall-policy"][fq_name] = body
             out.aps_refs[fq_name] = cnp_sequence(tier, policy.priority, fq_name[1])
