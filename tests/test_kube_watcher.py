@@ -264,7 +264,10 @@ def test_a_silent_connection_is_restarted_from_the_last_version_without_a_relist
         w = watcher(api_client_for_url(server.url), "namespaces", rec, db, metrics=metrics,
                     settings=WatchSettings(silence_timeout=0.3))
         with running([w]):
-            wait_until(lambda: restart_reasons(metrics).get("silent", 0) >= 2, "two silent restarts")
+            # The counter moves before the next watch is sent: wait for both, not the counter alone.
+            wait_until(lambda: restart_reasons(metrics).get("silent", 0) >= 2
+                       and sum(b"watch=true" in r for r in server.requests) >= 3,
+                       "two silent restarts and the third watch")
         watches = [r for r in server.requests if b"watch=true" in r]
         lists = [r for r in server.requests if b"watch=true" not in r]
     status = db.kube_connections["namespaces"]
