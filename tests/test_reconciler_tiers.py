@@ -95,7 +95,8 @@ def change_and_watch(s: Setup, *manifests: Dict[str, Any]) -> Tuple[Set[Flow], S
     seen = watch_denied(s)
     s.api.writes.clear()
     apply_cnps(s, *manifests)
-    s.converge()
+    # Every request evaluates the whole flow table (watch_denied): slow under load, so a wide bound.
+    s.converge(timeout=60.0)
     s.api.fault = None
     return before, denied(s), seen
 
