@@ -63,7 +63,7 @@ class PodRecord:
     namespace: str
     name: str
     ip: Optional[str] = None
-    labels: Dict[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)  # read-only: shared with the translator
     manifest: Packed = Packed()  # the trimmed object the translator reads
     tags: List[str] = field(default_factory=list)           # "type=value" its VMIs must carry
     # Written by the reconciler alone: pending | synced | retrying | parked | no-vm

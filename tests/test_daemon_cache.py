@@ -231,3 +231,17 @@ def test_a_recreated_pod_keeps_its_tags_when_they_do_not_change():
     recreated["metadata"]["uid"] = "another-uid"
     cache.on_event("pods", "MODIFIED", recreated)
     assert db.pods[("a", "web")].uid == "another-uid" and db.pods[("a", "web")].tags == tags
+
+
+def test_pod_records_share_the_translators_labels_once_flushed_and_a_rejected_pod_keeps_its_own():
+    """Memory (issue 12): a pod's labels are held once, by the translator, not again by its record."""
+    db, sink, cache = make()
+    listed(cache)
+    cache.on_event("pods", "ADDED", pod("a", "web", "10.0.0.1", app="web"))
+    cache.on_event("pods", "ADDED", pod("a", "bad", "10.0.0.300", app="bad"))
+    web, bad = db.pods[("a", "web")], db.pods[("a", "bad")]
+    assert web.labels == {"app": "web"} and web.labels is cache.translator.pod_labels("a", "web")
+    assert bad.labels == {"app": "bad"} and cache.translator.pod_labels("a", "bad") is None
+    cache.on_event("pods", "MODIFIED", pod("a", "web", "10.0.0.1", app="other"))
+    assert db.pods[("a", "web")].labels == {"app": "other"}
+    assert db.pods[("a", "web")].labels is cache.translator.pod_labels("a", "web")

@@ -56,7 +56,7 @@ class PodHandler(Handler):
             record.tags = []  # no interface of its own: never tagged
         ip = mapping(obj.get("status")).get("podIP")
         record.ip = ip if isinstance(ip, str) else None
-        record.labels = dict(mapping(meta.get("labels")))
+        record.labels = dict(mapping(meta.get("labels")))  # until the flush (see `flushed`)
         record.manifest = obj
         self.translator.upsert_pod(obj)
         self._touched.add(key)
@@ -80,6 +80,17 @@ class PodHandler(Handler):
                 record.tags = list(tags or ()) if not record.host_network else []
         for key in touched.difference(changes.pods):  # same tags as before, or still rejected
             context.errors_stale |= key in self.db.pods and self.translator.pod_tags(*key) is None
+        self._share_labels(touched)
+
+    def _share_labels(self, keys: Set[Key]) -> None:
+        """The records of these pods take the translator's labels where equal, instead of keeping
+        a copy of their own (17 MB at XLarge); a rejected pod keeps its own."""
+        for key in keys:
+            record = self.db.pods.get(key)
+            if record is not None:
+                held = self.translator.pod_labels(*key)
+                if held is not None and held == record.labels:
+                    record.labels = held
 
 
 KIND = Kind(PODS, lambda api: client.CoreV1Api(api).list_pod_for_all_namespaces, trim_pod, validate_namespaced,

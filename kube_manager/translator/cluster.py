@@ -248,6 +248,12 @@ class ClusterTranslator:
         """The sorted `type=value` tags the pod's VMIs must carry; None for an unknown pod."""
         return self._pod_tags.tags.get((namespace, name))
 
+    def pod_labels(self, namespace: str, name: str) -> Optional[Mapping[str, str]]:
+        """The labels of the pod as last given (shared: read-only; after a flush, those it
+        translated); None for an unknown or rejected pod."""
+        pod = self._index.pods.get((namespace, name))
+        return pod.labels if pod is not None else None
+
     def policy_errors(self, namespace: str, name: str) -> Tuple[str, ...]:
         return self._network_policies.errors_of((namespace, name))
 
