@@ -40,9 +40,17 @@ def settle() -> None:
     the cluster). Frozen while tracked, such a dict stays out of view. What a full pass would add
     is the reference cycles that died in the oldest generation since the last automatic full pass:
     none at the end of the benches' initial lists, cold starts and events (measured)."""
+    freeze_young()
+    release_free_memory()
+
+
+def freeze_young() -> None:
+    """Collect the young generations and freeze what lives: `settle` without giving memory back,
+    cheap enough (a millisecond or two) for a lazily grown index (a namespace's policies compiled
+    by an explain question), which would otherwise reach the oldest generation and be walked
+    by every full pass."""
     gc.collect(1)
     gc.freeze()
-    release_free_memory()
 
 
 def _malloc_trim() -> Optional[Callable[[int], int]]:

@@ -237,6 +237,29 @@ def test_a_replaced_index_is_freed_although_the_collector_froze_it(monkeypatch):
         gc.unfreeze()
 
 
+def test_what_a_question_compiles_is_frozen_once(db):
+    """The Kubernetes side compiles the namespaces a question touches and keeps them: out of the
+    collector's view after that question (else every full collection walks them during a later
+    one), and a question compiling nothing new leaves the collector alone."""
+    import gc
+
+    from kube_manager.explain.k8s_netpol import Policy
+
+    explain = db_explainer(db, "k8s")
+    try:
+        explain("tools/debug", "shop/db", "5432", "TCP")
+        frozen = gc.get_freeze_count()
+        assert not [o for o in gc.get_objects() if isinstance(o, Policy)]  # all compiled, frozen
+        explain("shop/web", "shop/db", "5432", "TCP")  # shop's pods and policies compiled
+        assert gc.get_freeze_count() > frozen
+        assert not [o for o in gc.get_objects() if isinstance(o, Policy)]
+        frozen = gc.get_freeze_count()
+        explain("shop/web", "shop/db", "5432", "TCP")  # nothing new
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
 def test_the_kubernetes_side_knows_the_cluster_network_policy_tiers(db):
     """The DB's ClusterNetworkPolicies reach the verdict: an Admin tier Deny of the tools namespace
     decides the ingress of shop/db, and the page names the tier, the policy and the rule."""

@@ -157,6 +157,13 @@ class KubernetesModel:
             model._known_namespace(namespace)
         return model
 
+    @property
+    def compiled(self) -> int:
+        """How much has been compiled lazily so far (grows, never shrinks): a caller keeping the
+        model sees from it that a question added to what lives as long as the model."""
+        return (len(self._policies) + len(self._pods) + (self._pods_by_ip is not None)
+                + (self._tiers is not None))
+
     def _known_namespace(self, name: str) -> None:
         self.namespace_labels.setdefault(name, {NAMESPACE_NAME_LABEL: name})
 
