@@ -94,7 +94,6 @@ class Views:
                extra: Set[str], copy_values: bool = True) -> Dict[str, Any]:
         """An object with all its properties and refs (or only those in `extra`), and the back-refs
         and children named in `extra`."""
-        value = copy_json if copy_values else _as_is
         out: Dict[str, Any] = {"uuid": obj.uuid, "name": obj.fq_name[-1], "fq_name": list(obj.fq_name)}
         if obj.parent_type:
             out["parent_type"] = obj.parent_type
@@ -103,26 +102,7 @@ class Views:
                 out["parent_href"] = f"{base_url}/{obj.parent_type}/{obj.parent_uuid}"
         if hrefs:
             out["href"] = f"{base_url}/{obj.type}/{obj.uuid}"
-        for name, prop in obj.props.items():
-            if all_fields or name in extra:
-                out[name] = value(prop)
-        ref_types = RESOURCE_TYPES[obj.type].ref_types
-        for ref_field, refs in obj.refs.items():
-            if all_fields or ref_field in extra:
-                out[ref_field] = [
-                    _link(r.to, ref_types.get(ref_field, ""), r.uuid, base_url, hrefs, attr=value(r.attr))
-                    for _uuid, r in sorted(refs.items())]
-        if extra & self.back_ref_fields(obj.type):
-            for src, _field, ref in sorted(self._store.referrers(obj.uuid), key=lambda t: t[0].uuid):
-                name = f"{RESOURCE_TYPES[src.type].field_name}_back_refs"
-                if name in extra:
-                    out.setdefault(name, []).append(
-                        _link(src.fq_name, src.type, src.uuid, base_url, hrefs, attr=value(ref.attr)))
-        if extra & self.children_fields(obj.type):
-            for child in self._store.children(obj.uuid):
-                name = f"{RESOURCE_TYPES[child.type].field_name}s"
-                if name in extra:
-                    out.setdefault(name, []).append(_link(child.fq_name, child.type, child.uuid, base_url, hrefs))
+        self._fill(out, obj, base_url, hrefs, None if all_fields else extra, extra, copy_values)
         return out
 
     def list_answer(self, rt: ResourceType, query: ListQuery, base_url: str, copy_values: bool = True) -> Any:
@@ -137,13 +117,44 @@ class Views:
         if query.detail:
             return [{rt.name: self.render(o, base_url, hrefs, all_fields=True, extra=wanted, copy_values=copy_values)}
                     for o in selected]
+        # A plain item is built directly (not rendered in full, then trimmed): a restart lists
+        # every object the daemon owns this way, a hundred thousand at the largest scales.
         items = []
         for obj in selected:
-            item = self.render(obj, base_url, hrefs, all_fields=False, extra=wanted, copy_values=copy_values)
-            for key in ("name", "parent_type", "parent_uuid", "parent_href"):
-                item.pop(key, None)
+            item: Dict[str, Any] = {"uuid": obj.uuid, "fq_name": list(obj.fq_name)}
+            if hrefs:
+                item["href"] = f"{base_url}/{obj.type}/{obj.uuid}"
+            self._fill(item, obj, base_url, hrefs, wanted, wanted, copy_values)
             items.append(item)
         return items
+
+    def _fill(self, out: Dict[str, Any], obj: StoredObject, base_url: str, hrefs: bool,
+              fields: Optional[Set[str]], extra: Set[str], copy_values: bool) -> None:
+        """Add to `out` the properties and refs in `fields` (all of them: None), and the back-refs
+        and children named in `extra`."""
+        value = copy_json if copy_values else _as_is
+        for name, prop in obj.props.items():
+            if fields is None or name in fields:
+                out[name] = value(prop)
+        ref_types = RESOURCE_TYPES[obj.type].ref_types
+        for ref_field, refs in obj.refs.items():
+            if fields is None or ref_field in fields:
+                out[ref_field] = [
+                    _link(r.to, ref_types.get(ref_field, ""), r.uuid, base_url, hrefs, value(r.attr))
+                    for _uuid, r in sorted(refs.items())]
+        if not extra:
+            return
+        if not extra.isdisjoint(self._back_ref_fields.get(obj.type, ())):
+            for src, _field, ref in sorted(self._store.referrers(obj.uuid), key=lambda t: t[0].uuid):
+                name = f"{RESOURCE_TYPES[src.type].field_name}_back_refs"
+                if name in extra:
+                    out.setdefault(name, []).append(
+                        _link(src.fq_name, src.type, src.uuid, base_url, hrefs, value(ref.attr)))
+        if not extra.isdisjoint(self._children_fields.get(obj.type, ())):
+            for child in self._store.children(obj.uuid):
+                name = f"{RESOURCE_TYPES[child.type].field_name}s"
+                if name in extra:
+                    out.setdefault(name, []).append(_link(child.fq_name, child.type, child.uuid, base_url, hrefs))
 
     def _select(self, rt: ResourceType, query: ListQuery) -> List[StoredObject]:
         parents = query.parent_uuids
@@ -175,13 +186,19 @@ class Views:
         return selected
 
 
+_NO_ATTR = object()  # a child link has no `attr` key at all (a ref's may be None)
+
+
 def _as_is(value: Any) -> Any:
     return value
 
 
-def _link(to: List[str], obj_type: str, uuid: str, base_url: str, hrefs: bool, **extra: Any) -> Dict[str, Any]:
-    link: Dict[str, Any] = {"to": list(to), "uuid": uuid, **extra}
+def _link(to: List[str], obj_type: str, uuid: str, base_url: str, hrefs: bool,
+          attr: Any = _NO_ATTR) -> Dict[str, Any]:
+    """A ref, back-ref or child entry (`attr` only on refs and back-refs)."""
+    link: Dict[str, Any] = {"to": list(to), "uuid": uuid}
+    if attr is not _NO_ATTR:
+        link["attr"] = attr
     if hrefs:
         link["href"] = f"{base_url}/{obj_type}/{uuid}"
     return link
-
