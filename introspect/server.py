@@ -7,6 +7,7 @@ greenlet, so a slow client never blocks the loop. Access lines go to the module 
 from __future__ import annotations
 
 import logging
+import socket
 from typing import Any, Callable, Optional, Tuple
 
 from gevent.pywsgi import WSGIServer
@@ -22,6 +23,16 @@ class _LogWriter:
 
     def write(self, line: str) -> None:
         log.log(self._level, "%s", line.rstrip())
+
+
+class _NoDelayServer(WSGIServer):
+    """Answers without Nagle's delay: on a kept-alive connection (a browser's, a `requests`
+    session's) each answer otherwise waited for the client's delayed ACK, about 40 ms (an /explain
+    answer: 48 ms instead of 4 ms)."""
+
+    def handle(self, sock: Any, address: Any) -> Any:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return super().handle(sock, address)
 
 
 class IntrospectServer:
@@ -51,7 +62,7 @@ class IntrospectServer:
         """Bind and start serving in the background (in the current gevent hub)."""
         if self._server is not None:
             raise RuntimeError("the introspect server is already started")
-        server = WSGIServer((self.host, self.port), self._app, log=_LogWriter(logging.DEBUG),
+        server = _NoDelayServer((self.host, self.port), self._app, log=_LogWriter(logging.DEBUG),
                             error_log=_LogWriter(logging.ERROR))
         server.start()  # raises OSError naming the address when it cannot bind
         self._server = server

@@ -233,6 +233,29 @@ def test_the_gevent_server_serves_over_http_and_stops(db):
         in_thread(requests.get, f"http://127.0.0.1:{port}/", timeout=10)
 
 
+def test_answers_go_out_without_waiting_for_the_clients_ack(db, monkeypatch):
+    """Nagle's algorithm off on every accepted connection: on a kept-alive one each answer
+    otherwise waits for the client's delayed ACK (about 40 ms)."""
+    import socket
+
+    from gevent.pywsgi import WSGIHandler
+
+    seen = []
+    real = WSGIHandler.handle
+
+    def spy(handler):
+        seen.append(handler.socket.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        return real(handler)
+
+    monkeypatch.setattr(WSGIHandler, "handle", spy)
+    with IntrospectServer("127.0.0.1", 0, make_app(db)) as server:
+        session = requests.Session()
+        for _ in range(2):  # one connection, kept alive
+            assert in_thread(session.get, server.url + "/", timeout=10).status_code == 200
+        session.close()
+    assert len(seen) == 1 and seen[0] != 0
+
+
 def test_a_taken_port_is_an_error_naming_the_address(db):
     with IntrospectServer("127.0.0.1", 0, make_app(db)) as first:
         second = IntrospectServer("127.0.0.1", first.address[1], make_app(db))
