@@ -15,7 +15,7 @@ from kube_manager import gcpolicy
 from kube_manager.db import Database, PodRecord
 from kube_manager.manifests import Manifests
 from kube_manager.explain.explainer import Explainer
-from kube_manager.translator.translation import collector_paused
+from kube_manager.gcpolicy import collector_paused
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from kube_manager.manifests import ManifestError, load_manifests
 from kube_manager.serialize import json_bytes, yaml_bytes
-from kube_manager.translator.translation import collector_paused
+from kube_manager.gcpolicy import collector_paused
 
 USAGE_ERROR = 2
 FORMATS = ("table", "json", "yaml")

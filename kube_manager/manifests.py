@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List
 
 import yaml
 
-from kube_manager.translator.translation import collector_paused
+from kube_manager.gcpolicy import collector_paused
 
 try:
     import orjson

@@ -47,7 +47,7 @@ from kube_manager.logging_setup import kv
 from kube_manager.settings import ReconcilerSettings
 from kube_manager.translator.changes import RefChange
 from kube_manager.translator.published import DesiredState
-from kube_manager.translator.translation import collector_paused
+from kube_manager.gcpolicy import collector_paused
 from vnc_client.errors import VncError, WriteRefused, is_temporary
 from vnc_client.ratelimit import ExponentialRateLimiter, half_jitter
 

@@ -27,6 +27,8 @@ import re
 from operator import itemgetter
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Tuple, TypeVar
 
+from kube_manager.gcpolicy import collector_paused
+
 from .bodies import (ADDRESS_GROUP, APPLICATION_POLICY_SET, FIREWALL_POLICY, FIREWALL_RULE,
                      PASS, TAG, Body, BodyFactory, FqName, global_fq_name, sequenced_ref)
 from .changes import ChangeLog, Changes
@@ -53,7 +55,7 @@ from .render import PolicyRenderer
 from .sequenced import SequencedRefs
 from .shared import SharedObjects
 from .store import DesiredObjects
-from .translation import Translation, collector_paused
+from .translation import Translation
 
 Parsed = TypeVar("Parsed", PodInfo, ParsedPolicy)
 NAMESPACE_KIND, POD_KIND = "Namespace", "Pod"

@@ -1,9 +1,10 @@
 """The whole desired state of a cluster in SPEC 8's `translate` JSON form, and `translate()`."""
 from __future__ import annotations
 
-import gc
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Mapping, Tuple
+
+from kube_manager.gcpolicy import collector_paused
 
 Body = Dict[str, Any]
 
@@ -61,25 +62,3 @@ def translate(namespaces: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[st
             translator.set_cluster_network_policy(cluster_policy)
         translator.flush()
         return translator.translation()
-
-
-class collector_paused:
-    """The cyclic garbage collector off for a bulk job (`with collector_paused():`), as it was after.
-
-    Parsing, translating and printing a cluster dump allocate millions of long-lived containers and
-    no reference cycles (the translator creates none); every full collection would rescan them all
-    (a fifth of `translate`'s time on a 5,000-namespace dump, three quarters of the first flush of
-    a daemon's initial lists), for nothing to free. What the job allocated still meets one
-    young-generation pass after it (about a third of the job's time at 5,000 namespaces): a
-    caller that keeps the result for good (the daemon) freezes it.
-    """
-
-    __slots__ = ("_enabled",)
-
-    def __enter__(self) -> None:
-        self._enabled = gc.isenabled()
-        gc.disable()
-
-    def __exit__(self, *exc: object) -> None:
-        if self._enabled:
-            gc.enable()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
-from kube_manager.translator.translation import collector_paused
+from kube_manager.gcpolicy import collector_paused
 from vnc_client.schema import RESOURCE_TYPES, ResourceType
 
 from .errors import ApiError, bad_request, fq_repr, not_found, unknown_id
