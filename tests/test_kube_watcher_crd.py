@@ -121,7 +121,8 @@ def test_a_removed_crd_deletes_what_was_known_and_is_absent_again(caplog: pytest
             kube.store.uninstall_crd(CNP.name)
             rec.wait_for("DELETED", "a")
             status = db.kube_connections[CNP.name]
-            wait_until(lambda: status.absent, "the resource to be seen absent")
+            # the status flips just before the warning is logged, from the watcher's thread
+            wait_until(lambda: status.absent and absence_warnings(caplog), "the resource to be seen absent")
             assert len(absence_warnings(caplog)) == 1
             kube.store.install_crd(CNP.name)
             kube.store.create(cnp("b"))

@@ -142,7 +142,9 @@ def test_run_once_beside_a_leader_stands_by_writes_nothing_and_names_the_leader(
     (leader,) = rig.start(1)
     rig.wait_single_leader()
     rig.env.wait_converged()
-    once = rig.env.start_daemon("--once", "--once-timeout", "3", *SHORT.args())
+    # long enough to get past the initial lists on a loaded machine, so that what the line names is
+    # the leadership, not a slow start; the leader renews well within it
+    once = rig.env.start_daemon("--once", "--once-timeout", "8", *SHORT.args())
     assert once.wait_exit(60) == 1
     started = once.wait_log("leader election started")
     identity = started.split("identity=", 1)[1].split()[0]
