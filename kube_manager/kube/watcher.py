@@ -23,10 +23,9 @@ sharing one `ApiClient`. The cycle is the one client-go's reflector uses:
 
 Events go to `on_event(resource, event_type, obj)`:
 - `ADDED` / `MODIFIED` / `DELETED` with `obj` a plain dict in API-server form, trimmed to what the
-  translator reads (the kind's trimmer, `kube_manager/handlers/`); normalised against what this watcher has seen:
-  ADDED exactly once per object lifetime (a re-created object is DELETED then ADDED), MODIFIED only
-  when the trimmed content changed (a pod's status churn does not wake anyone), DELETED only for a
-  known object;
+  translator reads (the kind's trimmer, `kube_manager/handlers/`); normalised against what this
+  watcher has seen (`kube/seen.py`): ADDED once per object lifetime, MODIFIED only on a change,
+  DELETED only for a known object;
 - `LISTED` once, when the first list has been delivered; `RELISTED` after each re-list's
   differences. `obj` is then `{"resourceVersion": rv}`. Until LISTED, the picture is incomplete, so
   nothing should be garbage-collected on its basis.
@@ -42,13 +41,12 @@ greenlet; in tests it runs in a thread. `stop` may be called from anywhere.
 """
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import random
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
 import urllib3
 from kubernetes import client
@@ -59,18 +57,16 @@ from kube_manager.db import ConnectionStatus, Database
 from kube_manager.kube.kinds import Kind, KindRegistry
 from kube_manager.logging_setup import kv
 from kube_manager.metrics import Metrics
-from kube_manager.packed import Held, pack, unpack
+from kube_manager.kube.seen import ADDED, DELETED, MODIFIED, Event, Key, SeenObjects, object_key
 from kube_manager.settings import WatchSettings
 from vnc_client.ratelimit import ExponentialRateLimiter
 
 log = logging.getLogger(__name__)
 
-ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 LISTED, RELISTED = "LISTED", "RELISTED"
 BOOKMARK, ERROR = "BOOKMARK", "ERROR"
 
 OnEvent = Callable[[str, str, Dict[str, Any]], None]
-Key = Tuple[str, str]  # (namespace or "", name)
 
 
 class WatchError(Exception):
@@ -102,17 +98,6 @@ def _object(value: Any) -> Dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _key(obj: Dict[str, Any]) -> Key:
-    """(namespace, name) of a trimmed object, as strings whatever the manifest held."""
-    meta = obj["metadata"]
-    return str(meta.get("namespace", "")), str(meta.get("name", ""))
-
-
-def _without_version(obj: Dict[str, Any]) -> Dict[str, Any]:
-    meta = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
-    return dict(obj, metadata=meta)
-
-
 class KubeWatcher:
     """Lists then watches one resource until `stop`; see the module docstring for the contract."""
 
@@ -136,9 +121,7 @@ class KubeWatcher:
         # Two items with their own counts: connection/API errors, and expiries right after a re-list.
         self._backoff = ExponentialRateLimiter(settings.initial_backoff, settings.max_backoff)
         self._expired_again = False  # no watch event since the last 410
-        # the last object delivered per key, packed (kube_manager/packed.py): a copy of the whole
-        # cluster, kept only to tell real changes and to deliver a DELETED
-        self._known: Dict[Key, Held] = {}
+        self._seen = SeenObjects()  # what was delivered: to tell real changes, to deliver a DELETED
         self._rv: Optional[str] = None
         self._listed = False
         self._look_again = threading.Event()
@@ -219,7 +202,7 @@ class KubeWatcher:
             rv = rv or metadata.get("resourceVersion")
             for item in page.get("items") or []:
                 trimmed = self._trim(item)
-                items[_key(trimmed)] = trimmed
+                items[object_key(trimmed)] = trimmed
             token = metadata.get("continue")
             if not token:
                 break
@@ -267,10 +250,7 @@ class KubeWatcher:
             response.release_conn()
 
     def _apply_list(self, items: Dict[Key, Dict[str, Any]]) -> None:
-        for key in sorted(set(self._known) - set(items)):
-            self._emit(DELETED, unpack(self._known.pop(key)))
-        for key in sorted(items):
-            self._upsert(key, items[key])
+        self._emit_all(self._seen.listed(items))
 
     # --- watch -----------------------------------------------------------------------------------
 
@@ -321,10 +301,11 @@ class KubeWatcher:
         if event_type in (ADDED, MODIFIED, DELETED):
             trimmed = self._trim(obj)
             if event_type == DELETED:
-                if self._known.pop(_key(trimmed), None) is not None:
-                    self._emit(DELETED, trimmed)
+                gone = self._seen.deleted(trimmed)
+                if gone is not None:
+                    self._emit(*gone)
             else:
-                self._upsert(_key(trimmed), trimmed)
+                self._emit_all(self._seen.upserted(trimmed))
         elif event_type != BOOKMARK:
             log.warning("unknown watch event type ignored",
                         extra=kv(resource=self.resource.name, type=event_type))
@@ -370,24 +351,12 @@ class KubeWatcher:
 
     # --- shared ----------------------------------------------------------------------------------
 
-    def _upsert(self, key: Key, new: Dict[str, Any]) -> None:
-        held = self._known.get(key)
-        packed = pack(new)
-        # the consumer gets `new` itself: what is kept here is its packed copy (or, for what JSON
-        # cannot hold, a deep one)
-        self._known[key] = packed if isinstance(packed, bytes) else copy.deepcopy(new)
-        if held is None:
-            self._emit(ADDED, new)
-            return
-        old = unpack(held)
-        if old["metadata"].get("uid") != new["metadata"].get("uid"):
-            self._emit(DELETED, old)
-            self._emit(ADDED, new)
-        elif _without_version(old) != _without_version(new):
-            self._emit(MODIFIED, new)
+    def _emit_all(self, events: Iterable[Event]) -> None:
+        for event_type, obj in events:
+            self._emit(event_type, obj)
 
     def _emit(self, event_type: str, obj: Dict[str, Any]) -> None:
-        """Deliver `obj`, which nothing here keeps (see `_upsert`)."""
+        """Deliver `obj`, which nothing here keeps (SeenObjects keeps a packed copy)."""
         try:
             self._on_event(self.resource.name, event_type, obj)
         except Exception:  # a consumer bug must not stop the watch; the resync repairs
