@@ -233,3 +233,15 @@ def test_multimap_holds_one_value_as_itself_and_several_in_a_set():
     index.discard("rule", "policy-3")
     index.discard("rule", "policy-2")
     assert list(index.get("rule")) == []
+
+
+def test_a_listed_object_is_kept_as_desired_though_a_listing_answers_no_parent_type():
+    """The config API's listing answers no `parent_type` (an identity field, never compared): an
+    object that reads back as desired in every other field is kept as the desired body."""
+    desired = rule_body("app=web")
+    listed = json.loads(json.dumps({**desired, "uuid": "u-1", "endpoint_1": {"tags": ["app=web"], "tag_ids": [7]}}))
+    del listed["parent_type"]
+    result = kept("firewall-rule", desired, listed)
+    assert isinstance(result, AsDesired) and result.body is desired and result["uuid"] == "u-1"
+    assert not isinstance(kept("firewall-rule", desired, {k: v for k, v in listed.items() if k != "direction"}),
+                          AsDesired)

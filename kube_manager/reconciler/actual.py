@@ -89,13 +89,20 @@ class ActualState:
                      if any(key in index.actual for index in indexes.values()))
         return found
 
-    def keys(self) -> Set[ObjKey]:
-        """Every key desired or held."""
-        keys: Set[ObjKey] = set()
-        for source in (self._desired.objects, self._db.actual):
-            for obj_type, objects in source.items():
-                keys.update((obj_type, fq) for fq in objects)
-        return keys
+    def unsettled(self) -> List[ObjKey]:
+        """Every key desired or held that is not `settled`, in no order. An object kept as its very
+        desired body (`compare.AsDesired`: nearly every object after a resync) is settled without
+        a look: asking `settled` of each of 100,000s of keys was a tenth of a restart."""
+        found: List[ObjKey] = []
+        desired_objects, actual_objects = self._desired.objects, self._db.actual
+        for obj_type in set(desired_objects) | set(actual_objects):
+            desired, actual = desired_objects.get(obj_type, {}), actual_objects.get(obj_type, {})
+            for fq_name, body in actual.items():
+                if not compare.same_desired(body, desired.get(fq_name)) and not self.settled((obj_type, fq_name)):
+                    found.append((obj_type, fq_name))
+            found.extend((obj_type, fq_name) for fq_name in desired
+                         if fq_name not in actual and not self.settled((obj_type, fq_name)))
+        return found
 
     def compared_fields(self) -> Dict[str, Set[str]]:
         """Per type, the fields a resync reads back: those we write (the desired bodies' fields),
@@ -109,25 +116,30 @@ class ActualState:
 
     # --- writes --------------------------------------------------------------------------------
 
-    def set(self, key: ObjKey, body: Optional[Body], written: bool = True) -> None:
-        """What the config API holds of `key` now (None: nothing); `written` by us, not listed."""
+    def set(self, key: ObjKey, body: Optional[Body], written: bool = True,
+            targets: Callable[..., List[ObjKey]] = compare.all_targets) -> None:
+        """What the config API holds of `key` now (None: nothing); `written` by us, not listed.
+        `targets`: how to read what a body refers to (a resync's fold shares one `TargetReader`)."""
         indexed = self.indexes.get(key, {})
-        old = self.get(key)
-        if old is not None:
-            for target in compare.all_targets(key[0], old, skip=indexed.keys()):
-                self._referrers.discard(target, key)
         objects = self._db.actual.setdefault(key[0], {})
+        old = objects.get(key[1])
+        if body is not None:
+            body = compare.kept(key[0], self.desired(key), body, skip=indexed.keys())
+            if indexed:  # the indexes own those lists from now on (`ref_moved` keeps them true)
+                body = {**body, **{name: index.load_actual(body.get(name)) for name, index in indexed.items()}}
+        if not compare.same_desired(old, body):  # else it refers to what it did (a resync, nothing changed)
+            if old is not None:
+                for target in targets(key[0], old, skip=indexed.keys()):
+                    self._referrers.discard(target, key)
+            if body is not None:
+                for target in targets(key[0], body, skip=indexed.keys()):
+                    self._referrers.add(target, key)
         if body is None:
             objects.pop(key[1], None)
             for index in indexed.values():
                 index.load_actual(())
         else:
-            body = compare.kept(key[0], self.desired(key), body, skip=indexed.keys())
-            if indexed:  # the indexes own those lists from now on (`ref_moved` keeps them true)
-                body = {**body, **{name: index.load_actual(body.get(name)) for name, index in indexed.items()}}
             objects[key[1]] = body
-            for target in compare.all_targets(key[0], body, skip=indexed.keys()):
-                self._referrers.add(target, key)
         self._changed(key, written)
 
     def ref_moved(self, key: ObjKey, change: diff.RefChange) -> None:
@@ -161,11 +173,12 @@ class ActualState:
         # own tuple: a key kept from the listing keeps its pages of memory (see `own_copy`).
         canonical = {fq_name: fq_name for fq_name in self._desired.objects.get(obj_type, {})}
         canonical.update((fq_name, fq_name) for fq_name in current)
+        targets = compare.TargetReader()
         for fq_name in set(current) | set(listed):
             fq_name = canonical.get(fq_name, fq_name)
             key = (obj_type, fq_name)
             if self._written_at.get(key, -1) <= since:
-                self.set(key, listed.get(fq_name), written=False)
+                self.set(key, listed.get(fq_name), written=False, targets=targets)
         self._others[obj_type] = listing.others
 
     def begin_listing(self) -> int:

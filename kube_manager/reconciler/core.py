@@ -213,7 +213,7 @@ class Reconciler:
         self.db.parked.clear()  # a resync tries parked keys again
         # Only what is to be queued is sorted (queue order matters; after a restart with nothing
         # changed, nothing is queued, and sorting every key was a tenth of the resync).
-        unsettled = [key for key in self.actual.keys() if not self.actual.settled(key)]
+        unsettled = self.actual.unsettled()
         for key in sorted(unsettled, key=_order):
             self._enqueue(key)
         tagger = self.pods.tagger
