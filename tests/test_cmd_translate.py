@@ -125,6 +125,21 @@ def test_invalid_objects_are_reported_not_fatal(capsys, tmp_path):
     assert [(e["kind"], e["name"]) for e in errors] == [("NetworkPolicy", "p"), ("Pod", "")]
 
 
+def test_a_spec_nested_in_itself_is_bad_input_confined_to_its_policy(capsys, tmp_path):
+    """A YAML anchor used inside itself (only a file can hold one) reads as a value nested in
+    itself: that policy is rejected as bad input, with a reason an operator can act on, and the
+    policy beside it is translated."""
+    (tmp_path / "loop.yaml").write_text(
+        "kind: NetworkPolicy\nmetadata: {name: loop, namespace: dev}\nspec: &s {podSelector: {}, extra: *s}\n"
+        "---\nkind: NetworkPolicy\nmetadata: {name: fine, namespace: dev}\nspec: {podSelector: {}}\n")
+    status, out, err = run_cli(capsys, "-f", str(tmp_path), "-o", "json")
+    assert status == 0 and "Traceback" not in err and "internal error" not in err
+    result = json.loads(out)
+    assert [(e["name"], e["reason"]) for e in result["errors"]] == [
+        ("loop", "nested in itself (a YAML alias inside its own anchor) or too deeply to be read")]
+    assert sorted(p["fq_name"][-1] for p in result["firewall_policies"]) == ["k8s-allowall", "k8s-denyall", "k8s-dev-fine"]
+
+
 def test_the_console_command_runs():
     proc = subprocess.run([sys.executable, "-m", "kube_manager.cli", "translate", "-f", *ILLUSTRATION_1, "-o", "json"],
                           capture_output=True, cwd=ROOT, text=True)

@@ -24,7 +24,8 @@ _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
 # The C encoder that `json.dumps` builds afresh for every call, built once: specs are hashed once
 # each, thousands of them in a bulk load, and the set-up was a third of the cost. Without its
 # circular reference check (`markers` None, which would be module state): a value nested in itself
-# (a YAML alias) fails as RecursionError instead of ValueError, and its object is rejected all the same.
+# (a YAML alias) fails as RecursionError instead of ValueError: its object is rejected as bad input
+# (rejections.TOO_DEEP).
 _C_ENCODE = None if c_make_encoder is None else c_make_encoder(
     None, str, encode_basestring_ascii, None, ":", ",", True, False, True)
 

@@ -20,8 +20,18 @@ log = logging.getLogger(__name__)
 ObjectKey = Tuple[str, str, str]  # (kind, namespace, name); namespace "" for a Namespace
 
 
+# What a value nested in itself (a YAML anchor used inside itself, which only a file read offline
+# can hold) or nested beyond the interpreter's depth amounts to: bad input, not a translator bug.
+TOO_DEEP = "nested in itself (a YAML alias inside its own anchor) or too deeply to be read"
+
+
+def _input_problem(exc: Exception) -> Exception:
+    return InvalidInput(TOO_DEEP) if isinstance(exc, RecursionError) else exc
+
+
 def failure_reason(exc: Exception) -> str:
     """What a rejection says: the validation message, or the unexpected exception."""
+    exc = _input_problem(exc)
     if isinstance(exc, InvalidInput):
         return str(exc)
     return f"internal error: {type(exc).__name__}: {exc}"
@@ -38,6 +48,7 @@ class Rejections(Dict[ObjectKey, str]):
 
     def add(self, key: ObjectKey, exc: Exception) -> None:
         """Reject the object `key` because of `exc` (logged unless it was already rejected so)."""
+        exc = _input_problem(exc)
         reason = failure_reason(exc)
         if self.get(key) == reason:
             return
