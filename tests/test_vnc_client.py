@@ -359,3 +359,55 @@ def test_endpoints_accept_comma_lists_ports_ipv6_and_urls():
         assert c.endpoints == ["http://10.0.0.1:8082", "http://[::1]:8082", "http://h:9000",
                                "https://api.example/contrail"]
         assert c.current_endpoint == "http://10.0.0.1:8082"
+
+
+# --- paginated listings ---------------------------------------------------------------------------
+
+def _page_query(marker: str, **extra: str) -> Any:
+    return matchers.query_param_matcher({"page_marker": marker, "page_limit": "2", **extra})
+
+
+def test_list_pages_follows_the_marker_and_asks_for_each_page_when_the_last_is_taken(rsps, client):
+    rsps.get(f"{BASE}/tags", match=[_page_query("None", fields="tag_id")],
+             json={"tags": [{"uuid": "t-1"}, {"uuid": "t-2"}], "marker": "application=a:t-2"})
+    rsps.get(f"{BASE}/tags", match=[_page_query("application=a:t-2", fields="tag_id")],
+             json={"tags": [{"uuid": "t-3"}], "marker": None})
+    pages = client.list_pages("tag", 2, fields=["tag_id"])
+    assert next(pages) == [{"uuid": "t-1"}, {"uuid": "t-2"}]
+    assert len(rsps.calls) == 1  # the next page only once this one is taken
+    assert list(pages) == [[{"uuid": "t-3"}]]
+    assert len(rsps.calls) == 2
+
+
+def test_list_pages_unwraps_detailed_items(rsps, client):
+    rsps.get(f"{BASE}/tags", match=[_page_query("None", detail="True")],
+             json={"tags": [{"tag": {"uuid": "t-1"}}], "marker": None})
+    assert list(client.list_pages("tag", 2, detail=True)) == [[{"uuid": "t-1"}]]
+
+
+def test_a_server_that_does_not_paginate_answers_in_one_page(rsps, client):
+    rsps.get(f"{BASE}/tags", json={"tags": [{"uuid": f"t-{i}"} for i in range(5)]})
+    assert [len(page) for page in client.list_pages("tag", 2)] == [5]
+
+
+def test_a_marker_that_does_not_move_the_walk_on_is_an_invalid_response(rsps, client):
+    rsps.get(f"{BASE}/tags", match=[_page_query("None")], json={"tags": [{"uuid": "t-1"}], "marker": "m:t-1"})
+    rsps.get(f"{BASE}/tags", match=[_page_query("m:t-1")], json={"tags": [{"uuid": "t-1"}], "marker": "m:t-1"})
+    with pytest.raises(InvalidResponse, match="does not move the walk on"):
+        list(client.list_pages("tag", 2))
+
+
+def test_list_pages_with_many_ids_carries_the_page_in_the_list_bulk_body(rsps, client):
+    uuids = [f"v-{i}" for i in range(LIST_BULK_THRESHOLD + 1)]
+    base = {"type": "virtual-machine-interface", "obj_uuids": ",".join(uuids), "detail": False, "page_limit": "2"}
+    rsps.post(f"{BASE}/list-bulk-collection", match=[matchers.json_params_matcher({**base, "page_marker": "None"})],
+              json={"virtual-machine-interfaces": [{"uuid": "v-0"}, {"uuid": "v-1"}], "marker": "v-1"})
+    rsps.post(f"{BASE}/list-bulk-collection", match=[matchers.json_params_matcher({**base, "page_marker": "v-1"})],
+              json={"virtual-machine-interfaces": [], "marker": None})
+    assert list(client.list_pages("virtual-machine-interface", 2, obj_uuids=uuids)) == [
+        [{"uuid": "v-0"}, {"uuid": "v-1"}], []]
+
+
+def test_list_pages_refuses_a_page_limit_below_one(client):
+    with pytest.raises(ValueError, match="page_limit"):
+        next(client.list_pages("tag", 0))

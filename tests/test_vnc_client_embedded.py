@@ -207,3 +207,15 @@ def test_only_dead_endpoints_raise_a_connection_error() -> None:
                    connect_timeout=1.0) as c:
         with pytest.raises(VncConnectionError, match="after 2 attempts"):
             c.home()
+
+
+def test_list_pages_walks_a_collection_in_bounded_pages(client):
+    made = [client.create("address-group", o.AddressGroup(PM + [f"paged-{i:02d}"], annotations=MARKS))["uuid"]
+            for i in range(7)]
+    pages = list(client.list_pages("address-group", 3, fields=["annotations"], exclude_hrefs=True))
+    assert all(len(page) <= 3 for page in pages)
+    listed = [item["uuid"] for page in pages for item in page]
+    assert len(listed) == len(set(listed)) and set(made) <= set(listed)
+    assert sorted(listed) == sorted(item["uuid"] for item in client.list("address-group"))
+    for uuid in made:
+        client.delete("address-group", uuid)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 from urllib.parse import quote
 
 from kvlog import kv
@@ -122,9 +122,15 @@ class VncClient(Transport):
         self._call("DELETE", path, f"/{rt.name}/{{uuid}}")
         log.debug("vnc write", extra=kv(op="delete", type=obj_type, fq_name=_fq_str(ident), uuid=uuid))
 
-    def list(
+    def list(self, obj_type: str, **options: Any) -> List[Dict[str, Any]]:
+        """List objects of a type in one request; `options` are `list_pages`'s (selectors, `detail`,
+        `fields`, `exclude_hrefs`)."""
+        return next(self.list_pages(obj_type, None, **options), [])
+
+    def list_pages(
         self,
         obj_type: str,
+        page_limit: Optional[int],
         *,
         detail: bool = False,
         fields: Optional[Sequence[str]] = None,
@@ -134,16 +140,29 @@ class VncClient(Transport):
         back_ref_id: Union[str, Sequence[str], None] = None,
         obj_uuids: Optional[Sequence[str]] = None,
         exclude_hrefs: bool = False,
-    ) -> List[Dict[str, Any]]:
-        """List objects of a type. Without `detail` each item is `{"uuid", "fq_name", "href"}` (plus
-        `fields`); with `detail` each item is the full object (unwrapped). An empty id list given to
-        `parent_id`, `back_ref_id` or `obj_uuids` matches nothing, as in the official library; a
-        list of more than LIST_BULK_THRESHOLD ids goes in a POST body instead of the URL.
-        `exclude_hrefs`: no `href` in the items and their refs (a third of a VMI listing's bytes)."""
+    ) -> Iterator[List[Dict[str, Any]]]:
+        """List objects of a type, a page of at most `page_limit` at a time (None: one page of them
+        all), each requested when the previous one has been taken: a caller that folds each page in
+        and drops it never holds a whole large collection at once.
+
+        Without `detail` each item is `{"uuid", "fq_name", "href"}` (plus `fields`); with `detail`
+        each item is the full object (unwrapped). An empty id list given to `parent_id`,
+        `back_ref_id` or `obj_uuids` matches nothing (no page), as in the official library; a list
+        of more than LIST_BULK_THRESHOLD ids goes in a POST body instead of the URL.
+        `exclude_hrefs`: no `href` in the items and their refs (a third of a VMI listing's bytes).
+
+        As the real server paginates: `page_marker` ("None" for the first page) and `page_limit`
+        in the query (or the list-bulk-collection body); the answer's `marker` names where the
+        next page starts, null after the last. A server that answers without a `marker` did not
+        paginate and sent everything in one page. The pages are not one snapshot: an object made
+        or removed between two requests may be missing from the walk (never listed twice under one
+        uuid), which a caller must treat as "not known", not as "not there"."""
         rt = _resource(obj_type)
+        if page_limit is not None and page_limit <= 0:
+            raise ValueError(f"page_limit must be above zero, got {page_limit}")
         for ids in (parent_id, back_ref_id, obj_uuids):
             if ids is not None and not isinstance(ids, str) and len(ids) == 0:
-                return []
+                return
         params: Dict[str, str] = {}
         if parent_fq_name:
             params["parent_fq_name_str"] = ":".join(parent_fq_name)
@@ -162,19 +181,36 @@ class VncClient(Transport):
         if filters:
             params["filters"] = encode_filters(filters)
         path = f"/{rt.plural}"
-        if any(len(ids) > LIST_BULK_THRESHOLD for ids in (parent_id, back_ref_id, obj_uuids)
-               if ids is not None and not isinstance(ids, str)):
-            # Long id lists would make an over-long URL; the API takes the same query as a POST body.
-            body: Dict[str, Any] = {**params, "type": obj_type, "detail": detail}
-            answer = self._action(LIST_BULK_PATH, body)
+        # Long id lists would make an over-long URL; the API takes the same query as a POST body.
+        bulk = any(len(ids) > LIST_BULK_THRESHOLD for ids in (parent_id, back_ref_id, obj_uuids)
+                   if ids is not None and not isinstance(ids, str))
+        marker = "None"
+        while True:
+            if page_limit is not None:
+                params.update(page_marker=marker, page_limit=str(page_limit))
+            page, next_marker = self._list_page(rt, params, bulk, detail)
+            yield page
+            del page  # taken: not held while the next page is asked for and decoded
+            if page_limit is None or next_marker is None:
+                return
+            if not isinstance(next_marker, str) or next_marker == marker:
+                raise InvalidResponse(f"GET {path}: page marker {next_marker!r} does not move the walk on")
+            marker = next_marker
+
+    def _list_page(self, rt: ResourceType, params: Dict[str, str], bulk: bool,
+                   detail: bool) -> Tuple[List[Dict[str, Any]], Any]:
+        """One list request: its items (unwrapped with `detail`) and the answer's `marker`."""
+        path = f"/{rt.plural}"
+        if bulk:
+            answer = self._action(LIST_BULK_PATH, {**params, "type": rt.name, "detail": detail})
         else:
             answer = self._expect_dict("GET", path, self._call("GET", path, path, params=params))
         items = answer.get(rt.plural)
         if not isinstance(items, list):
             raise InvalidResponse(f"GET {path}: answer has no {rt.plural!r} list")
-        if not detail:
-            return items
-        return [self._unwrap("GET", path, obj_type, item) for item in items]
+        if detail:
+            items = [self._unwrap("GET", path, rt.name, item) for item in items]
+        return items, answer.get("marker")
 
     # --- actions -----------------------------------------------------------------------------
 

@@ -147,6 +147,9 @@ class ConfigApi:
             rt = self.resource(obj_type)
             if query.parent_type:
                 query = replace(query, parent_type=self.resolve_type(query.parent_type))
+            if query.paginated:
+                items, marker = self.views.page(rt, query, base_url, copy_values)
+                return {rt.plural: items, "marker": marker}
             return {rt.plural: self.views.list_answer(rt, query, base_url, copy_values)}
 
     # --- actions ------------------------------------------------------------------------------

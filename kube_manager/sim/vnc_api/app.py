@@ -3,7 +3,8 @@
 URLs (as `VncApiServer` routes them; `<type>` in hyphen form):
     GET  /                      home page: {"href", "links": [{"link": {"rel", "href", "name", "method"}}]}
     GET  /<type>s               list (parent_fq_name_str, parent_type, parent_id, back_ref_id, obj_uuids,
-                                fq_names, detail, count, fields, filters, exclude_hrefs)
+                                fq_names, detail, count, fields, filters, exclude_hrefs, page_marker,
+                                page_limit: then {"<type>s": [...], "marker": <next page's or null>})
     POST /<type>s               create, body {"<type>": {...}}
     GET  /<type>/<uuid>         read (fields, exclude_back_refs, exclude_children, exclude_hrefs)
     PUT  /<type>/<uuid>         partial update, body {"<type>": {...}}
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid as uuidlib
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 from urllib.parse import parse_qs
@@ -257,7 +259,34 @@ def list_query(params: Mapping[str, Any]) -> ListQuery:
         query.obj_uuids = _split(params["obj_uuids"])
     if "fq_names" in params:
         query.fq_names = [name.split(":") for name in _split(params["fq_names"])]
+    if "page_marker" in params:
+        query.paginated, query.page_marker = True, page_marker(params["page_marker"])
+    if "page_limit" in params:  # checked even where no page_marker makes the listing paginated
+        query.page_limit = page_limit(params["page_limit"])
     return query
+
+
+def page_marker(value: Any) -> Optional[str]:
+    """A `page_marker` as the real server reads it: empty or "None" for the first page, else a
+    marker whose last ':' part is a uuid (an anchored walk's uuid, an unanchored one's column)."""
+    if value is None or (isinstance(value, str) and value.lower() in ("", "none")):
+        return None
+    try:
+        uuidlib.UUID(str(value).split(":")[-1])
+    except ValueError as exc:
+        raise ApiError(400, f"Invalid page_marker {value}: {exc}") from None
+    return str(value)
+
+
+def page_limit(value: Any) -> int:
+    """A `page_limit`: an integer above zero."""
+    try:
+        limit = int(value)
+    except (TypeError, ValueError) as exc:
+        raise ApiError(400, f"Invalid page_limit {value}: {exc}") from None
+    if limit <= 0:
+        raise ApiError(400, f"Invalid page_limit {value}: page_limit has to be greater than zero")
+    return limit
 
 
 def _respond(start_response: StartResponse, status: int, payload: Any) -> List[bytes]:

@@ -22,6 +22,8 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from gevent.monkey import get_original
 
+from .ordered import OrderedKeys, column
+
 _RLock = get_original("_thread", "RLock")
 
 
@@ -142,6 +144,9 @@ class Store:
         self._children: Dict[str, Dict[str, None]] = {}  # parent uuid -> child uuids, creation order
         self._pools: Dict[str, IndexAllocator] = {}
         self._seq = 0
+        # type -> its objects' `ordered.column`s, made at the type's first paginated listing (a
+        # store nobody pages through holds none) and kept from then on
+        self._ordered: Dict[str, OrderedKeys] = {}
 
     # --- lookups ---------------------------------------------------------------------------
 
@@ -154,6 +159,14 @@ class Store:
     def objects_of_type(self, obj_type: str) -> Iterator[StoredObject]:
         for uuid in self._by_type.get(obj_type, {}):
             yield self._objects[uuid]
+
+    def ordered(self, obj_type: str) -> OrderedKeys:
+        """The objects of a type in the order a paginated listing walks them."""
+        keys = self._ordered.get(obj_type)
+        if keys is None:
+            keys = self._ordered[obj_type] = OrderedKeys(column(o.fq_name, o.uuid)
+                                                         for o in self.objects_of_type(obj_type))
+        return keys
 
     def referrers(self, uuid: str) -> List[Tuple[StoredObject, str, Ref]]:
         """Every (source object, ref field, ref) pointing at `uuid`."""
@@ -186,6 +199,8 @@ class Store:
         self._objects[obj.uuid] = obj
         self._by_fq[(obj.type, tuple(obj.fq_name))] = obj.uuid
         self._by_type.setdefault(obj.type, {})[obj.uuid] = None
+        if obj.type in self._ordered:
+            self._ordered[obj.type].add(column(obj.fq_name, obj.uuid))
         if obj.parent_uuid:
             self._children.setdefault(obj.parent_uuid, {})[obj.uuid] = None
         for ref_field, refs in obj.refs.items():
@@ -226,6 +241,8 @@ class Store:
         obj = self._objects.pop(uuid)
         del self._by_fq[(obj.type, tuple(obj.fq_name))]
         del self._by_type[obj.type][uuid]
+        if obj.type in self._ordered:
+            self._ordered[obj.type].discard(column(obj.fq_name, obj.uuid))
         if obj.parent_uuid:
             self._children.get(obj.parent_uuid, {}).pop(uuid, None)
         self._children.pop(uuid, None)

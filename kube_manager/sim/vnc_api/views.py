@@ -14,11 +14,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Set
+from itertools import islice
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from vnc_client.schema import RESOURCE_TYPES, ResourceType
 from .errors import bad_request
+from .ordered import column, uuid_of
 from .store import Store, StoredObject, copy_json
+
+# Items per page when a paginated listing names no page_limit: the real server's `paginate_count`.
+DEFAULT_PAGE_LIMIT = 256
 
 
 @dataclass
@@ -39,6 +44,17 @@ class ListQuery:
     fields: List[str] = field(default_factory=list)
     filters: Dict[str, List[Any]] = field(default_factory=dict)
     exclude_hrefs: bool = False
+    # A paginated listing (`page_marker` given, even empty or "None": the first page): at most
+    # `page_limit` items after `page_marker`, and the marker of the next page in the answer.
+    paginated: bool = False
+    page_marker: Optional[str] = None
+    page_limit: int = DEFAULT_PAGE_LIMIT
+
+    @property
+    def anchored(self) -> bool:
+        """Selected by parent, back-ref or uuid (the real server walks those by uuid)."""
+        return (self.parent_uuids is not None or self.parent_fq_name is not None
+                or self.back_ref_uuids is not None or self.obj_uuids is not None or self.fq_names is not None)
 
 
 def parse_filters(text: Any) -> Dict[str, List[Any]]:
@@ -112,6 +128,32 @@ class Views:
         if query.count:
             return {"count": len(selected)}
         selected.sort(key=lambda o: (o.fq_name, o.uuid))
+        return self._items(rt, selected, query, base_url, copy_values)
+
+    def page(self, rt: ResourceType, query: ListQuery, base_url: str,
+             copy_values: bool = True) -> Tuple[Any, Optional[str]]:
+        """A paginated listing's items (or count) and the next page's marker (None: this was the
+        last page), as the real server walks them: unanchored, along the type's `ordered.column`s
+        after the marker (O(log n + page) with no filter); anchored, by uuid. The marker is the
+        last item's column (uuid) when the page is full, even if nothing follows."""
+        if query.anchored:
+            chosen = sorted(self._select(rt, query), key=lambda o: o.uuid)
+            if query.page_marker is not None:
+                chosen = [o for o in chosen if o.uuid > uuid_of(query.page_marker)]
+            chosen = chosen[:query.page_limit]
+        else:
+            objects = (self._store.get(uuid_of(key)) for key in self._store.ordered(rt.name).after(query.page_marker))
+            chosen = list(islice((o for o in objects if o is not None and self._matches(o, query)), query.page_limit))
+        marker = None
+        if len(chosen) == query.page_limit:
+            last = chosen[-1]
+            marker = last.uuid if query.anchored else column(last.fq_name, last.uuid)
+        if query.count:
+            return {"count": len(chosen)}, marker
+        return self._items(rt, chosen, query, base_url, copy_values), marker
+
+    def _items(self, rt: ResourceType, selected: List[StoredObject], query: ListQuery, base_url: str,
+               copy_values: bool) -> List[Dict[str, Any]]:
         wanted = set(query.fields)
         hrefs = not query.exclude_hrefs
         if query.detail:
@@ -180,10 +222,14 @@ class Views:
                 continue
             if back_set is not None and not any(not back_set.isdisjoint(refs) for refs in obj.refs.values()):
                 continue
-            if any(obj.props.get(k) not in values for k, values in query.filters.items()):
-                continue
-            selected.append(obj)
+            if self._matches(obj, query):
+                selected.append(obj)
         return selected
+
+    @staticmethod
+    def _matches(obj: StoredObject, query: ListQuery) -> bool:
+        """Whether `obj` passes the query's property filters."""
+        return not query.filters or all(obj.props.get(k) in values for k, values in query.filters.items())
 
 
 _NO_ATTR = object()  # a child link has no `attr` key at all (a ref's may be None)
