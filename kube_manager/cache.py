@@ -41,6 +41,9 @@ log = logging.getLogger(__name__)
 class ChangeSink(Protocol):
     """Where changes go (the reconciler)."""
 
+    def initial_lists_in(self) -> None:
+        """Every first list is in: their bulk translation starts now, its changes follow."""
+
     def refs_changed(self, changes: Iterable[RefChange]) -> None: ...
 
     def objects_changed(self, keys: Iterable[ObjKey]) -> None: ...
@@ -66,6 +69,7 @@ class KubeCache:
         # events held until every first list is in (None once they are)
         # (packed: see kube_manager/packed.py, the whole cluster is held here at start)
         self._held: Optional[Dict[str, List[Tuple[str, Held]]]] = {}
+        self._releasing = False  # the held events are about to be applied (the sink is told first)
         db.desired = translator.published().objects  # live, read-only view
         db.selectors = translator.selectors()  # live, read-only view
 
@@ -82,7 +86,12 @@ class KubeCache:
             self.listed.add(resource)
             log.info("kubernetes list delivered", extra=kv(resource=resource, event=event_type,
                                                            resource_version=obj.get("resourceVersion", "")))
-            if self._held is not None and self.initial_lists_done:
+            if self._held is not None and set(self._kinds.names()) <= self.listed and not self._releasing:
+                self._releasing = True
+                if self.sink is not None:
+                    # It may yield (its listings go out): the events delivered meanwhile are held
+                    # with the others, and a list delivered meanwhile applies nothing itself.
+                    self.sink.initial_lists_in()
                 held, self._held = self._held, None
                 for name in self._kinds.names():
                     for held_type, held_obj in held.pop(name, ()):
@@ -117,7 +126,8 @@ class KubeCache:
 
     @property
     def initial_lists_done(self) -> bool:
-        return set(self._kinds.names()) <= self.listed
+        """Every first list is in and applied (translated)."""
+        return self._held is None
 
     def flush(self) -> Changes:
         """Take the translator's change report, update the records, tell the sink."""

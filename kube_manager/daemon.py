@@ -5,8 +5,10 @@ The pipeline (records, translator, and per term a reconciler) comes from `build_
 (`vnc_endpoint_ip = embedded`) and the emulated Kubernetes API server with the emulated CNI
 (`kubernetes_api_server = emulated`) when configured; the introspect server; one watcher per
 registered kind; leader election (SPEC section 12). It waits
-for the first list of each resource (before that, the picture of the cluster is incomplete and garbage
-collection would delete what is merely not listed yet), then for a term as leader. A standby keeps
+for a term as leader, and in the term for the first list of each resource before its first resync
+(before that, the picture of the cluster is incomplete and garbage collection would delete what is
+merely not listed yet). The term's reconciler is connected meanwhile: once every list is in, its
+first listings go out while the lists are translated (`Reconciler.initial_lists_in`). A standby keeps
 watching and translating, serves introspect and writes nothing.
 
 Each term as leader gets its own config API client, bound to the term's write-gate epoch, and its own
@@ -111,8 +113,7 @@ class Daemon:
             if once:
                 return self._run_once(once_timeout)
             self._start()
-            if self._wait_for_lists():
-                self._lead()
+            self._lead()
             return 0
         finally:
             for handler in handlers:
@@ -177,7 +178,7 @@ class Daemon:
                 return
             end = self._begin_term(epoch)
             try:
-                if self._first_resync(end):
+                if self._wait_for_lists(end) and self._first_resync(end):
                     assert self.reconciler is not None
                     self.reconciler.start()
                     self._serve(end)
@@ -248,23 +249,26 @@ class Daemon:
         try:
             self.cache.on_event(resource, event_type, obj)
         finally:  # whatever one event did, the lists, once in, are in (SPEC 7)
-            if self.cache.initial_lists_done:
-                self._lists_done.set()
+            if self.cache.initial_lists_done and not self._lists_done.is_set():
+                self._lists_in()
 
-    def _wait_for_lists(self) -> bool:
-        """Wait for the first list of every resource; False if stopped first."""
-        log.info("waiting for the initial lists", extra=kv(kinds=",".join(self.pipeline.kinds.names())))
-        while not self._stop.is_set():
-            if self._lists_done.wait(timeout=0.5):
-                log.info("initial lists done", extra=kv(
-                    namespaces=len(self.db.namespaces), pods=len(self.db.pods),
-                    network_policies=len(self.db.network_policies),
-                    cluster_network_policies=len(self.db.cluster_network_policies)))
-                # The cluster's state lives as long as the process: out of the collector's view, a
-                # collection during an event no longer walks millions of long-lived objects.
-                gcpolicy.settle()
-                return True
-        return False
+    def _lists_in(self) -> None:
+        """The first list of every resource is in (and translated), leader or not."""
+        log.info("initial lists done", extra=kv(
+            namespaces=len(self.db.namespaces), pods=len(self.db.pods),
+            network_policies=len(self.db.network_policies),
+            cluster_network_policies=len(self.db.cluster_network_policies)))
+        # The cluster's state lives as long as the process: out of the collector's view, a
+        # collection during an event no longer walks millions of long-lived objects.
+        gcpolicy.settle()
+        self._lists_done.set()
+
+    def _wait_for_lists(self, end: gevent.event.Event) -> bool:
+        """In a term: wait for the first list of every resource; False if the term ends first."""
+        if not self._lists_done.is_set():
+            log.info("waiting for the initial lists", extra=kv(kinds=",".join(self.pipeline.kinds.names())))
+        gevent.wait([self._lists_done, end, self._stop], count=1)
+        return self._lists_done.is_set() and not end.is_set() and not self._stop.is_set()
 
     def _first_resync(self, end: gevent.event.Event) -> bool:
         """The start-up resync of a term, retried with backoff while the config API is unreachable;
@@ -339,11 +343,11 @@ class Daemon:
         bound.start()
         try:
             self._start()
-            epoch = self.leadership.wait_term(self._stop) if self._wait_for_lists() else None
+            epoch = self.leadership.wait_term(self._stop)
             if epoch is None:
                 return 0
             end = self._begin_term(epoch)
-            if self._first_resync(end):
+            if self._wait_for_lists(end) and self._first_resync(end):
                 assert self.reconciler is not None
                 self.reconciler.start()
                 if self.reconciler.wait_converged(max(0.0, deadline - time.monotonic()), end):

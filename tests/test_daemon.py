@@ -30,6 +30,20 @@ def test_demo_once_converges_the_examples_and_exits_0():
     assert f"tagged={len(manifests.pods)} " in converged[0]
 
 
+def test_a_term_begins_before_the_initial_lists_are_in_and_its_resync_after():
+    """Restart time (issue 12): the term's reconciler is connected before the initial lists are
+    in (here at once: no election), so that its first listings go out while they are translated;
+    its resync waits for them, and the run converges."""
+    result = subprocess.run(RUN + ["--demo", EXAMPLES, "--once", "--http-server-port", "0", "--leader-elect", "false"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stderr.splitlines()
+
+    def first(text: str) -> int:
+        return next(i for i, line in enumerate(lines) if text in line)
+    assert first("leading: start-up resync") < first("initial lists done") < first("resync done") < first("converged")
+
+
 def test_a_bad_value_stops_start_up_with_status_2_naming_the_key():
     result = subprocess.run(RUN + ["--vnc-endpoint-port", "99999"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2

@@ -18,6 +18,9 @@ class Sink:
         self.pods: List[tuple] = []
         self.refs: List[RefChange] = []
 
+    def initial_lists_in(self) -> None:
+        pass
+
     def refs_changed(self, changes) -> None:
         self.refs.extend(changes)
 
@@ -57,6 +60,29 @@ def test_events_before_the_first_lists_are_held_then_applied_in_dependency_order
     assert ("firewall-rule", (PM, "k8s-a-ingress-np-0-allow-all-0")) in sink.objects
     assert sink.pods == [("a", "web")]
     assert "namespace=a" in db.pods[("a", "web")].tags and "a" in db.namespaces
+
+
+def test_the_sink_hears_the_lists_are_in_before_they_are_applied_and_what_comes_meanwhile_joins_them():
+    """The reconciler sends its first listings when it hears the lists are in, and may yield
+    meanwhile: events delivered then (another watcher's) are held and applied with the others, in
+    order, once; the lists count as done only once applied."""
+    db, sink, cache = make()
+    heard = []
+
+    def lists_in() -> None:
+        heard.append((cache.initial_lists_done, dict(db.namespaces), list(sink.objects)))
+        cache.on_event("pods", "ADDED", pod("a", "web", "10.0.0.1", app="web"))  # as if another greenlet ran
+        cache.on_event("pods", "MODIFIED", pod("a", "web", "10.0.0.1", app="db"))
+        cache.on_event("pods", "RELISTED", {"resourceVersion": "4"})
+        heard.append((cache.initial_lists_done, dict(db.pods), list(sink.objects)))
+    sink.initial_lists_in = lists_in  # type: ignore[method-assign]
+    cache.on_event("namespaces", "ADDED", namespace("a"))
+    cache.on_event("networkpolicies", "ADDED", policy("a", "np", {"podSelector": {"matchLabels": {"app": "db"}}}))
+    listed(cache)
+    assert heard == [(False, {}, []), (False, {}, [])]
+    assert cache.initial_lists_done and "a" in db.namespaces
+    assert "app=db" in db.pods[("a", "web")].tags  # the later event applied after the earlier one
+    assert len(sink.objects) == len(set(sink.objects))  # applied and reported once
 
 
 def test_held_events_are_kept_packed_and_applied_as_delivered_even_one_json_cannot_hold():

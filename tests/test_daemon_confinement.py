@@ -32,6 +32,9 @@ class Sink:
     def __init__(self) -> None:
         self.objects: List[Tuple[str, Tuple[str, ...]]] = []
 
+    def initial_lists_in(self) -> None:
+        pass
+
     def refs_changed(self, changes) -> None:
         pass
 

@@ -2,14 +2,16 @@
 failures that delay but lose nothing, ownership, drift repair, pod tagging."""
 from __future__ import annotations
 
+import copy
 from typing import List, Tuple
 
 from kube_manager.db import PENDING, SYNCED
+from kube_manager.pipeline import build_pipeline
 from kube_manager.reconciler.ownership import OWNED_TYPES
 from kube_manager.reconciler.pods import NO_VM
 from builders import HTTP_8080, allow_from, pod, policy
 from tests.reconciler_support import (ALLOW_CLIENT, BASE, CLIENT, EGRESS, FAST, PODS, WEB, Cluster, InProcessApi,
-                                      Setup, connection_error, differences, expected_objects, server_error)
+                                      RESOURCE_OF, Setup, connection_error, differences, expected_objects, server_error)
 from tests.waiting import wait_green
 
 
@@ -65,6 +67,40 @@ def test_a_restart_folds_each_listing_in_while_the_next_is_read_and_before_the_o
         assert i == 0 or order[i - 1] not in folded, f"{order[i - 1]} folded before {obj_type} was asked for"
         assert i < 3 or order[i - 2] not in held or order[i - 2] in folded, \
             f"{order[i - 2]} not folded when {obj_type} was asked for"
+
+
+def test_a_restart_sends_its_first_listings_before_it_translates_the_initial_lists(setup):
+    """Restart time (issue 12): once every first Kubernetes list is in, the listings of the VMIs
+    and the firewall rules go out before those lists are translated (the config API renders them
+    meanwhile); the first resync reads those answers, lists the other types, and writes nothing."""
+    first = setup().start()
+    first.converge()
+    first.stop()
+    pipeline = build_pipeline("k8s", "k8s")
+    rec = pipeline.connect(first.api, FAST)
+    untranslated = sum(map(len, pipeline.db.desired.values()))  # the cluster's own objects only
+    translated_when_listed = []
+    plain_list = first.api.list
+
+    def spy(obj_type, **options):
+        translated = sum(map(len, pipeline.db.desired.values())) - untranslated
+        translated_when_listed.append((obj_type, len(pipeline.db.network_policies), translated))
+        return plain_list(obj_type, **options)
+    first.api.list = spy
+    for manifest in BASE:
+        pipeline.cache.on_event(RESOURCE_OF[manifest["kind"]], "ADDED", copy.deepcopy(manifest))
+    for resource in RESOURCE_OF.values():
+        pipeline.cache.on_event(resource, "LISTED", {"resourceVersion": "1"})
+    assert translated_when_listed == [("virtual-machine-interface", 0, 0), ("firewall-rule", 0, 0)]
+    assert pipeline.db.network_policies and sum(map(len, pipeline.db.desired.values())) > untranslated
+    first.api.writes.clear()
+    rec.start()
+    rec.resync()
+    wait_green(rec.converged, "convergence")
+    assert first.api.writes == []
+    assert [obj_type for obj_type, _, _ in translated_when_listed] == [
+        "virtual-machine-interface", "firewall-rule", "firewall-policy", "tag", "address-group", "application-policy-set"]
+    rec.stop()
 
 
 def test_what_is_kept_of_each_object_is_its_uuid_and_the_desired_fields_shared_with_desired(setup):

@@ -105,11 +105,10 @@ class ActualState:
         return found
 
     def compared_fields(self) -> Dict[str, Set[str]]:
-        """Per type, the fields a resync reads back: those we write (the desired bodies' fields),
-        and what `compare.kept` keeps besides."""
-        objects = self._desired.objects
-        return {obj_type: set(compare.KEPT_FIELDS).union(*(body.keys() for body in objects.get(obj_type, {}).values()))
-                for obj_type in OWNED_TYPES}
+        """Per type, the fields a resync reads back: those we write (the translator's fields of
+        that type, known before anything is translated), and what `compare.kept` keeps besides."""
+        fields = self._desired.fields
+        return {obj_type: set(compare.KEPT_FIELDS).union(fields.get(obj_type, ())) for obj_type in OWNED_TYPES}
 
     def count(self) -> int:
         return sum(map(len, self._db.actual.values()))

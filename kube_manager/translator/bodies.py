@@ -6,7 +6,8 @@ bodies to keep a 100,000-pod cluster small: bodies are read-only for everyone wh
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from types import MappingProxyType
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from .cidr import Network
 from .encoding import split_tag
@@ -26,6 +27,19 @@ APPLICATION_POLICY_SET = "application-policy-set"
 RESOURCE_TYPES = (TAG, ADDRESS_GROUP, FIREWALL_RULE, FIREWALL_POLICY, APPLICATION_POLICY_SET)
 PASS, DENY = "pass", "deny"
 MARK_CACHE_LIMIT = 65536
+
+
+# The fields of each type's bodies, as `BodyFactory` makes them (a test holds them to it): what a
+# resync reads back of each type, known before anything is translated (a restart sends its first
+# listings while it translates its initial lists).
+FIELDS: Mapping[str, FrozenSet[str]] = MappingProxyType({
+    TAG: frozenset({"fq_name", "tag_type_name", "tag_value", "annotations"}),
+    ADDRESS_GROUP: frozenset({"fq_name", "parent_type", "address_group_prefix", "annotations"}),
+    FIREWALL_RULE: frozenset({"fq_name", "parent_type", "action_list", "service", "endpoint_1", "direction",
+                              "endpoint_2", "match_tags", "annotations"}),
+    FIREWALL_POLICY: frozenset({"fq_name", "parent_type", "firewall_rule_refs", "annotations"}),
+    APPLICATION_POLICY_SET: frozenset({"fq_name", "parent_type", "tag_refs", "firewall_policy_refs", "annotations"}),
+})
 
 
 def global_fq_name(name: str) -> FqName:

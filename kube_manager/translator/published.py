@@ -11,11 +11,11 @@ Only the translator writes it (`applied`); everyone else reads.
 """
 from __future__ import annotations
 
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Dict, FrozenSet, Mapping, Optional, Tuple
 
 from kube_manager.gcpolicy import TrackedDict
 
-from .bodies import Body, FqName
+from .bodies import FIELDS, Body, FqName
 from .render import PolicyRendering
 
 PolicyKey = Tuple[str, str]
@@ -23,6 +23,10 @@ PolicyKey = Tuple[str, str]
 
 class DesiredState:
     """resource type -> fq_name -> body, with the ordering facts; see the module docstring."""
+
+    # The fields each type's bodies carry, fixed by the translator: known before anything is
+    # translated (bodies.FIELDS).
+    fields: Mapping[str, FrozenSet[str]] = FIELDS
 
     def __init__(self, objects: Mapping[str, Mapping[FqName, Body]], live: bool = True) -> None:
         self._objects = objects
