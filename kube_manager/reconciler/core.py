@@ -47,7 +47,7 @@ from kube_manager.logging_setup import kv
 from kube_manager.settings import ReconcilerSettings
 from kube_manager.translator.changes import RefChange
 from kube_manager.translator.published import DesiredState
-from kube_manager.gcpolicy import collector_paused
+from kube_manager.gcpolicy import collector_paused, freeze_young
 from vnc_client.errors import VncError, WriteRefused, is_temporary
 from vnc_client.ratelimit import ExponentialRateLimiter, half_jitter
 
@@ -221,8 +221,22 @@ class Reconciler:
         since, listed = listings or self._list_all()
         # Each answer is folded in (and dropped) in turn, the next read under way meanwhile (the
         # config API renders it while we fold); decoded listings hold no reference cycles for the
-        # collector to look for.
-        with collector_paused(), closing(listed) as answers:
+        # collector to look for. What the fold builds lives until the next resync: it is frozen at
+        # the end in one young pass, not walked by the young and middle passes that the first
+        # allocations after the pause would start (0.4 s of a 15,000-NetworkPolicy restart).
+        with collector_paused():
+            queued = self._fold_and_queue(listed, since)
+            freeze_young()
+        if self._observer is not None:
+            self._observer.reconciled("resync", time.monotonic() - started)
+        log.info("resync done", extra=kv(queued=queued, owned=self.actual.count(),
+                                         desired=sum(map(len, self.desired.objects.values())),
+                                         seconds=round(time.monotonic() - started, 3)))
+        return queued
+
+    def _fold_and_queue(self, listed: Ahead[Any], since: int) -> int:
+        """The resync's listings folded in; every key that is not settled queued (how many)."""
+        with closing(listed) as answers:
             self.pods.load(next(answers), since)
             for _obj_type in _LIST_ORDER:
                 self.actual.load(next(answers), since)
@@ -244,15 +258,9 @@ class Reconciler:
                 tagger.mark(pod.pod, SYNCED)
         for pod in sorted(untagged):
             self._enqueue(pod)
-        queued = len(unsettled) + len(untagged)
         self._synced_once.set()
         self._push_states(everything=True)
-        if self._observer is not None:
-            self._observer.reconciled("resync", time.monotonic() - started)
-        log.info("resync done", extra=kv(queued=queued, owned=self.actual.count(),
-                                         desired=sum(map(len, self.desired.objects.values())),
-                                         seconds=round(time.monotonic() - started, 3)))
-        return queued
+        return len(unsettled) + len(untagged)
 
     def _list_all(self, head_start: int = 0) -> Tuple[int, Ahead[Any]]:
         """A resync's listings (the VMIs, then each type), `head_start` of them sent at once; with
