@@ -288,14 +288,19 @@ class ClusterTranslator:
 
         def ordered(resource_type: str) -> Tuple[Body, ...]:
             # The objects of one type share their parent (or have none), so sorting by fq_name is
-            # sorting by name; strings compare faster than tuples.
+            # sorting by name; strings compare faster than tuples. The bodies are picked by
+            # position: looking 350,000 tuple keys up again cost as much as the sort.
             store = objects[resource_type]
-            return tuple(map(store.__getitem__, sorted(store, key=itemgetter(-1))))
+            names, bodies = list(map(itemgetter(-1), store)), list(store.values())
+            return tuple(map(bodies.__getitem__, sorted(range(len(names)), key=names.__getitem__)))
 
         tag_lists: Dict[int, List[str]] = {}  # pods with equal tags share their tuple, and so a list
         workloads = []
-        pod_tags = self._pod_tags.tags
-        for key, pod in sorted(self._index.pods.items()):
+        pod_tags, pods, by_namespace = self._pod_tags.tags, self._index.pods, self._index.pods_by_namespace
+        # In (namespace, name) order: namespaces sorted, then each one's few pods (a quarter
+        # cheaper than sorting every pod's key tuple).
+        for key in [key for namespace in sorted(by_namespace) for key in sorted(by_namespace[namespace])]:
+            pod = pods[key]
             tags = pod_tags[key]
             listed = tag_lists.get(id(tags))
             if listed is None:

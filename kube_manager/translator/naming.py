@@ -57,9 +57,16 @@ def rule_sequence(index: int) -> str:
     return "%05d.0" % index
 
 
+_SHA1 = hashlib.sha1
+_FROM_BYTES = int.from_bytes
+
+
 def hashed_sequence(name: str) -> str:
-    """`1.<first 12 decimal digits of int(sha1(name), 16)>`: stable whatever else exists."""
-    return "1." + str(int.from_bytes(hashlib.sha1(name.encode("utf-8")).digest(), "big"))[:12]
+    """`1.<first 12 decimal digits of int(sha1(name), 16)>`: stable whatever else exists.
+
+    Asked for every policy and deny rule of a bulk load: the defaults (UTF-8, big-endian) are
+    not spelt out, as passing them costs a fifth of the call."""
+    return "1." + str(_FROM_BYTES(_SHA1(name.encode()).digest()))[:12]
 
 
 def sequence_key(sequence: str) -> Tuple[int, str]:
@@ -74,4 +81,4 @@ def sequence_sort_key(sequence: str, name: str) -> str:
     own canonical integers), the minor digits, then NUL (below every digit, so a shorter minor
     sorts first, as in the tuple) and the name (names never contain NUL)."""
     major, _, minor = sequence.partition(".")
-    return f"{major:0>10}.{minor}\0{name}"
+    return f"{major.zfill(10)}.{minor}\0{name}"

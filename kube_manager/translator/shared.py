@@ -59,9 +59,11 @@ class SharedObjects:
     def apply(self, old: Optional[SharedUse], new: Optional[SharedUse]) -> bool:
         """Move one policy's references from `old` to `new`, the new before the old are released
         (make before break); whether its set of tags or address groups changed."""
-        old_tags = old.tags if old is not None else {}
+        if old is None:  # a new policy (every one of a bulk load): nothing to compare or release
+            return new is not None and self._ref_all(new)
+        old_tags = old.tags
         new_tags = new.tags if new is not None else {}
-        old_groups = old.address_groups if old is not None else {}
+        old_groups = old.address_groups
         new_groups = new.address_groups if new is not None else {}
         for tag, origin in new_tags.items():
             if tag not in old_tags:
@@ -69,7 +71,7 @@ class SharedObjects:
         for fq_name, block in new_groups.items():
             if fq_name not in old_groups:
                 self._ref_address_group(fq_name, block)
-        old_scoped = old.scoped_labels if old is not None else ()
+        old_scoped = old.scoped_labels
         new_scoped = new.scoped_labels if new is not None else ()
         if old_scoped != new_scoped:
             for scoped in new_scoped:
@@ -83,6 +85,21 @@ class SharedObjects:
             if fq_name not in new_groups:
                 self._unref_address_group(fq_name)
         return old_tags.keys() != new_tags.keys() or old_groups.keys() != new_groups.keys()
+
+    def _ref_all(self, new: SharedUse) -> bool:
+        """`apply(None, new)`: a reference to each tag, address group and scope of `new`."""
+        refs = self._tag_refs
+        for tag, origin in new.tags.items():
+            count = refs.get(tag, 0)
+            if count:  # (inline: most tags are named by many policies)
+                refs[tag] = count + 1
+            else:
+                self.ref_tag(tag, origin)
+        for fq_name, block in new.address_groups.items():
+            self._ref_address_group(fq_name, block)
+        for scoped in new.scoped_labels:
+            self._ref_scope(scoped, 1)
+        return bool(new.tags or new.address_groups)
 
     def ref_tag(self, tag: str, origin: Optional[TagOrigin]) -> None:
         """One more user of `tag`; `origin` None for identity tags, which no label decides."""

@@ -8,12 +8,15 @@ the cluster's own objects). The two objects that refer to every policy (the APS 
 """
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from .bodies import FIREWALL_POLICY, FIREWALL_RULE, RESOURCE_TYPES, Body, FqName
 from .changes import ChangeLog
 from .render import PolicyRendering
 from .sequenced import SequencedRefs
+
+_FQ_NAME_AND_BODY = itemgetter(0, 1)  # of a deny rule (fq_name, body, sequence)
 
 
 class DesiredObjects:
@@ -74,7 +77,7 @@ class DesiredObjects:
         changed = False
         if new is not None:
             changed |= self.put_all(FIREWALL_RULE, zip(new.rules, new.rule_bodies))
-            changed |= self.put_all(FIREWALL_RULE, [(fq_name, body) for fq_name, body, _ in new.deny_rules])
+            changed |= self.put_all(FIREWALL_RULE, map(_FQ_NAME_AND_BODY, new.deny_rules))
             for fq_name, body, sequence in new.deny_rules:
                 denies.set(fq_name, sequence, body["fq_name"])
             changed |= self.put_all(FIREWALL_POLICY, (new.policy,))
