@@ -88,6 +88,14 @@ def percentile(values: List[float], fraction: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))], 1)
 
 
+PAGE_LIMIT = ReconcilerSettings().list_page_limit  # --page-limit
+
+
+def reconciler_settings(concurrency: int) -> ReconcilerSettings:
+    """The daemon's reconciler settings, with the page size of the run (`--page-limit`)."""
+    return ReconcilerSettings(concurrency=concurrency, list_page_limit=PAGE_LIMIT)
+
+
 class Daemon:
     """The daemon's path on one DB: cache, reconciler and client, with the request counter."""
 
@@ -96,7 +104,7 @@ class Daemon:
         self.db, self.cache = pipeline.db, pipeline.cache
         self.count = RequestCount()
         self.client = VncClient(url, concurrency=concurrency, observer=self.count)
-        self.reconciler = pipeline.connect(self.client, ReconcilerSettings(concurrency=concurrency))
+        self.reconciler = pipeline.connect(self.client, reconciler_settings(concurrency))
 
     def converge(self, cluster: Any, translated_hook: Callable[[], Any] = lambda: None) -> Tuple[float, float, float]:
         """Feed the cluster, start, resync, wait: (translation seconds, reconcile seconds, CPU
@@ -264,7 +272,7 @@ def steady(policies: int, pods: int, trace: bool) -> Dict[str, Any]:
     gcpolicy.settle()  # as the daemon does after its initial lists
     translated = rss_mb()
     api = HeldConfigApi(pipeline.db)
-    reconciler = pipeline.connect(api, ReconcilerSettings(concurrency=8))  # type: ignore[arg-type]
+    reconciler = pipeline.connect(api, reconciler_settings(8))  # type: ignore[arg-type]
     started = time.perf_counter()
     reconciler.start()
     reconciler.resync()
@@ -328,6 +336,7 @@ def report(results: List[Dict[str, Any]]) -> str:
 
 
 def main(argv: "List[str] | None" = None) -> int:
+    global PAGE_LIMIT
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="150:600,1500:6000",
                         help="comma list of NETWORKPOLICIES:PODS, each run in a process of its own")
@@ -345,10 +354,13 @@ def main(argv: "List[str] | None" = None) -> int:
     parser.add_argument("--repeat", type=int, default=1,
                         help="cold starts of daemon and bare client each, alternating; the best of each compared")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--page-limit", type=int, default=PAGE_LIMIT,
+                        help="objects per listing request at a resync (vnc_list_page_limit)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a child: one size, JSON on stdout
     parser.add_argument("--one-cache", help=argparse.SUPPRESS)  # a child: one cache-only size
     parser.add_argument("--one-steady", help=argparse.SUPPRESS)  # a child: one steady-state size
     args = parser.parse_args(argv)
+    PAGE_LIMIT = args.page_limit
     if args.one:
         policies, pods = (int(n) for n in args.one.split(":"))
         print(json.dumps(one_size(policies, pods, args.concurrency, args.latency, args.events, not args.no_bare,
@@ -368,7 +380,8 @@ def main(argv: "List[str] | None" = None) -> int:
     runs += [("--one-steady", size) for size in args.steady_sizes.split(",") if size]
     for flag, size in runs:
         command = [sys.executable, os.path.abspath(__file__), flag, size, "--concurrency", str(args.concurrency),
-                   "--latency", str(args.latency), "--events", str(args.events), "--repeat", str(args.repeat)]
+                   "--latency", str(args.latency), "--events", str(args.events), "--repeat", str(args.repeat),
+                   "--page-limit", str(args.page_limit)]
         command += ["--no-bare"] if args.no_bare else []
         command += ["--tracemalloc"] if args.tracemalloc else []
         child = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)

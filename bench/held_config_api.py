@@ -16,7 +16,8 @@ the bench's input either).
 from __future__ import annotations
 
 import uuid as uuidlib
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from itertools import islice
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
 
 import orjson
 
@@ -35,14 +36,24 @@ class HeldConfigApi:
         self.unexpected: List[str] = []
         self.listings = 0
 
-    def list(self, obj_type: str, *, detail: bool = False, fields: Optional[Sequence[str]] = None,
-             exclude_hrefs: bool = False) -> List[Dict[str, Any]]:
-        """As `VncClient.list` answers (no hrefs are made up, asked for or not)."""
-        self.listings += 1
+    def list_pages(self, obj_type: str, page_limit: Optional[int], *, detail: bool = False,
+                   fields: Optional[Sequence[str]] = None, exclude_hrefs: bool = False) -> Iterator[List[Dict[str, Any]]]:
+        """As `VncClient.list_pages` answers (no hrefs are made up, asked for or not): each page
+        made when it is asked for, as a server renders it, so that only the pages the daemon holds
+        are in memory."""
         if obj_type == VMI:
-            return [self._vmi(record) for record in self._db.pods.values() if not record.host_network]
-        wanted = None if detail or fields is None else {"fq_name", "annotations", *fields}
-        return [self._answer(obj_type, body, wanted) for body in self._db.desired.get(obj_type, {}).values()]
+            answers: Iterator[Dict[str, Any]] = (self._vmi(record) for record in self._db.pods.values()
+                                                 if not record.host_network)
+        else:
+            wanted = None if detail or fields is None else {"fq_name", "annotations", *fields}
+            answers = (self._answer(obj_type, body, wanted) for body in self._db.desired.get(obj_type, {}).values())
+        while True:
+            self.listings += 1
+            page = list(islice(answers, page_limit))
+            yield page
+            if page_limit is None or len(page) < page_limit:
+                return
+            del page
 
     @staticmethod
     def _answer(obj_type: str, body: Mapping[str, Any], wanted: "Optional[set[str]]") -> Dict[str, Any]:

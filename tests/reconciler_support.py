@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import gevent
 
@@ -81,12 +81,21 @@ class InProcessApi:
         self._call("delete", obj_type, fq, lambda: self.api.delete(obj_type, ident))
         self.writes.append(Write("delete", obj_type, fq))
 
-    def list(self, obj_type: str, *, detail: bool = False, fields: Optional[Sequence[str]] = None,
-             exclude_hrefs: bool = False) -> List[Dict[str, Any]]:
-        query = ListQuery(detail=detail, fields=list(fields or []), exclude_hrefs=exclude_hrefs)
-        answer = self._call("list", obj_type, (), lambda: self.api.list(obj_type, query))
-        items = answer[obj_type + "s"]
-        return [item[obj_type] for item in items] if detail else items
+    def list_pages(self, obj_type: str, page_limit: Optional[int], *, detail: bool = False,
+                   fields: Optional[Sequence[str]] = None, exclude_hrefs: bool = False) -> Iterator[List[Dict[str, Any]]]:
+        """As `VncClient.list_pages`: the server's `marker` followed, one request per page."""
+        marker: Optional[str] = None
+        while True:
+            query = ListQuery(detail=detail, fields=list(fields or []), exclude_hrefs=exclude_hrefs,
+                              paginated=page_limit is not None, page_marker=marker)
+            if page_limit is not None:
+                query.page_limit = page_limit
+            answer = self._call("list", obj_type, (), lambda: self.api.list(obj_type, query))
+            items = answer[obj_type + "s"]
+            yield [item[obj_type] for item in items] if detail else items
+            marker = answer.get("marker")
+            if marker is None:
+                return
 
     def set_tags(self, obj_type: str, obj_uuid: str, changes: Mapping[str, Any]) -> None:
         fq = self._fq(obj_uuid)

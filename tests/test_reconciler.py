@@ -7,7 +7,6 @@ from typing import List, Tuple
 
 from kube_manager.db import PENDING, SYNCED
 from kube_manager.pipeline import build_pipeline
-from kube_manager.reconciler.ownership import OWNED_TYPES
 from kube_manager.reconciler.pods import NO_VM
 from builders import HTTP_8080, allow_from, pod, policy
 from tests.reconciler_support import (ALLOW_CLIENT, BASE, CLIENT, EGRESS, FAST, PODS, WEB, Cluster, InProcessApi,
@@ -41,34 +40,6 @@ def test_restart_with_nothing_changed_writes_nothing(setup):
     assert first.api.writes == []
 
 
-def test_a_restart_folds_each_listing_in_while_the_next_is_read_and_before_the_one_after(setup):
-    """Restart time and memory (issue 12): the resync reads the next type while it folds the last
-    one in (the config API renders it meanwhile), and never holds more than those two listings."""
-    first = setup().start()
-    first.converge()
-    first.stop()
-    second = setup(api=first.api)
-    folded_when_listed = []
-    plain_list = second.api.list
-
-    def spy(obj_type, **options):
-        folded_when_listed.append((obj_type, {t for t, objects in second.cluster.db.actual.items() if objects}))
-        return plain_list(obj_type, **options)
-    second.api.list = spy
-    second.start()
-    first.api.writes.clear()
-    second.converge()
-    assert first.api.writes == []
-    order = [obj_type for obj_type, _ in folded_when_listed]
-    assert order[0] == "virtual-machine-interface" and sorted(order[1:]) == sorted(OWNED_TYPES)
-    held = {t for t, objects in second.cluster.db.actual.items() if objects}
-    assert len(held) >= 4  # (a type listed empty is never seen folded)
-    for i, (obj_type, folded) in enumerate(folded_when_listed):
-        assert i == 0 or order[i - 1] not in folded, f"{order[i - 1]} folded before {obj_type} was asked for"
-        assert i < 3 or order[i - 2] not in held or order[i - 2] in folded, \
-            f"{order[i - 2]} not folded when {obj_type} was asked for"
-
-
 def test_a_restart_sends_its_first_listings_before_it_translates_the_initial_lists(setup):
     """Restart time (issue 12): once every first Kubernetes list is in, the listings of the VMIs
     and the firewall rules go out before those lists are translated (the config API renders them
@@ -80,13 +51,14 @@ def test_a_restart_sends_its_first_listings_before_it_translates_the_initial_lis
     rec = pipeline.connect(first.api, FAST)
     untranslated = sum(map(len, pipeline.db.desired.values()))  # the cluster's own objects only
     translated_when_listed = []
-    plain_list = first.api.list
+    plain_call = first.api._call
 
-    def spy(obj_type, **options):
-        translated = sum(map(len, pipeline.db.desired.values())) - untranslated
-        translated_when_listed.append((obj_type, len(pipeline.db.network_policies), translated))
-        return plain_list(obj_type, **options)
-    first.api.list = spy
+    def spy(op, obj_type, fq, fn):
+        if op == "list":
+            translated = sum(map(len, pipeline.db.desired.values())) - untranslated
+            translated_when_listed.append((obj_type, len(pipeline.db.network_policies), translated))
+        return plain_call(op, obj_type, fq, fn)
+    first.api._call = spy
     for manifest in BASE:
         pipeline.cache.on_event(RESOURCE_OF[manifest["kind"]], "ADDED", copy.deepcopy(manifest))
     for resource in RESOURCE_OF.values():
@@ -130,12 +102,12 @@ def test_a_resync_reads_only_the_compared_fields_and_still_repairs_a_field_edite
     s = setup().start()
     s.converge()
     listings = []
-    plain_list = s.api.list
+    plain_list = s.api.list_pages
 
-    def spy(obj_type, *, detail=False, fields=None, exclude_hrefs=False):
+    def spy(obj_type, page_limit, *, detail=False, fields=None, exclude_hrefs=False):
         listings.append((obj_type, detail, tuple(fields or ()), exclude_hrefs))
-        return plain_list(obj_type, detail=detail, fields=fields, exclude_hrefs=exclude_hrefs)
-    s.api.list = spy
+        return plain_list(obj_type, page_limit, detail=detail, fields=fields, exclude_hrefs=exclude_hrefs)
+    s.api.list_pages = spy
     pm = "default-policy-management"
     rule_fq = next(fq for fq in s.cluster.db.desired["firewall-rule"] if fq[-1].startswith("k8s-a-ingress"))
     stored = s.api.api.lookup("firewall-rule", list(rule_fq))

@@ -21,7 +21,7 @@ def _listed(body: Dict[str, Any], uuid: str, **changed: Any) -> Dict[str, Any]:
 
 def _resync(actual: ActualState, obj_type: str, owned: Dict[Any, Dict[str, Any]]) -> None:
     since = actual.begin_listing()
-    actual.load(TypeListing(obj_type, owned=owned), since)
+    actual.load(obj_type, [TypeListing(obj_type, owned=owned)], since)
     actual.loaded(since)
 
 

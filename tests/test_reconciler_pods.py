@@ -58,7 +58,7 @@ def test_vmi_index_follows_listing_and_keeps_recent_writes():
         {"uuid": "vmi-2", "virtual_machine_refs": [{"uuid": "vm-2", "to": ["vm-2"]}],
          "tag_refs": [{"to": ["app=web"], "uuid": "t"}, {"to": ["d", "p", "app=x"], "uuid": "t2"}]},
     ]
-    index.load(listing, keep=["vmi-1"])
+    index.load([listing[:1], listing[1:]], kept={"vmi-1"}.__contains__)
     assert index.tags == {"vmi-1": {"namespace=a"}, "vmi-2": {"app=web"}}
     assert index.names["vmi-1"] == ""  # kept as we knew it: written since the listing began
     index.put("vmi-1", "vm-1", {"namespace=b"}, "d:p:one")
@@ -75,7 +75,7 @@ def test_vmi_index_shares_equal_tag_sets():
     listing = [{"uuid": f"vmi-{i}", "virtual_machine_refs": [{"uuid": f"vm-{i}", "to": [f"vm-{i}"]}],
                 "tag_refs": [{"to": ["application=k8s"]}, {"to": ["namespace=a"]}]}
                for i in range(3)]
-    index.load(listing)
+    index.load([listing], kept=lambda _vmi: False)
     assert index.tags["vmi-0"] == {"application=k8s", "namespace=a"}
     assert index.tags["vmi-0"] is index.tags["vmi-1"] is index.tags["vmi-2"]
     index.put("vmi-1", "vm-1", {"application=k8s"})

@@ -131,7 +131,7 @@ def test_a_write_while_a_resync_lists_survives_its_listing_and_none_is_noted_out
     actual = ActualState(Database(), DesiredState({}), {}, lambda _key: None)
     since = actual.begin_listing()
     actual.set(rule, {"uuid": "u1", "comment": "written"})
-    actual.load(TypeListing("firewall-rule", owned={rule[1]: {"uuid": "u1", "comment": "listed"}}), since)
+    actual.load("firewall-rule", [TypeListing("firewall-rule", owned={rule[1]: {"uuid": "u1", "comment": "listed"}})], since)
     actual.loaded(since)
     assert actual.get(rule) == {"uuid": "u1", "comment": "written"}
     for n in range(100):  # a cold start's writes, after the listing
@@ -139,6 +139,6 @@ def test_a_write_while_a_resync_lists_survives_its_listing_and_none_is_noted_out
     actual.set(other, {"uuid": "u2", "comment": "written before the next listing"})
     assert actual._written_at == {}
     since = actual.begin_listing()
-    actual.load(TypeListing("firewall-rule", owned={other[1]: {"uuid": "u2", "comment": "listed"}}), since)
+    actual.load("firewall-rule", [TypeListing("firewall-rule", owned={other[1]: {"uuid": "u2", "comment": "listed"}})], since)
     actual.loaded(since)
     assert actual.get(other) == {"uuid": "u2", "comment": "listed"}

@@ -30,7 +30,7 @@ def test_every_key_set_on_the_command_line_lands_in_its_branch(tmp_path: Path) -
                 leader_elect_namespace="ns1", leader_elect_name="lease1", leader_elect_lease_duration="16",
                 leader_elect_renew_deadline="11", leader_elect_retry_period="3",
                 vnc_endpoint_ip="embedded", vnc_endpoint_port="0", vnc_use_ssl="true",
-                vnc_ca_cert=str(tmp_path / "k"), vnc_max_concurrency="9",
+                vnc_ca_cert=str(tmp_path / "k"), vnc_max_concurrency="9", vnc_list_page_limit="2500",
                 auth_token_url="http://ks:5000/v3", auth_user="u1", auth_password="pw-1234",
                 auth_tenant="t1", kube_timer_interval="121", http_server_ip="127.0.0.2",
                 http_server_port="8109", log_file=str(tmp_path / "log"), log_level="DEBUG")

@@ -12,7 +12,7 @@ and when each key was last written (a resync keeps what was written while it lis
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Dict, List, Mapping, Optional, Set
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set
 
 from kube_manager.db import Database, FqName
 from kube_manager.logging_setup import kv
@@ -162,23 +162,43 @@ class ActualState:
         """A create met an object of another owner under this name."""
         self._others.setdefault(key[0], {})[key[1]] = body
 
-    def load(self, listing: TypeListing, since: int) -> None:
-        """A resync's listing of one type replaces what we believed of it, except what was
-        written after `since`; `loaded` ends the resync's listings."""
-        obj_type, listed = listing.obj_type, listing.owned
+    def load(self, obj_type: str, pages: Iterable[TypeListing], since: int) -> None:
+        """A resync's listing of one type, a page at a time (reconciler/paging.py), replaces what
+        we believed of it, except what was written after `since`; `loaded` ends the resync's
+        listings.
+
+        Each page is folded in as it comes. A key no page listed is believed absent once the last
+        page is in: the pages are not one snapshot, and an object made behind the walk while it
+        walked is missed. Believed absent, it is never deleted (only what a listing showed us is
+        garbage-collected): at worst it is created again (a 409 the writer reads back) or left
+        for the next resync to see."""
         current = self._db.actual.setdefault(obj_type, {})
         self.load_desired_indexes(obj_type)  # first: the listed refs share what reads as desired
         # Each key as the desired state (or `db.actual`) already holds it, never the listing's
         # own tuple: a key kept from the listing keeps its pages of memory (see `own_copy`).
         canonical = {fq_name: fq_name for fq_name in self._desired.objects.get(obj_type, {})}
         canonical.update((fq_name, fq_name) for fq_name in current)
-        targets = compare.TargetReader()
-        for fq_name in set(current) | set(listed):
-            fq_name = canonical.get(fq_name, fq_name)
-            key = (obj_type, fq_name)
-            if self._written_at.get(key, -1) <= since:
-                self.set(key, listed.get(fq_name), written=False, targets=targets)
-        self._others[obj_type] = listing.others
+        targets = compare.TargetReader()  # one per type: the pages' bodies live as long as it
+        unlisted = set(current)
+        others: Dict[FqName, Dict[str, Any]] = {}
+        owned = 0
+        for listing in pages:
+            for fq_name, body in listing.owned.items():
+                fq_name = canonical.get(fq_name, fq_name)
+                unlisted.discard(fq_name)
+                self._listed((obj_type, fq_name), body, since, targets)
+            owned += len(listing.owned)
+            others.update(listing.others)
+        for fq_name in unlisted:
+            self._listed((obj_type, fq_name), None, since, targets)
+        self._others[obj_type] = others
+        log.info("listed config API objects", extra=kv(type=obj_type, owned=owned, others=len(others)))
+
+    def _listed(self, key: ObjKey, body: Optional[Dict[str, Any]], since: int,
+                targets: compare.TargetReader) -> None:
+        """What a listing says of `key`, unless we wrote it after `since` (the listing may be older)."""
+        if self._written_at.get(key, -1) <= since:
+            self.set(key, body, written=False, targets=targets)
 
     def begin_listing(self) -> int:
         """A resync starts listing: the writes from now on are noted; returns the `since` of its

@@ -37,8 +37,7 @@ from __future__ import annotations
 import logging
 import time
 from contextlib import closing
-from functools import partial
-from typing import AbstractSet, Any, Callable, Dict, Iterable, List, Optional, Protocol, Set, Tuple, Union
+from typing import AbstractSet, Any, Dict, Iterable, List, Optional, Protocol, Set, Tuple, Union
 
 import gevent.event
 
@@ -56,9 +55,10 @@ from .ahead import Ahead, ahead
 from .diff import ObjKey, Progress
 from .executor import Executor
 from .gates import Gates
+from .paging import PageWalk
 from .ownership import OWNED_TYPES, SHARED_TYPES, Marks, list_type
 from .pod_handler import PodHandler
-from .pods import PodKey, PodTagger, VmiApi
+from .pods import VMI, PodKey, PodTagger, VmiApi
 from .progress import ACTIVE, BLOCKED, ProgressBook
 from .workqueue import WorkQueue
 from .shared import Bookkeeping, Counters
@@ -154,7 +154,7 @@ class Reconciler:
         tagger = PodTagger(client, db, self, self._managed_tag, self._tier_hold)
         self.pods = PodHandler(tagger, self.gates, books, settings)
         self._synced_once = gevent.event.Event()
-        self._listings: Optional[Tuple[int, Ahead[Any]]] = None  # the first resync's, sent early
+        self._listings: Optional[Tuple[int, PageWalk[Any], Ahead[Any]]] = None  # the first resync's, sent early
 
     # --- driving -------------------------------------------------------------------------------
 
@@ -169,7 +169,7 @@ class Reconciler:
         write gate already refuses every write of this term)."""
         log.warning("reconciler abandoned its work", extra=kv(queued=len(self.queue), scheduled=self.queue.scheduled))
         if self._listings is not None:
-            self._listings[1].close()
+            self._listings[2].close()
             self._listings = None
         self.executor.abandon()
 
@@ -218,14 +218,14 @@ class Reconciler:
         """List what the config API holds, repair and garbage-collect; returns the keys queued."""
         started = time.monotonic()
         listings, self._listings = self._listings, None
-        since, listed = listings or self._list_all()
-        # Each answer is folded in (and dropped) in turn, the next read under way meanwhile (the
+        since, walk, listed = listings or self._list_all()
+        # Each page is folded in (and dropped) in turn, the next page under way meanwhile (the
         # config API renders it while we fold); decoded listings hold no reference cycles for the
         # collector to look for. What the fold builds lives until the next resync: it is frozen at
         # the end in one young pass, not walked by the young and middle passes that the first
         # allocations after the pause would start (0.4 s of a 15,000-NetworkPolicy restart).
         with collector_paused():
-            queued = self._fold_and_queue(listed, since)
+            queued = self._fold_and_queue(walk, listed, since)
             freeze_young()
         if self._observer is not None:
             self._observer.reconciled("resync", time.monotonic() - started)
@@ -234,13 +234,14 @@ class Reconciler:
                                          seconds=round(time.monotonic() - started, 3)))
         return queued
 
-    def _fold_and_queue(self, listed: Ahead[Any], since: int) -> int:
-        """The resync's listings folded in; every key that is not settled queued (how many)."""
+    def _fold_and_queue(self, walk: PageWalk[Any], listed: Ahead[Any], since: int) -> int:
+        """The resync's listings folded in, a page at a time; every key that is not settled queued
+        (how many)."""
         with closing(listed) as answers:
-            self.pods.load(next(answers), since)
-            for _obj_type in _LIST_ORDER:
-                self.actual.load(next(answers), since)
-        self.counters.reads += len(_LIST_ORDER) + 1
+            self.pods.load(walk.pages(answers, VMI), since)
+            for obj_type in _LIST_ORDER:
+                self.actual.load(obj_type, walk.pages(answers, obj_type), since)
+        self.counters.reads += walk.count
         self.actual.loaded(since)
         self._book.deferred.clear()
         self.db.parked.clear()  # a resync tries parked keys again
@@ -262,14 +263,15 @@ class Reconciler:
         self._push_states(everything=True)
         return len(unsettled) + len(untagged)
 
-    def _list_all(self, head_start: int = 0) -> Tuple[int, Ahead[Any]]:
-        """A resync's listings (the VMIs, then each type), `head_start` of them sent at once; with
-        the `since` of their `load`s."""
+    def _list_all(self, head_start: int = 0) -> Tuple[int, PageWalk[Any], Ahead[Any]]:
+        """A resync's listings (the VMIs, then each type) a page at a time (reconciler/paging.py),
+        `head_start` page calls started at once; with the `since` of their `load`s."""
         since = self.actual.begin_listing()
         fields = self.actual.compared_fields()  # the translator's fields: known before it translates
-        reads: List[Callable[[], Any]] = [partial(list_type, self.client, self.marks, t, fields.get(t))
-                                          for t in _LIST_ORDER]
-        return since, ahead([self.pods.tagger.list_vmis, *reads], head_start)
+        limit = self.settings.list_page_limit
+        walk: PageWalk[Any] = PageWalk([(VMI, self.pods.tagger.vmi_pages(limit)), *(
+            (t, list_type(self.client, self.marks, t, fields.get(t), limit)) for t in _LIST_ORDER)])
+        return since, walk, ahead(walk.calls(), head_start)
 
     # --- state for others ----------------------------------------------------------------------
 

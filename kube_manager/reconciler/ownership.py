@@ -6,19 +6,15 @@ operator's hand-made `k8s-...` rule, or the objects of a second cluster sharing 
 are therefore never repaired or garbage-collected by us.
 
 At start (and at every resync) the reconciler reads the config API once per resource type (the
-fields it compares) and sorts the answer into the objects we own and the others. The others still
+fields it compares, a page at a time) and sorts the answer into the objects we own and the others. The others still
 matter: a shared object (tag, address group) made by another cluster is used as it is, and an
 unowned rule or policy under one of our names is a conflict to report, not to overwrite.
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Protocol, Sequence, Tuple
 
-from kube_manager.logging_setup import kv
-
-log = logging.getLogger(__name__)
 
 FqName = Tuple[str, ...]
 Objects = Dict[str, Dict[FqName, Dict[str, Any]]]  # resource type -> fq_name -> body
@@ -33,8 +29,8 @@ SHARED_TYPES = frozenset({"tag", "address-group"})
 class Lister(Protocol):
     """The part of the config API client a listing needs (vnc_client.client.VncClient fits)."""
 
-    def list(self, obj_type: str, *, detail: bool = False, fields: Sequence[str] | None = None,
-             exclude_hrefs: bool = False) -> List[Dict[str, Any]]: ...
+    def list_pages(self, obj_type: str, page_limit: Optional[int], *, detail: bool = False,
+                   fields: Sequence[str] | None = None, exclude_hrefs: bool = False) -> Iterator[List[Dict[str, Any]]]: ...
 
 
 def annotation_map(body: Mapping[str, Any]) -> Dict[str, Any]:
@@ -88,8 +84,10 @@ def fq_name_of(body: Mapping[str, Any]) -> FqName:
     return tuple(body.get("fq_name") or ())
 
 
-def list_type(client: Lister, marks: Marks, obj_type: str, fields: Optional[Iterable[str]] = None) -> TypeListing:
-    """One listing of `obj_type`, sorted into ours and the others by the marks.
+def list_type(client: Lister, marks: Marks, obj_type: str, fields: Optional[Iterable[str]],
+              page_limit: int) -> Iterator[TypeListing]:
+    """A listing of `obj_type` in pages of at most `page_limit` objects, each sorted into ours and
+    the others by the marks (reconciler/listing.py folds them in one at a time).
 
     `fields`: read only those fields besides the marks (`annotations`), `uuid` and `fq_name`, in a
     plain listing without hrefs; None reads the objects whole (`detail=True`). A resync needs no
@@ -97,15 +95,15 @@ def list_type(client: Lister, marks: Marks, obj_type: str, fields: Optional[Iter
     restart rendering, sending and decoding fields nobody reads.
     """
     if fields is None:
-        bodies = client.list(obj_type, detail=True)
+        pages = client.list_pages(obj_type, page_limit, detail=True)
     else:
-        bodies = client.list(obj_type, fields=sorted({"annotations", *fields} - {"uuid", "fq_name"}),
-                             exclude_hrefs=True)
-    listing = TypeListing(obj_type)
+        pages = client.list_pages(obj_type, page_limit, fields=sorted({"annotations", *fields} - {"uuid", "fq_name"}),
+                                  exclude_hrefs=True)
     owns = marks.owns
-    for body in bodies:
-        fq_name = fq_name_of(body)
-        if fq_name:
-            (listing.owned if owns(body) else listing.others)[fq_name] = body
-    log.info("listed config API objects", extra=kv(type=obj_type, owned=len(listing.owned), others=len(listing.others)))
-    return listing
+    for bodies in pages:
+        listing = TypeListing(obj_type)
+        for body in bodies:
+            fq_name = fq_name_of(body)
+            if fq_name:
+                (listing.owned if owns(body) else listing.others)[fq_name] = body
+        yield listing

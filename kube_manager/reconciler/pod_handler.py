@@ -40,9 +40,10 @@ class PodHandler:
         """The work-queue keys of the pods that can be tagged at all."""
         return [pod_key(*pod) for pod in pods if not self.tagger.untaggable(pod)]
 
-    def load(self, vmis: List[Dict[str, Any]], since: int) -> None:
-        """A resync: the VMIs listed (keeping the VMIs tagged after `since`)."""
-        self.tagger.load(vmis, keep=[v for v, s in self._written_at.items() if s > since])
+    def load(self, pages: Iterable[List[Dict[str, Any]]], since: int) -> None:
+        """A resync: the VMIs listed, a page at a time (keeping the VMIs tagged after `since`)."""
+        written = self._written_at  # the map tagging adds to while the pages come in
+        self.tagger.load(pages, kept=lambda vmi: written.get(vmi, -1) > since)
         self._written_at = {k: s for k, s in self._written_at.items() if s > since}
 
     def handle(self, key: PodKey) -> None:

@@ -5,8 +5,8 @@ virtual-machine-interfaces (VMIs) on it. kube-manager does not own VMIs; it only
 with `POST /set-tag` (`is_global: true`), one call per VMI carrying every change at once: single-valued
 types are set or removed, the multi-valued `label` type gets `add_values` / `delete_values`.
 
-To keep the request count at the minimum, the VMIs and their current tags come from one listing at
-start and at each resync (`VmiIndex.load`); only a pod the listing did not know costs a read of its VM
+To keep the request count at the minimum, the VMIs and their current tags come from one listing (in
+pages) at start and at each resync (`VmiIndex.load`); only a pod the listing did not know costs a read of its VM
 (and of a VMI the listing did not have). A pod whose VM or VMI does not exist yet (the CNI has not run)
 is shown as `no-vm` and retried with backoff. Tags that are not ours are never removed from a VMI:
 only tags we own or want are managed. A pod on the node's network (`spec.hostNetwork`) never gets a
@@ -21,8 +21,8 @@ from __future__ import annotations
 import logging
 import sys
 from dataclasses import dataclass, field
-from typing import (AbstractSet, Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, NamedTuple, Optional,
-                    Protocol, Sequence, Set, Tuple)
+from typing import (AbstractSet, Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Mapping, NamedTuple,
+                    Optional, Protocol, Sequence, Set, Tuple)
 
 from kube_manager.db import HOST_NETWORK, NO_VM, PENDING, RETRYING, SYNCED, Database, Key
 from kube_manager.logging_setup import kv
@@ -42,8 +42,9 @@ POD = "pod"              # the first part of every pod's work-queue key
 class VmiApi(Protocol):
     """The part of the config API client pod tagging needs."""
 
-    def list(self, obj_type: str, *, detail: bool = False, fields: Optional[Sequence[str]] = None,
-             exclude_hrefs: bool = False) -> List[Dict[str, Any]]: ...
+    def list_pages(self, obj_type: str, page_limit: Optional[int], *, detail: bool = False,
+                   fields: Optional[Sequence[str]] = None,
+                   exclude_hrefs: bool = False) -> Iterator[List[Dict[str, Any]]]: ...
 
     def read(self, obj_type: str, ident: Any, *, fields: Optional[Sequence[str]] = None) -> Dict[str, Any]: ...
 
@@ -94,20 +95,31 @@ class VmiIndex:
     # set of strings decoded anew per VMI was most of the index's memory at 100,000 pods.
     _tag_sets: Dict[FrozenSet[str], FrozenSet[str]] = field(default_factory=dict, repr=False)
 
-    def load(self, vmis: Iterable[Mapping[str, Any]], keep: Iterable[str] = ()) -> None:
-        """Replace the index with a listing; VMIs in `keep` (written since the listing started)
-        keep what we know of them."""
-        kept = {uuid: (self.vm_of.get(uuid), set(self.tags.get(uuid, ())), self.names.get(uuid, ""))
-                for uuid in keep if uuid in self.tags}
-        for index in (self.tags, self.by_vm, self.vm_of, self.by_tag, self.names, self._tag_sets):
-            index.clear()
-        for body in vmis:  # the uuids as copies of their own: nothing of the listing outlives it
-            uuid = body.get("uuid")
-            if uuid and uuid not in kept:
-                self.put(own_copy(uuid), own_copy(_vm_uuid(body)), _global_tags(body),
-                         ":".join(body.get("fq_name") or ()))
-        for uuid, (vm, tags, name) in kept.items():
-            self.put(uuid, vm, tags, name)
+    def load(self, pages: Iterable[Iterable[Mapping[str, Any]]], kept: Callable[[str], bool]) -> int:
+        """Replace the index with a listing of every VMI, a page at a time; a known VMI `kept`
+        (written since the listing started) keeps what we know of it. Returns the VMIs listed."""
+        listed: Set[str] = set()
+        for page in pages:
+            for body in page:
+                uuid = body.get("uuid")
+                if not uuid:
+                    continue
+                listed.add(uuid)
+                known = uuid in self.tags
+                if known and kept(uuid):
+                    continue
+                vm, tags, name = _vm_uuid(body), _global_tags(body), ":".join(body.get("fq_name") or ())
+                if known and self.tags[uuid] == tags and self.vm_of.get(uuid) == vm and self.names[uuid] == name:
+                    continue  # as we knew it: nothing of the listing is kept
+                # the uuids as copies of their own: nothing of the listing outlives it
+                self.put(own_copy(uuid), own_copy(vm), tags, name)
+        for uuid in [u for u in self.tags if u not in listed and not kept(u)]:
+            self.drop(uuid)
+        for tag in [t for t, vmis in self.by_tag.items() if not vmis]:
+            del self.by_tag[tag]
+        self._tag_sets.clear()
+        self._tag_sets.update((tags, tags) for tags in map(frozenset, self.tags.values()))  # the same sets
+        return len(listed)
 
     def put(self, vmi: str, vm: Optional[str], tags: AbstractSet[str], name: str = "") -> None:
         name = name or self.names.get(vmi, "")
@@ -204,15 +216,14 @@ class PodTagger:
         self._hold = hold  # of the tags a pod is to lose, those kept for now, and until what is written
         self.index = VmiIndex()
 
-    def list_vmis(self) -> List[Dict[str, Any]]:
-        """One listing of every VMI, for `load`."""
+    def vmi_pages(self, page_limit: int) -> Iterator[List[Dict[str, Any]]]:
+        """A listing of every VMI in pages, for `load`."""
         # A plain listing (uuid, fq_name and these fields): a VMI's other fields are never read.
-        return self._client.list(VMI, fields=["virtual_machine_refs", "tag_refs"], exclude_hrefs=True)
+        return self._client.list_pages(VMI, page_limit, fields=["virtual_machine_refs", "tag_refs"], exclude_hrefs=True)
 
-    def load(self, vmis: List[Dict[str, Any]], keep: Iterable[str] = ()) -> None:
-        """Refresh the index with a listing of every VMI (`list_vmis`)."""
-        self.index.load(vmis, keep)
-        log.info("listed VMIs", extra=kv(count=len(vmis)))
+    def load(self, pages: Iterable[List[Dict[str, Any]]], kept: Callable[[str], bool]) -> None:
+        """Refresh the index with a listing of every VMI (`vmi_pages`)."""
+        log.info("listed VMIs", extra=kv(count=self.index.load(pages, kept)))
 
     def tags(self, key: Key) -> Optional[List[str]]:
         """The tags the pod is to carry (None for an unknown pod)."""
