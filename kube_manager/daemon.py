@@ -39,6 +39,7 @@ import gevent
 import gevent.event
 
 from kube_manager import gcpolicy
+from kube_manager.heap_settler import settle_after_resyncs
 from kube_manager.leader.leadership import Leadership
 from kube_manager.logging_setup import kv
 from kube_manager.manifests import load_manifests
@@ -46,6 +47,7 @@ from kube_manager.metrics import Metrics
 from kube_manager.pipeline import build_pipeline
 from kube_manager.reconciler.core import Reconciler
 from kube_manager.settings import OperatorSettings
+from kube_manager.vnc_status import ConfigApiObserver
 from vnc_client.auth import KeystoneCredentials
 from vnc_client.client import VncClient
 from vnc_client.errors import VncError
@@ -76,6 +78,7 @@ class Daemon:
         self.metrics = metrics or Metrics()
         self.metrics.bind_database(self.db)
         self.client: Optional[VncClient] = None  # the current term's (epoch 0 before any: reads only)
+        self._observer = ConfigApiObserver(self.db.vnc_connection, self.metrics)
         self.leadership = Leadership(settings, self.db.leader, on_transition=self.metrics.leader_transition)
         self._vnc_endpoints: List[str] = list(settings.vnc.endpoints)
         self._vnc_port = settings.vnc.port
@@ -150,7 +153,7 @@ class Daemon:
             credentials = KeystoneCredentials(auth.token_url, auth.user, auth.password, auth.tenant)
         return VncClient(self._vnc_endpoints, self._vnc_port, use_ssl=vnc.use_ssl,
                          ca_file=vnc.ca_cert or None, credentials=credentials, retry=vnc.retry,
-                         concurrency=self.settings.reconciler.concurrency, observer=self._observe_vnc,
+                         concurrency=self.settings.reconciler.concurrency, observer=self._observer,
                          write_gate=lambda: self.leadership.gate.check(epoch), agent=self.leadership.identity)
 
     # --- terms as leader ---------------------------------------------------------------------
@@ -302,7 +305,8 @@ class Daemon:
         next_at = time.monotonic() + interval
         resynced = gevent.event.Event()
         resynced.set()  # the term's first resync
-        settler = gevent.spawn(self._settle_after_resyncs, end, resynced)
+        assert self.reconciler is not None
+        settler = gevent.spawn(settle_after_resyncs, self.reconciler.queue, end, resynced)
         try:
             while not end.is_set():
                 timeout = max(0.0, next_at - time.monotonic())
@@ -316,25 +320,6 @@ class Daemon:
                 next_at = time.monotonic() + interval
         finally:
             settler.kill()
-
-    def _settle_after_resyncs(self, end: gevent.event.Event, resynced: gevent.event.Event) -> None:
-        """Once the work a resync queued is done (the work queue drained), what it built (the
-        listing of what Contrail holds, a cold start's writes) is settled out of the collector's view
-        (gcpolicy): a collection during a later event then walks only what changed since. When the
-        term ends, the heap is thawed: its reconciler, client and workers, frozen with the rest,
-        hold reference cycles that only the collector can reclaim once they are dropped."""
-        assert self.reconciler is not None
-        queue = self.reconciler.queue
-        try:
-            while gevent.wait([end, resynced], count=1) and not end.is_set():
-                resynced.clear()
-                while not queue.wait_idle(0.5):
-                    if end.is_set():
-                        return
-                gcpolicy.settle()
-                log.debug("heap settled after a resync", extra=kv(frozen=gcpolicy.frozen()))
-        finally:
-            gcpolicy.thaw()
 
     def _run_once(self, timeout: float) -> int:
         """`--once`: start, list, resync and converge, all within `timeout` seconds."""
@@ -387,20 +372,6 @@ class Daemon:
         while not self._stop.is_set():
             self.db.loop_heartbeat_at = time.time()
             self._stop.wait(self.settings.health.heartbeat_interval)
-
-    def _observe_vnc(self, method: str, template: str, status: Optional[int], seconds: float) -> None:
-        self.metrics.observe_config_api_request(method, "error" if status is None else str(status), seconds)
-        connection = self.db.vnc_connection
-        now = time.time()
-        if status is None or status >= 500:
-            if connection.connected:
-                connection.reconnects += 1
-            connection.connected = False
-            connection.last_error = f"{method} {template}: " + ("no answer" if status is None else f"status {status}")
-            connection.last_error_at = now
-        else:
-            connection.connected = True
-            connection.last_event_at = now
 
     def _on_signal(self, name: str) -> None:
         if name == "SIGHUP":

@@ -12,10 +12,9 @@ import gevent
 import gevent.event
 import pytest
 
-from kube_manager import daemon as daemon_module
 from kube_manager import gcpolicy
-from kube_manager.daemon import Daemon
-from kube_manager.settings import OperatorSettings, ReconcilerSettings
+from kube_manager.heap_settler import settle_after_resyncs
+from kube_manager.reconciler.workqueue import WorkQueue
 from waiting import wait_green
 
 
@@ -93,24 +92,14 @@ def test_survivors_of_a_full_collection_are_frozen_young_ones_are_not(thawed: No
     assert dead() is None and gcpolicy.frozen() > 0
 
 
-class NoClient:
-    """The reconciler is never asked to write here: only its work queue is used."""
-
-    def __getattr__(self, name: str) -> Any:
-        raise AssertionError(f"unexpected call {name}")
-
-
 def test_the_daemon_settles_the_heap_once_a_resyncs_work_is_done_and_thaws_it_at_the_terms_end(monkeypatch: pytest.MonkeyPatch) -> None:
     settled: List[int] = []
-    monkeypatch.setattr(daemon_module.gcpolicy, "settle", lambda: settled.append(1))
-    monkeypatch.setattr(daemon_module.gcpolicy, "thaw", lambda: settled.append(0))
-    daemon = Daemon(OperatorSettings())
-    daemon.pipeline.connect(NoClient(), ReconcilerSettings())
-    assert daemon.reconciler is not None
-    queue = daemon.reconciler.queue
+    monkeypatch.setattr(gcpolicy, "settle", lambda: settled.append(1))
+    monkeypatch.setattr(gcpolicy, "thaw", lambda: settled.append(0))
+    queue: WorkQueue[str] = WorkQueue()  # the reconciler's own kind of work queue
     end, resynced = gevent.event.Event(), gevent.event.Event()
     queue.add("work")
-    settler = gevent.spawn(daemon._settle_after_resyncs, end, resynced)
+    settler = gevent.spawn(settle_after_resyncs, queue, end, resynced)
     try:
         resynced.set()
         gevent.idle()  # the settler runs until it blocks on the queue
