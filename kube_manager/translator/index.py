@@ -97,10 +97,14 @@ class ClusterIndex:
 
     def put_pod(self, pod: PodInfo) -> Optional[PodInfo]:
         """Store `pod`; returns the state it replaces."""
-        old = self.remove_pod(pod.key)
-        self.pods[pod.key] = pod
-        self.pods_by_namespace.setdefault(pod.namespace, set()).add(pod.key)
-        self._pod_labels.add(pod.key, pod.labels)
+        key = pod.key
+        old = self.remove_pod(key) if key in self.pods else None
+        self.pods[key] = pod
+        members = self.pods_by_namespace.get(pod.namespace)
+        if members is None:
+            members = self.pods_by_namespace[pod.namespace] = set()
+        members.add(key)
+        self._pod_labels.add(key, pod.labels)
         return old
 
     def remove_pod(self, key: PodKey) -> Optional[PodInfo]:

@@ -95,8 +95,10 @@ class PodTags:
                 identity = namespace_tags[pod.namespace] = (
                     self._namespace_identity(pod.namespace),
                     frozenset(self._index.namespace_labels(pod.namespace).items()))
-            tags = identity[0] + [label_tags[pair] for pair in pod.labels.items()
-                                  if pair in label_tags and in_scope(pair, pod.namespace, identity[1])]
+            tags = identity[0].copy()
+            for pair in pod.labels.items():
+                if pair in label_tags and in_scope(pair, pod.namespace, identity[1]):
+                    tags.append(label_tags[pair])
             tags.extend(self._membership.tags_of(key))
             found = tuple(tags)
             result = shared.get(found)

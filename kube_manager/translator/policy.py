@@ -87,7 +87,8 @@ def _policy_types(spec: Mapping[str, Any]) -> Tuple[str, ...]:
     for i, entry in enumerate(entries):
         if entry not in _POLICY_TYPES:
             raise InvalidInput(f"spec.policyTypes[{i}]: {entry!r} is not Ingress or Egress")
-    return tuple(d for d in (INGRESS, EGRESS) if any(_POLICY_TYPES[e] == d for e in entries))
+    given = {_POLICY_TYPES[e] for e in entries}
+    return tuple(d for d in (INGRESS, EGRESS) if d in given)
 
 
 def parse_spec(raw_spec: Any, digest: str, cache: ParseCache) -> PolicySpec:
@@ -99,8 +100,8 @@ def parse_spec(raw_spec: Any, digest: str, cache: ParseCache) -> PolicySpec:
         types = _policy_types(spec)
     except InvalidInput as exc:
         return PolicySpec(digest, None, errors=(f"{exc}; the policy is rejected whole",))
-    unknown = sorted(str(k) for k in spec if k not in POLICY_SPEC.fields)
-    if unknown:
+    if not POLICY_SPEC.fields.keys() >= spec.keys():  # (the names sorted only when one is unknown)
+        unknown = sorted(str(k) for k in spec if k not in POLICY_SPEC.fields)
         errors.append(f"spec: unknown field {', '.join(repr(u) for u in unknown)}; ignored")
     raw_blocks = {}
     for direction in (INGRESS, EGRESS):

@@ -148,7 +148,9 @@ class SharedObjects:
         key, value, scope = scoped
         table: Dict[Any, Dict[Any, int]] = (
             self._label_namespaces if isinstance(scope, str) else self._label_selectors)
-        counts = table.setdefault((key, value), {})
+        counts = table.get((key, value))
+        if counts is None:
+            counts = table[(key, value)] = {}
         count = counts.get(scope, 0) + delta
         if count:
             counts[scope] = count
