@@ -22,8 +22,14 @@ Owners = Union[PolicyKey, Set[PolicyKey]]  # one owner of a name, or several (a 
 
 
 def _dash_prefixes(namespace: str) -> List[str]:
-    """The namespaces `namespace` extends: its parts before each `-`."""
-    return [namespace[:i] for i, c in enumerate(namespace) if c == "-"]
+    """The namespaces `namespace` extends: its parts before each `-` (found by `find`: asked
+    twice for every namespace of a bulk load, where a loop over its characters cost a microsecond)."""
+    prefixes = []
+    dash = namespace.find("-")
+    while dash >= 0:
+        prefixes.append(namespace[:dash])
+        dash = namespace.find("-", dash + 1)
+    return prefixes
 
 
 class NameRegistry:

@@ -7,7 +7,6 @@ changes are staged and applied by binary search, or by one sort when a bulk load
 from __future__ import annotations
 
 import bisect
-from operator import itemgetter
 from typing import Dict, List, Optional, Tuple
 
 from .bodies import Body, FqName, ref_body, sequence_attr
@@ -47,7 +46,8 @@ class SequencedRefs:
         `report`: a bulk load has no one to tell)."""
         operations: List[RefOperation] = []
         removals: List[Body] = []
-        additions: List[Tuple[str, Body]] = []  # (sort key, ref)
+        keys: List[str] = []  # the sort keys of the refs added, in the order of `added`
+        added: List[Body] = []
         entries = self._entries
         for fq_name, (sequence, to, key) in self._staged.items():
             current = entries.get(fq_name)
@@ -61,19 +61,22 @@ class SequencedRefs:
                     operations.append(("DELETE", fq_name, current_sequence))
             if sequence is not None:
                 ref = entries[fq_name] = ref_body(to, sequence_attr(sequence))
-                additions.append((key, ref))
+                keys.append(key)
+                added.append(ref)
                 if report:
                     operations.append(("ADD", fq_name, sequence))
         self._staged.clear()
         refs = self.refs
-        if len(removals) + len(additions) > 32 + len(refs) // 64:
+        if len(removals) + len(added) > 32 + len(refs) // 64:
             removed = {id(ref) for ref in removals}
-            additions.extend((_ref_key(ref), ref) for ref in refs if id(ref) not in removed)
-            additions.sort(key=itemgetter(0))
-            refs[:] = [ref for _, ref in additions]
+            kept = [ref for ref in refs if id(ref) not in removed]
+            keys.extend(map(_ref_key, kept))
+            added.extend(kept)
+            # Sorted by position rather than as (key, ref) pairs: no pair per ref.
+            refs[:] = map(added.__getitem__, sorted(range(len(keys)), key=keys.__getitem__))
         else:
             for ref in removals:
                 del refs[bisect.bisect_left(refs, _ref_key(ref), key=_ref_key)]
-            for key, ref in additions:
+            for key, ref in zip(keys, added):
                 refs.insert(bisect.bisect_left(refs, key, key=_ref_key), ref)
         return operations
