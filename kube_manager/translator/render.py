@@ -7,6 +7,7 @@ than owned, so the caller can reference-count it across policies.
 """
 from __future__ import annotations
 
+from bisect import insort
 from collections import Counter
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -41,7 +42,8 @@ _NO_SCOPED: Mapping[ScopedLabel, None] = MappingProxyType({})
 # key it: held, so that those identities cannot be reused while the entry exists, its pod labels
 # with the scope they select in); both as dicts, which a render merges into its own at C speed
 _Endpoint = Tuple[Body, Mapping[str, TagOrigin], PodScope, Mapping[ScopedLabel, None]]
-# A simple pod selector's label tags, those tags with their origins, its (key, value) pairs
+# A simple pod selector's label tags sorted with the application tag, its label tags with their
+# origins, its (key, value) pairs
 _PodLabels = Tuple[Tuple[str, ...], Dict[str, TagOrigin], Tuple[Tuple[str, str], ...]]
 
 
@@ -182,8 +184,12 @@ class PolicyRenderer:
             return {"tags": [tag]}, {tag: definition}, scope, _NO_SCOPED
         if namespace is not None:  # one namespace: its identity tag and the selector's labels there
             tags_of, origins_of, pairs = self._pod_labels(scope.pod_selector)
-            return ({"tags": sorted({self.application_tag, namespace_tag(namespace), *tags_of})}, origins_of, scope,
-                    dict.fromkeys([(key, value, namespace) for key, value in pairs]))
+            own_tags = list(tags_of)  # the application tag and the labels', sorted: add the namespace's
+            insort(own_tags, namespace_tag(namespace))  # (no label tag is an identity tag: encoding.py)
+            in_namespace: Dict[ScopedLabel, None] = {}
+            for key, value in pairs:
+                in_namespace[(key, value, namespace)] = None
+            return {"tags": own_tags}, origins_of, scope, in_namespace
         tags = {self.application_tag}
         origins: List[Tuple[str, TagOrigin]] = []
         label_scope: LabelScope = frozenset()
@@ -200,14 +206,14 @@ class PolicyRenderer:
         return {"tags": sorted(tags)}, dict(origins), scope, dict.fromkeys(scoped)
 
     def _pod_labels(self, selector: Optional[LabelSelector]) -> _PodLabels:
-        """The label tags of a simple pod selector with their origins, worked out once per selector
-        rather than once per namespace whose policies name it."""
+        """The label tags of a simple pod selector, sorted with the application tag, with their
+        origins, worked out once per selector rather than once per namespace whose policies name it."""
         found = self._selector_labels.get(id(selector))
         if found is None:
             pairs = selector.simple_labels if selector is not None else ()
             origins: Dict[str, TagOrigin] = {self.pod_label_tag(key, value): (POD_LABEL, key, value)
                                              for key, value in pairs}
-            found = (tuple(origins), origins, pairs, selector)
+            found = (tuple(sorted({self.application_tag, *origins})), origins, pairs, selector)
             if len(self._selector_labels) >= PLAN_CACHE_LIMIT:
                 self._selector_labels.clear()
             self._selector_labels[id(selector)] = found
