@@ -69,11 +69,12 @@ class NetworkPolicies:
 
     def upsert(self, policy: ParsedPolicy) -> bool:
         """Record `policy` and mark it when it differs; whether it is new (its namespace gains a user)."""
-        old = self._policies.get(policy.key)
+        key = policy.key  # (a property: a new tuple each time)
+        old = self._policies.get(key)
         if old is not None and old.uid == policy.uid and old.spec_sha256 == policy.spec_sha256:
             return False
-        self._policies[policy.key] = policy
-        self._marks.policies[policy.key] = None
+        self._policies[key] = policy
+        self._marks.policies[key] = None
         return old is None
 
     def remove(self, key: PolicyKey) -> bool:
