@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from kube_manager.reconciler import compare
 from kube_manager.reconciler.compare import AsDesired, all_targets, changed_fields, kept, matches, same
 from kube_manager.reconciler.diff import plan
 from kube_manager.reconciler.multimap import Multimap
@@ -245,3 +246,22 @@ def test_a_listed_object_is_kept_as_desired_though_a_listing_answers_no_parent_t
     assert isinstance(result, AsDesired) and result.body is desired and result["uuid"] == "u-1"
     assert not isinstance(kept("firewall-rule", desired, {k: v for k, v in listed.items() if k != "direction"}),
                           AsDesired)
+
+
+def test_ref_lists_compare_as_multisets_whether_or_not_each_ref_names_a_target_of_its_own():
+    """`same_refs` reads the usual lists (distinct targets) as maps; duplicates, empty attrs
+    written differently and invalid refs still compare as before (multisets, attrs normalised)."""
+    a, b = list(rule("a")[1]), list(rule("b")[1])
+    same_refs = compare.same_refs
+    field = "firewall_rule_refs"
+
+    def body(*refs):
+        return {field: list(refs)}
+    assert same_refs("firewall-policy", field, body({"to": a, "attr": None}, {"to": b, "attr": {"sequence": "1"}}),
+                     body({"to": b, "uuid": "u", "attr": {"sequence": "1"}}, {"to": a, "attr": {}}))
+    assert not same_refs("firewall-policy", field, body({"to": a, "attr": {"sequence": "0"}}, {"to": a, "attr": {"sequence": "1"}}),
+                         body({"to": a, "attr": {"sequence": "1"}}, {"to": a, "attr": {"sequence": "1"}}))
+    assert same_refs("firewall-policy", field, body({"to": a, "attr": None}, {"to": a, "attr": None}),
+                     body({"to": a, "attr": None}, {"to": a, "attr": None}))
+    assert same_refs("firewall-policy", field, body({"to": a, "attr": None}), body({"to": a, "attr": None}, "junk"))
+    assert not same_refs("firewall-policy", field, body({"to": a, "attr": None}), body({"to": b, "attr": None}))

@@ -160,9 +160,29 @@ def attr_key(attr: Any) -> Any:
 
 
 def same_refs(obj_type: str, ref_field: str, desired: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
+    wanted, held = desired.get(ref_field) or (), actual.get(ref_field) or ()
+    if len(wanted) == len(held):
+        # The usual case first, at C speed: the same targets with equal attrs, in whatever order
+        # (a listing answers a policy's refs in its own order, each with a uuid besides).
+        by_target = _by_target(wanted)
+        if by_target is not None and by_target == _by_target(held):
+            return True
+
     def canon(body: Mapping[str, Any]) -> Counter:
         return Counter((key, attr_key(attr)) for key, attr in refs(obj_type, body, ref_field))
     return canon(desired) == canon(actual)
+
+
+def _by_target(ref_list: Any) -> Optional[Dict[Tuple[str, ...], Any]]:
+    """A ref list as {target fq_name: attr as it is}; None unless every ref is a dict naming a
+    target of its own (then `same_refs` compares the lists as multisets, attrs normalised)."""
+    found = {}
+    for ref in ref_list:
+        to = ref.get("to") if type(ref) is dict else None
+        if not to:
+            return None
+        found[tuple(to)] = ref.get("attr")
+    return found if len(found) == len(ref_list) else None
 
 
 def changed_fields(obj_type: str, desired: Mapping[str, Any], actual: Mapping[str, Any],
