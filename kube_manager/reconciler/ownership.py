@@ -6,15 +6,15 @@ operator's hand-made `k8s-...` rule, or the objects of a second cluster sharing 
 are therefore never repaired or garbage-collected by us.
 
 At start (and at every resync) the reconciler reads the config API once per resource type (the
-fields it compares, a page at a time) and sorts the answer into the objects we own and the others. The others still
-matter: a shared object (tag, address group) made by another cluster is used as it is, and an
-unowned rule or policy under one of our names is a conflict to report, not to overwrite.
+fields it compares, a page at a time) and sorts each page into the objects we own and the others.
+The others still matter: a shared object (tag, address group) made by another cluster is used as
+it is, and an unowned rule or policy under one of our names is a conflict to report, not to
+overwrite.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Protocol, Sequence, Tuple
-
 
 FqName = Tuple[str, ...]
 Objects = Dict[str, Dict[FqName, Dict[str, Any]]]  # resource type -> fq_name -> body
@@ -30,7 +30,8 @@ class Lister(Protocol):
     """The part of the config API client a listing needs (vnc_client.client.VncClient fits)."""
 
     def list_pages(self, obj_type: str, page_limit: Optional[int], *, detail: bool = False,
-                   fields: Sequence[str] | None = None, exclude_hrefs: bool = False) -> Iterator[List[Dict[str, Any]]]: ...
+                   fields: Sequence[str] | None = None,
+                   exclude_hrefs: bool = False) -> Iterator[List[Dict[str, Any]]]: ...
 
 
 def annotation_map(body: Mapping[str, Any]) -> Dict[str, Any]:
@@ -87,7 +88,7 @@ def fq_name_of(body: Mapping[str, Any]) -> FqName:
 def list_type(client: Lister, marks: Marks, obj_type: str, fields: Optional[Iterable[str]],
               page_limit: int) -> Iterator[TypeListing]:
     """A listing of `obj_type` in pages of at most `page_limit` objects, each sorted into ours and
-    the others by the marks (reconciler/listing.py folds them in one at a time).
+    the others by the marks (`ActualState.load` folds them in one at a time).
 
     `fields`: read only those fields besides the marks (`annotations`), `uuid` and `fq_name`, in a
     plain listing without hrefs; None reads the objects whole (`detail=True`). A resync needs no

@@ -6,8 +6,8 @@ with `POST /set-tag` (`is_global: true`), one call per VMI carrying every change
 types are set or removed, the multi-valued `label` type gets `add_values` / `delete_values`.
 
 To keep the request count at the minimum, the VMIs and their current tags come from one listing (in
-pages) at start and at each resync (`VmiIndex.load`); only a pod the listing did not know costs a read of its VM
-(and of a VMI the listing did not have). A pod whose VM or VMI does not exist yet (the CNI has not run)
+pages) at start and at each resync (`VmiIndex.load`); only a pod the listing did not know costs a
+read of its VM (and of a VMI the listing did not have). A pod whose VM or VMI does not exist yet (the CNI has not run)
 is shown as `no-vm` and retried with backoff. Tags that are not ours are never removed from a VMI:
 only tags we own or want are managed. A pod on the node's network (`spec.hostNetwork`) never gets a
 VM from the CNI: its handler records that, and it is left alone. A label tag that a
