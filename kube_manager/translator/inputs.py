@@ -103,7 +103,11 @@ def parse_pod(manifest: Any, cache: Optional[ParseCache] = None) -> PodInfo:
     if cache is None:
         named_ports = _named_ports(containers)
     else:  # the pods of one template share their ports, read once and shared (read-only)
-        ports = [container.get("ports") if isinstance(container, dict) else None for container in containers]
+        if len(containers) == 1:  # (the usual pod: no comprehension, which is a call in 3.11)
+            container = containers[0]
+            ports = [container.get("ports") if isinstance(container, dict) else None]
+        else:
+            ports = [container.get("ports") if isinstance(container, dict) else None for container in containers]
         named_ports = cache.memo("ports", content_key(ports), lambda: _named_ports(containers))
     return PodInfo(namespace, name, uid, labels, canonical_ip(ip) if ip else None, named_ports,
                    spec.get("hostNetwork") is True)

@@ -363,16 +363,19 @@ class PolicyRenderer:
         own = self.scope_endpoint(spec.selection, namespace, work)
         name = policy_name(self.cluster, namespace, label)
         work.names.append(name)
-        # Blocks only exist for the directions of the policy's types.
-        prefixes = {direction: rule_prefix(self.cluster, namespace, direction, label) for direction in spec.directions}
+        # Blocks only exist for the directions of the policy's types (no comprehension: in 3.11
+        # one is a function call, asked for every policy of a bulk load).
+        prefixes = {}
+        for direction in spec.directions:
+            prefixes[direction] = rule_prefix(self.cluster, namespace, direction, label)
         plans = self._plans
         for block in spec.blocks:
             plan = plans.get(id(block)) or self._plan(block)
             self._block_rules(policy, plan, prefixes[block.direction], own, view, work)
         deny_rules: List[Tuple[FqName, Body, str]] = []
         anything, any_service, rule = self.bodies.any_endpoint, self._any_service, self.bodies.rule
-        for direction in spec.directions:
-            deny_name = deny_rule_name(prefixes[direction])
+        for direction, prefix in prefixes.items():
+            deny_name = deny_rule_name(prefix)
             work.names.append(deny_name)
             fq_name = (POLICY_MANAGEMENT, deny_name if len(deny_name) <= MAX_NAME_LENGTH else shorten(deny_name))
             if direction == INGRESS:

@@ -74,6 +74,9 @@ class DesiredObjects:
         """Put one policy's firewall policy and rules as rendered (`new`), drop what only `old`
         had, and stage its refs in the list of `policies` (the APS) and of `denies` (where its deny
         rules go); whether any object changed."""
+        if old is None and new is not None and not self.log.enabled:  # a bulk load: nothing to compare
+            self._put_new(new, policies, denies)
+            return True
         changed = False
         if new is not None:
             changed |= self.put_all(FIREWALL_RULE, zip(new.rules, new.rule_bodies))
@@ -100,3 +103,15 @@ class DesiredObjects:
                 policies.discard(fq_name)
                 changed = True
         return changed
+
+    def _put_new(self, new: PolicyRendering, policies: SequencedRefs, denies: SequencedRefs) -> None:
+        """`replace_policy(None, new, ...)` without a change log: written straight into the
+        dicts (no iterator per object kind, no comparison with what was there)."""
+        rules = self.by_type[FIREWALL_RULE]
+        rules.update(zip(new.rules, new.rule_bodies))
+        for fq_name, body, sequence in new.deny_rules:
+            rules[fq_name] = body
+            denies.set(fq_name, sequence, body["fq_name"])
+        fq_name, body = new.policy
+        self.by_type[FIREWALL_POLICY][fq_name] = body
+        policies.set(fq_name, new.aps_sequence, body["fq_name"])
