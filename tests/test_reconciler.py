@@ -319,6 +319,23 @@ def test_a_tag_still_used_by_someone_else_is_left_for_the_next_resync(setup):
     assert s.rec.summary()["deferred"] == 1
 
 
+def test_a_tag_delete_refused_while_a_departing_vmi_still_carries_it_is_retried_not_left(setup):
+    """The race of a policy and a pod deleted together: the pod's VMI, which its CNI removes a
+    moment later, still carries the label tag when the tag's delete goes out (409). The delete is
+    retried with backoff, so the tag goes without waiting for the next resync."""
+    s = setup().start()
+    s.converge()
+    departing = s.api.add_pod_vmi("0a0a0a0a-0000-0000-0000-000000000002", "departing")
+    s.api.api.set_tag({"obj_type": "virtual-machine-interface", "obj_uuid": departing,
+                       "app": {"is_global": True, "value": "client"}})
+    s.cluster.remove(ALLOW_CLIENT)
+    wait_green(lambda: s.rec.counters.failures >= 1, "the tag's delete refused while the VMI carries it")
+    s.api.api.delete("virtual-machine-interface", departing)  # what the CNI does for a deleted pod
+    wait_green(lambda: s.api.api.lookup("tag", ["app=client"]) is None, "the tag deleted on a retry")
+    wait_green(s.rec.converged, "convergence")
+    assert s.rec.summary()["deferred"] == 0
+
+
 def converged_with_many(setup, count: int) -> Tuple[Setup, List[dict]]:
     """A converged cluster with `count` more NetworkPolicies (long APS and denyall ref lists),
     its write log cleared."""

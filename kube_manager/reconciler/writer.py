@@ -32,6 +32,11 @@ from .shared import Bookkeeping
 log = logging.getLogger(__name__)
 
 _MAX_WRITES_PER_TURN = 4  # create -> 409 -> adopt -> update is 2; more means the server disagrees
+# A delete the config API refuses because something still refers to the object is most often a
+# race with a CNI: a tag still carried by the VMI of a pod deleted at the same moment, which the CNI
+# removes within seconds. It is retried with the key's backoff (0.2 s doubling: some 6 s in all)
+# this many times before it is left for the next resync, as a reference that stays is someone's.
+_REFERRED_RETRIES = 5
 
 
 class ObjectApi(Lister, Protocol):
@@ -76,6 +81,7 @@ class ObjectWriter:
     _view: WriterView
     books: Bookkeeping
     conflicts: Dict[ObjKey, Conflicting] = field(default_factory=dict, init=False)
+    _referred: Dict[ObjKey, int] = field(default_factory=dict, init=False)  # refused deletes so far
 
     def __post_init__(self) -> None:
         self._actual, self._progress, self._counters = self.books.actual, self.books.progress, self.books.counters
@@ -175,8 +181,13 @@ class ObjectWriter:
             except NotFound:
                 pass
             except Conflict as exc:
+                refused = self._referred.pop(key, 0) + 1
+                if refused <= _REFERRED_RETRIES:
+                    self._referred[key] = refused
+                    raise  # temporary: retried after the key's backoff
                 self.defer(key, f"still referred to by objects that are not ours: {exc.body.strip()[:200]}")
                 return False
+            self._referred.pop(key, None)
             self._counters.wrote("delete")
             log.info("deleted", extra=kv(type=obj_type, fq_name=name, uuid=step.uuid))
             self._actual.set(key, None)
