@@ -306,13 +306,19 @@ def test_pod_label_change_retags_its_vmi(setup):
     assert "app=web" in s.api.vmi_tags(CLIENT["metadata"]["uid"])
 
 
+def client_tagged_vmi(s: Setup, uid: str, name: str) -> str:
+    """A VMI that is not a pod of ours, carrying app=client; its uuid."""
+    vmi = s.api.add_pod_vmi(uid, name)
+    s.api.api.set_tag({"obj_type": "virtual-machine-interface", "obj_uuid": vmi,
+                       "app": {"is_global": True, "value": "client"}})
+    return vmi
+
+
 def test_a_tag_still_used_by_someone_else_is_left_for_the_next_resync(setup):
     s = setup().start()
     s.converge()
     # a VMI that is not a pod of ours carries app=client
-    foreign = s.api.add_pod_vmi("0a0a0a0a-0000-0000-0000-000000000001", "foreign")
-    s.api.api.set_tag({"obj_type": "virtual-machine-interface", "obj_uuid": foreign,
-                       "app": {"is_global": True, "value": "client"}})
+    client_tagged_vmi(s, "0a0a0a0a-0000-0000-0000-000000000001", "foreign")
     s.cluster.remove(ALLOW_CLIENT)
     wait_green(s.rec.converged, "convergence with the tag in use")
     assert s.api.api.lookup("tag", ["app=client"]) is not None
@@ -325,9 +331,7 @@ def test_a_tag_delete_refused_while_a_departing_vmi_still_carries_it_is_retried_
     retried with backoff, so the tag goes without waiting for the next resync."""
     s = setup().start()
     s.converge()
-    departing = s.api.add_pod_vmi("0a0a0a0a-0000-0000-0000-000000000002", "departing")
-    s.api.api.set_tag({"obj_type": "virtual-machine-interface", "obj_uuid": departing,
-                       "app": {"is_global": True, "value": "client"}})
+    departing = client_tagged_vmi(s, "0a0a0a0a-0000-0000-0000-000000000002", "departing")
     s.cluster.remove(ALLOW_CLIENT)
     wait_green(lambda: s.rec.counters.failures >= 1, "the tag's delete refused while the VMI carries it")
     s.api.api.delete("virtual-machine-interface", departing)  # what the CNI does for a deleted pod
