@@ -6,7 +6,7 @@ setup(
     version="0.1.0",
     description="Keeps the Contrail config API in step with Kubernetes NetworkPolicies",
     python_requires=">=3.9",
-    packages=find_packages(include=["kube_manager*", "vnc_client*", "introspect*", "kvlog*"]),
+    packages=find_packages(include=["kube_manager*", "vnc_client*", "introspect*", "simulators*"]),
     package_data={"introspect": ["templates/*.html", "static/*"]},
     install_requires=[
         "gevent>=22.10",
@@ -34,5 +34,5 @@ setup(
             "types-requests",
         ],
     },
-    entry_points={"console_scripts": ["contrail-kube-manager=kube_manager.cli:main"]},
+    entry_points={"console_scripts": ["contrail-kube-manager=kube_manager.cli.main:main"]},
 )

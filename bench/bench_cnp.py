@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.join(HERE, os.pardir))
 sys.path.insert(0, HERE)
 
 from bench_translate import cluster  # noqa: E402
-from kube_manager.manifests import Manifests, load_manifests, parse_documents  # noqa: E402
+from kube_manager.offline.manifests import Manifests, load_manifests, parse_documents  # noqa: E402
 from kube_manager.translator import ClusterTranslator, translate  # noqa: E402
 
 HOUSES = os.path.join(HERE, os.pardir, "examples", "cnp", "cluster.yaml")

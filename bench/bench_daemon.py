@@ -3,7 +3,7 @@
 
 For each size (NetworkPolicies:pods; namespaces of 100 pods, as `bench_reconcile.synthetic` makes
 them), a child process of its own (so that its memory is its own) runs the daemon's path -
-`KubeCache` -> `Reconciler` -> `VncClient` over HTTP -> the embedded config API in a process of its
+`EventDispatcher` -> `Reconciler` -> `VncClient` over HTTP -> the embedded config API in a process of its
 own with `--latency` added to every answer - and reports:
 
 - cold start: the reconciler writing everything (from its first listing to convergence), beside a
@@ -18,7 +18,7 @@ own with `--latency` added to every answer - and reports:
 - memory: this process's RSS (translator, DB, reconciler, client, and the synthetic manifests,
   reported apart) after the translation of the initial lists and after the cold start, and its peak.
 
-`--cache-sizes` adds sizes measured without a config API (the watch events through `KubeCache` and
+`--cache-sizes` adds sizes measured without a config API (the watch events through `EventDispatcher` and
 the translator only): `/explain` and memory where a full cold start would take too long.
 
 `--steady-sizes` measures the daemon's steady-state memory where a cold start would take an hour,
@@ -63,9 +63,9 @@ from bench_vnc_client import embedded_server  # noqa: E402
 from introspect.app import create_app  # noqa: E402
 from introspect.explain import db_explainer  # noqa: E402
 from introspect.server import IntrospectServer  # noqa: E402
-from kube_manager import gcpolicy  # noqa: E402
-from kube_manager.db import Database  # noqa: E402
-from kube_manager.pipeline import build_pipeline  # noqa: E402
+from kube_manager.plumbing import gcpolicy  # noqa: E402
+from kube_manager.records.db import Database  # noqa: E402
+from kube_manager.service.pipeline import build_pipeline  # noqa: E402
 from kube_manager.reconciler.pods import VMI, tag_changes  # noqa: E402
 from kube_manager.settings import ReconcilerSettings  # noqa: E402
 from vnc_client.client import VncClient  # noqa: E402

@@ -31,9 +31,9 @@ from typing import Dict, List
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))  # tests/ as a package
 
-from kube_manager.manifests import Manifests  # noqa: E402
-from tests.builders import HTTP_8080, allow_from, namespace, pod, policy  # noqa: E402
-from tests.leader_support import DEFAULT, SHORT, ElectionRig, Timings, log_time  # noqa: E402
+from kube_manager.offline.manifests import Manifests  # noqa: E402
+from tests.support.builders import HTTP_8080, allow_from, namespace, pod, policy  # noqa: E402
+from tests.support.leader_support import DEFAULT, SHORT, ElectionRig, Timings, log_time  # noqa: E402
 
 TIMINGS: Dict[str, Timings] = {"short": SHORT, "default": DEFAULT}
 BASE = Manifests(

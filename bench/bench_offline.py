@@ -61,7 +61,7 @@ def output_size(argv: List[str]) -> int:
 
 def core_worker(shape: str, path: str) -> Dict[str, Any]:
     """translate() alone on manifests already in memory: seconds (wall, CPU) per NetworkPolicy."""
-    from kube_manager.manifests import load_manifests
+    from kube_manager.offline.manifests import load_manifests
     from kube_manager.translator import translate
     if shape == "xlarge":
         from bench_translate import SIZES, cluster

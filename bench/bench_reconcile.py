@@ -2,7 +2,7 @@
 """Reconciler benchmark: cold start of a large cluster against the embedded config API, and the
 latency from one NetworkPolicy event to its last write.
 
-The path measured is the daemon's, built by `build_pipeline`: `KubeCache` (DB records +
+The path measured is the daemon's, built by `build_pipeline`: `EventDispatcher` (DB records +
 incremental translator) -> `Reconciler` (pushing NetworkPolicy states to the records) ->
 `VncClient` over real HTTP -> the embedded config API with `--latency` added to every answer (2 ms
 by default, a LAN round trip to a busy contrail-api). The server runs in its own process, as
@@ -36,10 +36,10 @@ from gevent.pool import Pool  # noqa: E402
 
 from bench_vnc_client import embedded_server  # noqa: E402  (bench/ is on sys.path when run as a script)
 
-from kube_manager.cache import KubeCache  # noqa: E402
+from kube_manager.service.dispatcher import EventDispatcher  # noqa: E402
 from kube_manager.handlers import KINDS  # noqa: E402
-from kube_manager.manifests import Manifests  # noqa: E402
-from kube_manager.pipeline import build_pipeline  # noqa: E402
+from kube_manager.offline.manifests import Manifests  # noqa: E402
+from kube_manager.service.pipeline import build_pipeline  # noqa: E402
 from kube_manager.reconciler.core import Reconciler  # noqa: E402
 from kube_manager.reconciler.ownership import OWNED_TYPES  # noqa: E402
 from kube_manager.settings import ReconcilerSettings  # noqa: E402
@@ -140,7 +140,7 @@ class RequestCount:
         self.seconds.setdefault(f"{method} {template}", []).append(seconds)
 
 
-def feed(cache: KubeCache, cluster: "Union[Cluster, SyntheticStream]") -> None:
+def feed(cache: EventDispatcher, cluster: "Union[Cluster, SyntheticStream]") -> None:
     """The initial lists, as the watchers deliver them: every registered kind's list ends with
     LISTED (kinds the synthetic cluster has none of, such as ClusterNetworkPolicies, with an empty
     list), or the cache would hold every event until that kind's list came."""
@@ -214,7 +214,7 @@ def run(cluster: Cluster, concurrency: int, latency: float, events: int,
         return cold, figures
 
 
-def measure_events(cache: KubeCache, reconciler: Reconciler, count: RequestCount, cluster: Cluster,
+def measure_events(cache: EventDispatcher, reconciler: Reconciler, count: RequestCount, cluster: Cluster,
                    events: int) -> EventLatency:
     """One new NetworkPolicy at a time on the converged cluster: event -> last write."""
     times: List[float] = []

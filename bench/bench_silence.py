@@ -28,9 +28,9 @@ import time
 import urllib.request
 from typing import Callable, List
 
-from kube_manager.sim.kube_api.runner import EmulatorRunner
+from simulators.kube_api.runner import EmulatorRunner
 from vnc_client.client import VncClient
-from kube_manager.sim.vnc_api.runner import run_in_background
+from simulators.vnc_api.runner import run_in_background
 
 CLUSTER = "bench"
 

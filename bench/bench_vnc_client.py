@@ -103,7 +103,7 @@ def wait_until_up(url: str) -> None:
 def embedded_server(mode: str, latency: float) -> Iterator[Server]:
     """A fresh embedded server, run as `mode` ("process" or "thread")."""
     if mode == "thread":
-        from kube_manager.sim.vnc_api.runner import run_in_background
+        from simulators.vnc_api.runner import run_in_background
 
         with run_in_background(latency=latency) as server:
             yield Server(server.url)  # its CPU time is this process's, counted as the client's

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.p
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from bench_translate import cluster  # noqa: E402
-from kube_manager.manifests import Manifests  # noqa: E402
+from kube_manager.offline.manifests import Manifests  # noqa: E402
 from kube_manager.explain.whatif import DELETE_ANNOTATION, DELETE_VALUE, what_if  # noqa: E402
 
 

@@ -21,7 +21,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
 
 import orjson
 
-from kube_manager.db import Database
+from kube_manager.records.db import Database
 from vnc_client.errors import VncError
 
 VMI = "virtual-machine-interface"

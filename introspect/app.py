@@ -14,11 +14,11 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from prometheus_client import CollectorRegistry
 
-from kube_manager.db import Database
+from kube_manager.records.db import Database
 from kube_manager.settings import HealthSettings
 from introspect.explain import ExplainFn
 from introspect.health import ConfigApiProbe
-from introspect.http import TEXT, BadRequest, Request, Response
+from introspect.http import TEXT, BadQuery, Request, Response
 from introspect.lists import LIST_PAGES
 from introspect.redact import Redactor
 from introspect.views import Pages
@@ -77,7 +77,7 @@ class IntrospectApp:
                                                   f"lists every page")
         try:
             return handler(request)
-        except BadRequest as exc:
+        except BadQuery as exc:
             return self.pages.error(request, 400, str(exc))
         except Exception:  # a page bug answers 500 with no detail; the log has the traceback
             log.exception("introspect page %s failed", request.path)

@@ -14,7 +14,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import gevent
 
-from kube_manager.db import Database, FqName
+from kube_manager.records.db import Database, FqName
 
 T = TypeVar("T")
 # Items handled between two yields to the gevent loop (see `paced`).

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, Mapping, Optional
 
-from kube_manager.db import Database
+from kube_manager.records.db import Database
 from kube_manager.translator.decode import describe, is_selector_tag
 from introspect import contrail as c
 

@@ -11,11 +11,11 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
-from kube_manager import gcpolicy
-from kube_manager.db import Database, PodRecord
-from kube_manager.manifests import Manifests
+from kube_manager.plumbing import gcpolicy
+from kube_manager.records.db import Database, PodRecord
+from kube_manager.offline.manifests import Manifests
 from kube_manager.explain.explainer import Explainer
-from kube_manager.gcpolicy import collector_paused
+from kube_manager.plumbing.gcpolicy import collector_paused
 
 log = logging.getLogger(__name__)
 

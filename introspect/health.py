@@ -20,7 +20,7 @@ from typing import Callable, List, Optional, Tuple
 
 import gevent.lock
 
-from kube_manager.db import Database
+from kube_manager.records.db import Database
 from kube_manager.settings import HealthSettings
 from introspect.redact import Redactor
 

@@ -18,7 +18,7 @@ REASONS = {200: "OK", 302: "Found", 400: "Bad Request", 404: "Not Found",
            405: "Method Not Allowed", 500: "Internal Server Error", 503: "Service Unavailable"}
 
 
-class BadRequest(ValueError):
+class BadQuery(ValueError):
     """A request the page cannot answer; the message is shown to the user as is."""
 
 
@@ -43,13 +43,13 @@ class Request:
         allowed = set(allowed)
         unknown = sorted(set(self.query) - allowed)
         if unknown:
-            raise BadRequest(f"unknown query parameter(s) {', '.join(unknown)}; "
+            raise BadQuery(f"unknown query parameter(s) {', '.join(unknown)}; "
                              f"this page accepts: {', '.join(sorted(allowed))}")
 
     def wants_json(self) -> bool:
         fmt = self.param("format").lower()
         if fmt not in ("", "html", "json"):
-            raise BadRequest(f"unknown format {fmt!r}: use format=json, or leave it out for HTML")
+            raise BadQuery(f"unknown format {fmt!r}: use format=json, or leave it out for HTML")
         return fmt == "json"
 
 

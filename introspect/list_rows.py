@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-from kube_manager.db import ConnectionStatus
+from kube_manager.records.db import ConnectionStatus
 from introspect import contrail as c
 from introspect.contrail import paced
 from introspect.decoded import describe_endpoint, selector_of, selector_text, selectors_of, with_phrase

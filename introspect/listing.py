@@ -11,7 +11,7 @@ from functools import cached_property
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from urllib.parse import urlencode
 
-from kube_manager.db import Database
+from kube_manager.records.db import Database
 from introspect import contrail as c
 from introspect.contrail import paced
 from introspect.decoded import known_tag_ids

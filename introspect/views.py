@@ -1,6 +1,6 @@
 """The page handlers: each reads one snapshot of the DB and answers HTML or, with ?format=json, JSON.
 
-Handlers never write to the DB. Bad input raises `BadRequest` (shown as a 400 page); a missing
+Handlers never write to the DB. Bad input raises `BadQuery` (shown as a 400 page); a missing
 object answers 404. Templates are rendered with autoescaping on, so names and error texts that
 contain markup are shown as text.
 """
@@ -15,14 +15,14 @@ import yaml
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from kube_manager.db import Database
+from kube_manager.records.db import Database
 from kube_manager.settings import HealthSettings
 from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
 from introspect import list_rows, lists
 from introspect.contrail import FIREWALL_POLICY, FIREWALL_RULE, UNREFERENCED, deny_rule_names
 from introspect.explain import EXPLAIN_FIELDS, ExplainFn, ExplainPage
 from introspect.health import ConfigApiProbe, liveness, readiness, render_text
-from introspect.http import BadRequest, Request, Response
+from introspect.http import BadQuery, Request, Response
 from introspect.listing import (NAME, NAME_CONTAINS, NAMESPACE, ListPage, Snapshot, href, pod_detail_href,
                                 policy_detail_href)
 from introspect.lists import LIST_PAGES
@@ -45,7 +45,7 @@ class Page:
         offset = _non_negative(request, "offset", 0) or 0
         limit = _non_negative(request, "limit", default_limit)
         if limit == 0:
-            raise BadRequest("limit must be at least 1")
+            raise BadQuery("limit must be at least 1")
         return cls(offset, limit)
 
     def slice(self, rows: List[Any]) -> List[Any]:
@@ -58,7 +58,7 @@ def _non_negative(request: Request, name: str, default: Optional[int]) -> Option
     if not text:
         return default
     if not (text.isascii() and text.isdigit()):
-        raise BadRequest(f"{name} must be a whole number, not {text!r}")
+        raise BadQuery(f"{name} must be a whole number, not {text!r}")
     return int(text)
 
 
@@ -157,7 +157,7 @@ class Pages:
         request.check_params(["namespace", "name", "format"])
         namespace, name = request.param("namespace"), request.param("name")
         if not namespace or not name:
-            raise BadRequest("give both namespace= and name= of the NetworkPolicy")
+            raise BadQuery("give both namespace= and name= of the NetworkPolicy")
         snapshot = self.snapshot()
         matches = [r for r in list_rows.network_policy_rows(snapshot)
                    if (r["namespace"], r["name"]) == (namespace, name)]
@@ -172,7 +172,7 @@ class Pages:
         request.check_params(["namespace", "name", "format"])
         namespace, name = request.param("namespace"), request.param("name")
         if not namespace or not name:
-            raise BadRequest("give both namespace= and name= of the pod")
+            raise BadQuery("give both namespace= and name= of the pod")
         detail = pod_page.pod_detail(self.snapshot(), namespace, name)
         if detail is None:
             return self.error(request, 404, f"no pod {namespace}/{name} in the database")

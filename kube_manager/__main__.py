@@ -1,5 +1,5 @@
 import sys
 
-from kube_manager.cli import main
+from kube_manager.cli.main import main
 
 sys.exit(main())

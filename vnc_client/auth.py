@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from kvlog import kv
+from .logfields import kv
 
 from .errors import InvalidResponse, VncConnectionError, error_for_status
 

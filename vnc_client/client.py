@@ -17,7 +17,7 @@ import logging
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 from urllib.parse import quote
 
-from kvlog import kv
+from .logfields import kv
 
 from .errors import InvalidResponse
 from .objects import VncObject

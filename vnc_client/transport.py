@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import requests
 from requests.adapters import HTTPAdapter
 
-from kvlog import kv
+from .logfields import kv
 
 from . import jsoncodec
 from .auth import KeystoneAuth, KeystoneCredentials, redact

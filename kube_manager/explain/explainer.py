@@ -38,7 +38,7 @@ class ExplainError(ValueError):
 
 
 class ManifestSet(Protocol):
-    """What explain needs of the manifests (kube_manager.manifests.Manifests fits)."""
+    """What explain needs of the manifests (kube_manager.offline.manifests.Manifests fits)."""
 
     # Read-only properties, so a class holding lists of dicts (as Manifests does) fits.
     @property

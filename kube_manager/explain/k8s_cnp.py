@@ -62,7 +62,7 @@ class Unenforced(Invalid):
 
 
 @dataclass(frozen=True)
-class PodSet:
+class PodSelection:
     """A subject or a `namespaces`/`pods` peer: pods whose namespace matches `namespaces` and,
     for a `pods` selection, whose labels match `pods`."""
 
@@ -78,7 +78,7 @@ class PodSet:
 class ClusterPeer:
     """One entry of `from`/`to`: a pod set or networks."""
 
-    pod_set: Optional[PodSet] = None
+    pod_set: Optional[PodSelection] = None
     networks: Tuple[IPNetwork, ...] = ()
 
     def matches(self, endpoint: Endpoint, namespace_labels: Mapping[str, Mapping[str, str]]) -> bool:
@@ -142,7 +142,7 @@ class ClusterPolicy:
     name: str
     tier: str
     priority: int
-    subject: PodSet
+    subject: PodSelection
     # direction -> its rules in order; a direction without rules is absent.
     directions: Mapping[str, Tuple[TierRule, ...]]
 
@@ -152,17 +152,17 @@ class ClusterPolicy:
         return (self.priority, self.name)
 
 
-def _pod_set(raw: Any, what: str) -> PodSet:
+def _pod_set(raw: Any, what: str) -> PodSelection:
     """`namespaces: <selector>` or `pods: {namespaceSelector, podSelector}`, exactly one."""
     present = [key for key in ("namespaces", "pods") if raw.get(key) is not None]
     if len(present) != 1:
         raise Invalid(f"{what} must set exactly one of namespaces, pods")
     if present[0] == "namespaces":
-        return PodSet(compile_selector(raw["namespaces"], f"{what}.namespaces"))
+        return PodSelection(compile_selector(raw["namespaces"], f"{what}.namespaces"))
     pods = check_fields(raw["pods"], _NAMESPACED_POD_FIELDS, f"{what}.pods")
     if pods.get("podSelector") is None:
         raise Invalid(f"{what}.pods.podSelector is required")
-    return PodSet(compile_selector(pods.get("namespaceSelector"), f"{what}.pods.namespaceSelector"),
+    return PodSelection(compile_selector(pods.get("namespaceSelector"), f"{what}.pods.namespaceSelector"),
                   compile_selector(pods["podSelector"], f"{what}.pods.podSelector"))
 
 
@@ -337,5 +337,5 @@ def tier_candidates(policies: Sequence[ClusterPolicy], pod: Optional[Pod], direc
 
 
 __all__ = ["ACCEPT", "ADMIN", "BASELINE", "DENY", "PASS", "ClusterPeer", "ClusterPolicy",
-           "ClusterPort", "PodSet", "TierCandidates", "TierDecision", "TierRule",
+           "ClusterPort", "PodSelection", "TierCandidates", "TierDecision", "TierRule",
            "compile_cluster_policy", "tier_candidates"]

@@ -32,7 +32,7 @@ class Invalid(ValueError):
 
 
 @dataclass(frozen=True)
-class Requirement:
+class LabelRequirement:
     key: str
     operator: str  # In | NotIn | Exists | DoesNotExist
     values: frozenset
@@ -52,7 +52,7 @@ class Requirement:
 class Selector:
     """A compiled metav1.LabelSelector; the empty selector matches everything."""
 
-    requirements: Tuple[Requirement, ...] = ()
+    requirements: Tuple[LabelRequirement, ...] = ()
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         return all(r.matches(labels) for r in self.requirements)
@@ -98,14 +98,14 @@ def compile_selector(raw: Any, what: str = "selector") -> Selector:
     if raw is None:
         return Selector()
     raw = check_fields(raw, _SELECTOR_FIELDS, what)
-    requirements: List[Requirement] = []
+    requirements: List[LabelRequirement] = []
     match_labels = raw.get("matchLabels") or {}
     if not isinstance(match_labels, dict):
         raise Invalid(f"{what}.matchLabels must be a map")
     for key, value in match_labels.items():
         value = "" if value is None else value
         check_label(key, [value], f"{what}.matchLabels")
-        requirements.append(Requirement(key, "In", frozenset([value])))
+        requirements.append(LabelRequirement(key, "In", frozenset([value])))
     for expr in as_list(raw.get("matchExpressions"), f"{what}.matchExpressions"):
         expr = check_fields(expr, _EXPRESSION_FIELDS, f"{what}.matchExpressions entry")
         key, operator = expr.get("key"), expr.get("operator")
@@ -119,7 +119,7 @@ def compile_selector(raw: Any, what: str = "selector") -> Selector:
                 raise Invalid(f"{what}.matchExpressions {key}: {operator} takes no values")
         else:
             raise Invalid(f"{what}.matchExpressions {key}: unknown operator {operator!r}")
-        requirements.append(Requirement(key, operator, frozenset(values)))
+        requirements.append(LabelRequirement(key, operator, frozenset(values)))
     return Selector(tuple(requirements))
 
 

@@ -27,7 +27,7 @@ from .k8s_cnp import (ACCEPT, ADMIN, BASELINE, PASS, ClusterPolicy, TierCandidat
 from .k8s_netpol import (EGRESS, INGRESS, PROTOCOLS, Peer, Policy, PortRule, Rejection, RuleBlock,
                          compile_policy)
 from .k8s_pods import Endpoint, Pod, parse_ip, parse_pod
-from .k8s_selectors import (NAMESPACE_NAME_LABEL, IPAddress, Invalid, Requirement, Selector,
+from .k8s_selectors import (NAMESPACE_NAME_LABEL, IPAddress, Invalid, LabelRequirement, Selector,
                             compile_selector, labels_of, object_or_empty)
 
 NETWORK_POLICY_TIER = "NetworkPolicy"
@@ -264,5 +264,5 @@ class KubernetesModel:
 
 __all__ = ["DEFAULT_TIER", "EGRESS", "INGRESS", "NAMESPACE_NAME_LABEL", "NETWORK_POLICY_TIER",
            "PROTOCOLS", "Endpoint", "Invalid", "KubernetesModel", "Peer", "PeerBlocks", "Pod",
-           "Policy", "PortRule", "Rejection", "Requirement", "RuleBlock", "Selector", "SideVerdict",
+           "Policy", "PortRule", "Rejection", "LabelRequirement", "RuleBlock", "Selector", "SideVerdict",
            "Verdict", "compile_policy", "compile_selector"]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from kube_manager.translator.decode import requirement_phrase
-from .k8s_selectors import Requirement, Selector
+from .k8s_selectors import LabelRequirement, Selector
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class PolicyTrace:
                 "allows": self.allows, "blocks": [b.to_dict() for b in self.blocks]}
 
 
-def requirement_text(requirement: Requirement) -> str:
+def requirement_text(requirement: LabelRequirement) -> str:
     return requirement_phrase({"key": requirement.key, "operator": requirement.operator,
                                "values": sorted(requirement.values)})
 

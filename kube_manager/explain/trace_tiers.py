@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import List, Mapping, Optional, Sequence, Tuple
 
-from .k8s_cnp import ACCEPT, DENY, PASS, ClusterPeer, ClusterPolicy, ClusterPort, PodSet, TierRule
+from .k8s_cnp import ACCEPT, DENY, PASS, ClusterPeer, ClusterPolicy, ClusterPort, PodSelection, TierRule
 from .k8s_pods import Endpoint, Pod
 from .k8s_semantics import KubernetesModel
 from .trace_base import (BlockTrace, PolicyTrace, any_reason, labels_text, match_reason,
@@ -21,7 +21,7 @@ Labels = Mapping[str, Mapping[str, str]]
 _EFFECTS = {ACCEPT: "accepts", DENY: "denies", PASS: "passes to the next tier"}
 
 
-def pod_set_text(pod_set: PodSet) -> str:
+def pod_set_text(pod_set: PodSelection) -> str:
     """`pods app=web in namespaces env=prod`, or `pods in namespaces ...` for every pod."""
     pods = selector_text(pod_set.pods) if pod_set.pods is not None else "{}"
     return f"{'pods' if pods == '{}' else 'pods ' + pods} in namespaces {selector_text(pod_set.namespaces)}"
@@ -33,7 +33,7 @@ def cluster_peer_text(peer: ClusterPeer) -> str:
     return pod_set_text(peer.pod_set)
 
 
-def _pod_set_reason(pod_set: PodSet, pod: Pod, labels: Labels) -> Tuple[bool, str]:
+def _pod_set_reason(pod_set: PodSelection, pod: Pod, labels: Labels) -> Tuple[bool, str]:
     ns_labels = labels.get(pod.namespace, {})
     if not pod_set.namespaces.matches(ns_labels):
         return False, (f"namespace {pod.namespace} ({labels_text(ns_labels)}) does not match "

@@ -30,7 +30,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, 
 from .flow import FLOW_PROTOCOLS, ContrailEvaluator, Workload
 from .k8s_cnp import ADMIN, BASELINE, ClusterPort
 from .k8s_semantics import Endpoint, KubernetesModel, PeerBlocks, Pod, PortRule
-from kube_manager.translator.translation import translate
+from kube_manager.translator.batch import translate
 
 DELETE_ANNOTATION = "contrail-kube-manager/what-if"
 DELETE_VALUE = "delete"
@@ -67,7 +67,7 @@ def apply_change(cluster: Any, change: Any) -> Tuple[Any, Set[ObjectKey]]:
     """The cluster with the change applied, and the keys of the objects the change touched.
 
     `cluster` and `change` hold `namespaces`, `pods`, `network_policies` and
-    `cluster_network_policies` lists of manifests (kube_manager.manifests.Manifests does); the
+    `cluster_network_policies` lists of manifests (kube_manager.offline.manifests.Manifests does); the
     result is of the cluster's own type, built with those four keywords.
 
     Each Namespace, Pod, NetworkPolicy or ClusterNetworkPolicy in `change` is added, or replaces

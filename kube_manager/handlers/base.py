@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Mapping, Optional, Set
 
-from kube_manager.db import Database, Key, ObjKey
+from kube_manager.records.db import Database, Key, ObjKey
 from kube_manager.kube.kinds import StateSource
 from kube_manager.translator import Changes, ClusterTranslator
 from kube_manager.translator.validation import metadata_problem
@@ -53,7 +53,7 @@ def metadata(obj: Mapping[str, Any]) -> Dict[str, Any]:
     return mapping(mapping(obj).get("metadata"))
 
 
-def object_key(obj: Mapping[str, Any]) -> Key:
+def namespaced_key(obj: Mapping[str, Any]) -> Key:
     """(namespace, name) of a namespaced object, as strings whatever the manifest held."""
     meta = metadata(obj)
     return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
@@ -83,7 +83,7 @@ class Handler:
         self.translator = context.translator
 
     def key(self, obj: Mapping[str, Any]) -> Key:
-        return object_key(obj)
+        return namespaced_key(obj)
 
     def failed(self, obj: Dict[str, Any], exc: Exception) -> None:
         """Rejected with the exception (logged once, with its name), shown on the pages."""

@@ -18,10 +18,10 @@ from typing import Any, Dict, Iterable, Mapping, Optional, Set, Tuple
 
 from kubernetes import client
 
-from kube_manager.db import PARKED, PENDING, REJECTED, RETRYING, SYNCED, ClusterPolicyRecord, Key, ObjKey
+from kube_manager.records.db import PARKED, PENDING, REJECTED, RETRYING, SYNCED, ClusterPolicyRecord, Key, ObjKey
 from kube_manager.kube.kinds import Kind, StateSource
 from kube_manager.kube.resources import CLUSTER_NETWORK_POLICIES
-from kube_manager.logging_setup import kv
+from kube_manager.observability.logging_setup import kv
 from kube_manager.translator import Changes
 from kube_manager.translator.validation import object_name_problem
 

@@ -5,7 +5,7 @@ from typing import Any, Dict, Mapping, Optional
 
 from kubernetes import client
 
-from kube_manager.db import Key, NamespaceRecord
+from kube_manager.records.db import Key, NamespaceRecord
 from kube_manager.kube.kinds import Kind
 from kube_manager.kube.resources import NAMESPACES
 from kube_manager.translator.validation import namespace_name_problem

@@ -12,11 +12,11 @@ from typing import Any, Dict, Iterable, Iterator, Optional, Set, Tuple
 
 from kubernetes import client
 
-from kube_manager.db import PARKED, PENDING, REJECTED, RETRYING, SYNCED, Key, ObjKey, PolicyRecord
-from kube_manager.gcpolicy import TrackedDict
+from kube_manager.records.db import PARKED, PENDING, REJECTED, RETRYING, SYNCED, Key, ObjKey, PolicyRecord
+from kube_manager.plumbing.gcpolicy import TrackedDict
 from kube_manager.kube.kinds import Kind, StateSource
 from kube_manager.kube.resources import NETWORK_POLICIES
-from kube_manager.logging_setup import kv
+from kube_manager.observability.logging_setup import kv
 from kube_manager.translator import Changes
 from kube_manager.translator.bodies import FIREWALL_POLICY, FIREWALL_RULE, FqName
 

@@ -5,7 +5,7 @@ from typing import Any, Dict, Set
 
 from kubernetes import client
 
-from kube_manager.db import Key, PodRecord
+from kube_manager.records.db import Key, PodRecord
 from kube_manager.kube.kinds import Kind
 from kube_manager.kube.resources import PODS
 from kube_manager.translator import Changes

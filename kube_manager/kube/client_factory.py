@@ -25,7 +25,7 @@ from kubernetes import client
 from kubernetes.config import ConfigException, incluster_config, load_kube_config
 
 from kube_manager.settings import ConfigError, KubernetesSettings
-from kube_manager.logging_setup import kv
+from kube_manager.observability.logging_setup import kv
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ A `Kind` is everything the daemon knows about one kind, in one place:
   (`kube_manager/handlers/base.py`), of the `KindHandler` that turns the kind's events into records
   and translator input.
 
-The watchers take the lister and trimmer from the record, the event dispatcher (`KubeCache`) the
+The watchers take the lister and trimmer from the record, the event dispatcher (`EventDispatcher`) the
 validator and handler. `KindRegistry` refuses a record that misses any part, or a kind registered
 twice, with `KindError` when the pipeline is built; asking for a kind that is not registered is a
 `KindError` too. There is no default kind: a new kind can never silently fall into another's

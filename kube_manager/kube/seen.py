@@ -9,7 +9,7 @@ normalised against the last object delivered for the same (namespace, name):
 - DELETED only for a known object, carrying the last object delivered;
 - a (re-)list is compared as a whole: what it no longer holds is DELETED.
 
-What is kept is a copy of the whole cluster, so it is kept packed (kube_manager/packed.py): the
+What is kept is a copy of the whole cluster, so it is kept packed (kube_manager/plumbing/packed.py): the
 delivered dicts are handed over without a copy and the consumer may change them freely.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Dict, Iterator, Optional, Tuple
 
-from kube_manager.packed import Held, pack, unpack
+from kube_manager.plumbing.packed import Held, pack, unpack
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 
@@ -25,7 +25,7 @@ Key = Tuple[str, str]  # (namespace or "", name)
 Event = Tuple[str, Dict[str, Any]]  # (event type, object)
 
 
-def object_key(obj: Dict[str, Any]) -> Key:
+def trimmed_key(obj: Dict[str, Any]) -> Key:
     """(namespace, name) of a trimmed object, as strings whatever the manifest held."""
     meta = obj["metadata"]
     return str(meta.get("namespace", "")), str(meta.get("name", ""))
@@ -59,7 +59,7 @@ class SeenObjects:
 
     def upserted(self, new: Dict[str, Any]) -> Iterator[Event]:
         """The events an ADDED or MODIFIED of `new` amounts to (none when nothing changed)."""
-        key = object_key(new)
+        key = trimmed_key(new)
         held = self._held.get(key)
         packed = pack(new)
         # what JSON cannot hold (bytes, in a test) is kept as a deep copy instead
@@ -76,6 +76,6 @@ class SeenObjects:
 
     def deleted(self, obj: Dict[str, Any]) -> Optional[Event]:
         """The DELETED event for `obj` when it was known, else None."""
-        if self._held.pop(object_key(obj), None) is None:
+        if self._held.pop(trimmed_key(obj), None) is None:
             return None
         return DELETED, obj

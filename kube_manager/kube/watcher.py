@@ -53,11 +53,11 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
-from kube_manager.db import ConnectionStatus, Database
+from kube_manager.records.db import ConnectionStatus, Database
 from kube_manager.kube.kinds import Kind, KindRegistry
-from kube_manager.logging_setup import kv
-from kube_manager.metrics import Metrics
-from kube_manager.kube.seen import ADDED, DELETED, MODIFIED, Event, Key, SeenObjects, object_key
+from kube_manager.observability.logging_setup import kv
+from kube_manager.observability.metrics import Metrics
+from kube_manager.kube.seen import ADDED, DELETED, MODIFIED, Event, Key, SeenObjects, trimmed_key
 from kube_manager.settings import WatchSettings
 from vnc_client.ratelimit import ExponentialRateLimiter
 
@@ -202,7 +202,7 @@ class KubeWatcher:
             rv = rv or metadata.get("resourceVersion")
             for item in page.get("items") or []:
                 trimmed = self._trim(item)
-                items[object_key(trimmed)] = trimmed
+                items[trimmed_key(trimmed)] = trimmed
             token = metadata.get("continue")
             if not token:
                 break

@@ -31,8 +31,8 @@ from typing import Callable, Optional, Protocol, Tuple
 
 import gevent.event
 
-from kube_manager.db import LeaderStatus
-from kube_manager.logging_setup import kv
+from kube_manager.records.db import LeaderStatus
+from kube_manager.observability.logging_setup import kv
 from kube_manager.settings import LeaderElectionSettings
 
 from .gate import WriteGate

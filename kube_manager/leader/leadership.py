@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Callable, Optional
 import gevent
 import gevent.event
 
-from kube_manager.db import LeaderStatus
-from kube_manager.logging_setup import kv
+from kube_manager.records.db import LeaderStatus
+from kube_manager.observability.logging_setup import kv
 from kube_manager.settings import OperatorSettings
 
 from .elector import LeaderElector

@@ -14,8 +14,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set
 
-from kube_manager.db import Database, FqName
-from kube_manager.logging_setup import kv
+from kube_manager.records.db import Database, FqName
+from kube_manager.observability.logging_setup import kv
 from kube_manager.translator.published import DesiredState
 
 from . import compare, diff
@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 Body = Mapping[str, Any]  # a kept body may be a `compare.AsDesired`
 
 
-def describe(key: ObjKey) -> str:
+def describe_key(key: ObjKey) -> str:
     return f"{key[0]} {':'.join(key[1])}"
 
 
@@ -141,7 +141,7 @@ class ActualState:
             objects[key[1]] = body
         self._changed(key, written)
 
-    def ref_moved(self, key: ObjKey, change: diff.RefChange) -> None:
+    def ref_moved(self, key: ObjKey, change: diff.RefUpdate) -> None:
         """One `ref-update` done: the actual body follows, in O(1) for an indexed list."""
         index = self.indexes.get(key, {}).get(change.ref_field)
         if index is None:
@@ -249,7 +249,7 @@ class ActualState:
         desired = self.desired(key) or {}
         for name, index in indexed.items():
             if not index.desired_count_is(len(desired.get(name) or ())):
-                log.warning("desired ref index out of step, reloaded", extra=kv(key=describe(key), field=name))
+                log.warning("desired ref index out of step, reloaded", extra=kv(key=describe_key(key), field=name))
                 index.load_desired(desired.get(name))
         return indexed
 

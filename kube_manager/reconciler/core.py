@@ -9,7 +9,7 @@ sync states it owns to its `StateListener` as they change.
 
 The rooms: `Reconciler` (here) takes the events, runs the resync and hands each work-queue key to
 its handler: `(resource type, fq_name)` keys to `ObjectWriter` (writer.py: plan and write one
-object), `PodKey`s to `PodHandler` (pod_handler.py, tagging in pods.py). `ProgressBook`
+object), `PodKey`s to `PodKeyWorker` (pod_worker.py, tagging in pods.py). `ProgressBook`
 (progress.py) keeps where each key stands and who waits for whom; `ActualState` (actual.py) what
 the config API holds and how it differs from the desired state; `Gates` (gates.py) make before
 break.
@@ -41,23 +41,23 @@ from typing import AbstractSet, Any, Dict, Iterable, List, Optional, Protocol, S
 
 import gevent.event
 
-from kube_manager.db import PARKED, PENDING, RETRYING, SYNCED, Database, Key
-from kube_manager.logging_setup import kv
+from kube_manager.records.db import PARKED, PENDING, RETRYING, SYNCED, Database, Key
+from kube_manager.observability.logging_setup import kv
 from kube_manager.settings import ReconcilerSettings
 from kube_manager.translator.changes import RefChange
 from kube_manager.translator.published import DesiredState
-from kube_manager.gcpolicy import collector_paused, freeze_young
+from kube_manager.plumbing.gcpolicy import collector_paused, freeze_young
 from vnc_client.errors import VncError, WriteRefused, is_temporary
 from vnc_client.ratelimit import ExponentialRateLimiter, half_jitter
 
-from .actual import ActualState, describe
+from .actual import ActualState, describe_key
 from .ahead import Ahead, ahead
 from .diff import ObjKey, Progress
 from .executor import Executor
 from .gates import Gates
 from .paging import PageWalk
-from .ownership import OWNED_TYPES, SHARED_TYPES, Marks, list_type
-from .pod_handler import PodHandler
+from .ownership import OWNED_TYPES, SHARED_TYPES, OwnershipMarks, list_type
+from .pod_worker import PodKeyWorker
 from .pods import VMI, PodKey, PodTagger, VmiApi
 from .progress import ACTIVE, BLOCKED, ProgressBook
 from .workqueue import WorkQueue
@@ -66,7 +66,7 @@ from .writer import ObjectApi, ObjectWriter
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ConfigApi", "Counters", "Reconciler", "StateListener"]
+__all__ = ["ConfigApiCalls", "Counters", "Reconciler", "StateListener"]
 
 # Order in which a resync queues keys: what others refer to first, so fewer keys park.
 _RANK = {t: n for n, t in enumerate(OWNED_TYPES)}
@@ -81,7 +81,7 @@ WorkKey = Union[ObjKey, PodKey]
 LISTINGS_SEND_GRACE = 0.01
 
 
-class ConfigApi(ObjectApi, VmiApi, Protocol):
+class ConfigApiCalls(ObjectApi, VmiApi, Protocol):
     """The config API calls the reconciler makes (vnc_client.client.VncClient fits)."""
 
 
@@ -93,7 +93,7 @@ class StateListener(Protocol):
 
 
 class KeyHandler(Protocol):
-    """The handler of one kind of work-queue key (`ObjectWriter`, `PodHandler`)."""
+    """The handler of one kind of work-queue key (`ObjectWriter`, `PodKeyWorker`)."""
 
     @property
     def metric_kind(self) -> str:
@@ -111,7 +111,7 @@ class KeyHandler(Protocol):
 
 
 class Observer(Protocol):
-    """Metrics hooks (kube_manager.metrics.Metrics fits)."""
+    """Metrics hooks (kube_manager.observability.metrics.Metrics fits)."""
 
     def queue_depth(self, depth: int) -> None: ...
 
@@ -122,12 +122,12 @@ class Reconciler:
     """Keeps `db.actual` (and the config API) equal to the translator's published desired state;
     see the module docstring.
 
-    The pipeline (kube_manager/pipeline.py) calls `objects_changed` / `pods_changed` with the keys
+    The pipeline (kube_manager/service/pipeline.py) calls `objects_changed` / `pods_changed` with the keys
     the translator reported, after the records (`db.pods[..].tags`) follow; sync states are pushed
     to `on_states` as they change.
     """
 
-    def __init__(self, client: ConfigApi, db: Database, desired: DesiredState, marks: Marks,
+    def __init__(self, client: ConfigApiCalls, db: Database, desired: DesiredState, marks: OwnershipMarks,
                  settings: Optional[ReconcilerSettings] = None, observer: Optional[Observer] = None,
                  on_states: Optional[StateListener] = None) -> None:
         settings = settings or ReconcilerSettings()
@@ -152,7 +152,7 @@ class Reconciler:
         self.objects = ObjectWriter(client, marks, self, books)
         self.conflicts = self.objects.conflicts
         tagger = PodTagger(client, db, self, self._managed_tag, self._tier_hold)
-        self.pods = PodHandler(tagger, self.gates, books, settings)
+        self.pods = PodKeyWorker(tagger, self.gates, books, settings)
         self._synced_once = gevent.event.Event()
         self._listings: Optional[Tuple[int, PageWalk[Any], Ahead[Any]]] = None  # the first resync's, sent early
 
@@ -331,7 +331,7 @@ class Reconciler:
         found = []
         for key in sorted(self._book.unsettled(), key=_order)[:limit]:
             reason = self.db.parked.get(key)
-            found.append(f"{describe(key)} {self.state_of(key)}" + (f" ({reason})" if reason else ""))
+            found.append(f"{describe_key(key)} {self.state_of(key)}" + (f" ({reason})" if reason else ""))
         return found
 
     def _push_states(self, everything: bool = False) -> None:
@@ -400,7 +400,7 @@ class Reconciler:
         # A refused write (not the leader) is routine at the end of a term: no warning for it.
         log.log(logging.INFO if isinstance(exc, WriteRefused) else logging.WARNING,
                 "config API write failed, will retry", extra=kv(
-                    key=describe(key), error=f"{type(exc).__name__}: {exc}", retry_in=round(delay, 3),
+                    key=describe_key(key), error=f"{type(exc).__name__}: {exc}", retry_in=round(delay, 3),
                     failures=self.executor.backoff.num_requeues(key)))
         self._handler(key).failed(key, f"{type(exc).__name__}: {exc}", permanent=False)
         self._book.set(key, BLOCKED)
@@ -412,7 +412,7 @@ class Reconciler:
         reason = f"{type(exc).__name__}: {exc}"
         self.db.parked[key] = reason
         log.error("config API write refused, parked until its desired state changes or the next resync",
-                  extra=kv(key=describe(key), error=reason), exc_info=not isinstance(exc, VncError))
+                  extra=kv(key=describe_key(key), error=reason), exc_info=not isinstance(exc, VncError))
         self.executor.backoff.forget(key)
         self._handler(key).failed(key, reason, permanent=True)
         self._book.changed(key)

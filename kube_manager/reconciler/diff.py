@@ -83,11 +83,11 @@ class Step:
     complete: bool = True
     pending: List[ObjKey] = field(default_factory=list)
     blocked: List[ObjKey] = field(default_factory=list)
-    ref_change: Optional["RefChange"] = None  # an update that is one ref-update (see LONG_REF_LIST)
+    ref_change: Optional["RefUpdate"] = None  # an update that is one ref-update (see LONG_REF_LIST)
 
 
 @dataclass(frozen=True)
-class RefChange:
+class RefUpdate:
     """One ref added (or its attr changed) or deleted: what `POST /ref-update` does."""
 
     ref_field: str
@@ -177,7 +177,7 @@ class _RefListPlan:
     only when it is written whole: at a create, or with more than a few moves)."""
 
     name: str
-    moves: List[RefChange]           # additions and attr changes first, then deletions
+    moves: List[RefUpdate]           # additions and attr changes first, then deletions
     long: bool                       # more than LONG_REF_LIST refs before or after
     build: Callable[[], List[Dict[str, Any]]]
     _refs: Optional[List[Dict[str, Any]]] = None
@@ -202,17 +202,17 @@ def _next_ref_list(key: ObjKey, name: str, desired: Mapping[str, Any], actual: O
     held = {target: attr for target, attr in refs(obj_type, actual or {}, name)}
     wanted = refs(obj_type, desired, name)
     result: List[Dict[str, Any]] = []
-    moves: List[RefChange] = []
+    moves: List[RefUpdate] = []
     for target, attr in wanted:
         if target in held:
             if attr != held[target] and attr_key(attr) != attr_key(held[target]):
-                moves.append(RefChange(name, "ADD", target, attr))
+                moves.append(RefUpdate(name, "ADD", target, attr))
         else:
             blocker = target if not view.present(target) else view.gate_add(key, name, target)
             if blocker is not None:
                 _sort_waits(partial, key, [blocker], view)
                 continue
-            moves.append(RefChange(name, "ADD", target, attr))
+            moves.append(RefUpdate(name, "ADD", target, attr))
         result.append({"to": list(target[1]), "attr": attr})
     wanted_targets = {target for target, _attr in wanted}
     dropped = [(t, a) for t, a in held.items() if t not in wanted_targets]
@@ -222,7 +222,7 @@ def _next_ref_list(key: ObjKey, name: str, desired: Mapping[str, Any], actual: O
             _sort_waits(partial, key, [blocker], view)
             result.extend({"to": list(t[1]), "attr": a} for t, a in dropped)
         else:
-            moves.extend(RefChange(name, "DELETE", t) for t, _a in dropped)
+            moves.extend(RefUpdate(name, "DELETE", t) for t, _a in dropped)
     return _RefListPlan(name, moves, max(len(held), len(result)) > LONG_REF_LIST, lambda: result)
 
 
@@ -230,7 +230,7 @@ def _next_indexed_list(key: ObjKey, name: str, index: "RefListIndex", desired: M
                        view: View, partial: Step) -> _RefListPlan:
     """`_next_ref_list` for a list with an index: the same decisions, taken only for the targets
     where desired and actual differ (every other ref is kept as it is)."""
-    moves: List[RefChange] = []
+    moves: List[RefUpdate] = []
     held_back: Set[ObjKey] = set()
     dropped: List[ObjKey] = []
     for target in sorted(index.differ):
@@ -244,7 +244,7 @@ def _next_indexed_list(key: ObjKey, name: str, index: "RefListIndex", desired: M
                 _sort_waits(partial, key, [blocker], view)
                 held_back.add(target)
                 continue
-        moves.append(RefChange(name, "ADD", target, attr))
+        moves.append(RefUpdate(name, "ADD", target, attr))
     kept: List[ObjKey] = []
     if dropped:
         blocker = view.gate_remove(key, name)
@@ -252,7 +252,7 @@ def _next_indexed_list(key: ObjKey, name: str, index: "RefListIndex", desired: M
             _sort_waits(partial, key, [blocker], view)
             kept = dropped
         else:
-            moves.extend(RefChange(name, "DELETE", target) for target in dropped)
+            moves.extend(RefUpdate(name, "DELETE", target) for target in dropped)
 
     def build() -> List[Dict[str, Any]]:
         result = [{"to": list(target[1]), "attr": attr} for target, attr in refs(key[0], desired, name)

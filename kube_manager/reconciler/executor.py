@@ -13,7 +13,7 @@ from typing import Callable, Generic, Hashable, List, Optional, TypeVar
 
 import gevent
 
-from kube_manager.logging_setup import kv
+from kube_manager.observability.logging_setup import kv
 from vnc_client.ratelimit import ExponentialRateLimiter, half_jitter
 
 from .workqueue import ShutDown, WorkQueue

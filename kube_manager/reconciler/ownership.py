@@ -45,7 +45,7 @@ def annotation_map(body: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class Marks:
+class OwnershipMarks:
     """Our `owner` (`kubernetes_cluster_owner`) and `cluster` (`cluster_name`) marks."""
 
     owner: str
@@ -85,7 +85,7 @@ def fq_name_of(body: Mapping[str, Any]) -> FqName:
     return tuple(body.get("fq_name") or ())
 
 
-def list_type(client: Lister, marks: Marks, obj_type: str, fields: Optional[Iterable[str]],
+def list_type(client: Lister, marks: OwnershipMarks, obj_type: str, fields: Optional[Iterable[str]],
               page_limit: int) -> Iterator[TypeListing]:
     """A listing of `obj_type` in pages of at most `page_limit` objects, each sorted into ours and
     the others by the marks (`ActualState.load` folds them in one at a time).

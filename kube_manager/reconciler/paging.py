@@ -4,7 +4,7 @@ At XLarge one type's listing is hundreds of thousands of objects (the firewall r
 once, it more than doubled the daemon's resident memory while it was folded in. A resync asks for
 pages of `vnc_list_page_limit` objects instead (`VncClient.list_pages`, the config API's
 `page_marker`/`page_limit`) and folds each one in before it takes the next
-(`ActualState.load`, `PodHandler.load`), so that only the page being folded and the one being read
+(`ActualState.load`, `PodKeyWorker.load`), so that only the page being folded and the one being read
 are held.
 
 The next page stays under way while the last is folded in, from one listing to the next as well

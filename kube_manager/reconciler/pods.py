@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import (AbstractSet, Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Mapping, NamedTuple,
                     Optional, Protocol, Sequence, Set, Tuple)
 
-from kube_manager.db import HOST_NETWORK, NO_VM, PENDING, RETRYING, SYNCED, Database, Key
-from kube_manager.logging_setup import kv
+from kube_manager.records.db import HOST_NETWORK, NO_VM, PENDING, RETRYING, SYNCED, Database, Key
+from kube_manager.observability.logging_setup import kv
 from vnc_client.errors import NotFound
 
 from .compare import own_copy, tag_key

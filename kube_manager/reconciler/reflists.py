@@ -18,7 +18,7 @@ from collections import abc
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set
 
-from kube_manager.gcpolicy import TrackedDict
+from kube_manager.plumbing.gcpolicy import TrackedDict
 
 from .compare import ObjKey, attr_key
 

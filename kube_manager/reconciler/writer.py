@@ -18,14 +18,14 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Dict, Mapping, Optional, Protocol, Sequence
 
-from kube_manager.logging_setup import kv
+from kube_manager.observability.logging_setup import kv
 from vnc_client.errors import Conflict, NotFound, VncError
 from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
 
 from . import diff
-from .actual import describe
+from .actual import describe_key
 from .diff import ObjKey, Step
-from .ownership import SHARED_TYPES, Lister, Marks
+from .ownership import SHARED_TYPES, Lister, OwnershipMarks
 from .progress import ACTIVE, BLOCKED
 from .shared import Bookkeeping
 
@@ -77,7 +77,7 @@ class ObjectWriter:
     metric_kind: ClassVar[str] = "network_policy"
 
     _client: ObjectApi
-    _marks: Marks
+    _marks: OwnershipMarks
     _view: WriterView
     books: Bookkeeping
     conflicts: Dict[ObjKey, Conflicting] = field(default_factory=dict, init=False)
@@ -132,7 +132,7 @@ class ObjectWriter:
                 break
             if step.ref_change is None:  # a ref-update always consumes one difference of the index
                 if writes == _MAX_WRITES_PER_TURN:
-                    raise VncError(f"{describe(key)} does not read back as written after {writes} writes")
+                    raise VncError(f"{describe_key(key)} does not read back as written after {writes} writes")
                 writes += 1
             if not self._write(key, step):
                 return None
@@ -201,7 +201,7 @@ class ObjectWriter:
             if change is None:
                 self._client.update(obj_type, step.uuid, step.body)
             elif step.uuid is None:  # listed without one (never by a sound server): nothing to address
-                raise VncError(f"{describe(key)} has no uuid to send a ref-update to")
+                raise VncError(f"{describe_key(key)} has no uuid to send a ref-update to")
             else:
                 self._client.ref_update(obj_type, step.uuid, change.target[0], ref_fq_name=list(change.target[1]),
                                         operation=change.operation, attr=change.attr)

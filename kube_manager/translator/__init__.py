@@ -5,7 +5,8 @@ No I/O, no network clients, no module state: `translate()` for a whole cluster a
 """
 from .changes import Changes, RefChange
 from .cluster import ClusterTranslator, PolicyObjects, cluster_name_problem
-from .translation import Translation, translate
+from .batch import translate
+from .translation import Translation
 
 __all__ = ["ClusterTranslator", "Changes", "PolicyObjects", "RefChange", "Translation",
            "cluster_name_problem", "translate"]

@@ -27,7 +27,7 @@ import re
 from operator import itemgetter
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Tuple, TypeVar
 
-from kube_manager.gcpolicy import collector_paused
+from kube_manager.plumbing.gcpolicy import collector_paused
 
 from .bodies import (ADDRESS_GROUP, APPLICATION_POLICY_SET, FIREWALL_POLICY, FIREWALL_RULE,
                      PASS, TAG, Body, BodyFactory, FqName, global_fq_name, sequenced_ref)
@@ -39,7 +39,7 @@ from .cnp.source import ClusterNetworkPolicies
 from .decode import SelectorView
 from .encoding import namespace_tag
 from .index import ClusterIndex, PodKey
-from .inputs import implicit_namespace, namespace_key, object_key, parse_namespace, parse_pod
+from .inputs import implicit_namespace, namespace_key, reported_key, parse_namespace, parse_pod
 from .marks import Marks
 from .membership import SelectorMembership
 from .model import NamespaceInfo, ParsedPolicy, PodInfo
@@ -201,7 +201,7 @@ class ClusterTranslator:
         try:
             parsed = parser(manifest, self._parse_cache)
         except Exception as exc:  # InvalidInput, or a bug confined to this object
-            self.reject(kind, *object_key(manifest), exc)
+            self.reject(kind, *reported_key(manifest), exc)
             return None
         if self._rejections:
             self._rejections.discard((kind,) + parsed.key)

@@ -30,7 +30,7 @@ def identity(manifest: Any, shape: Fields) -> Tuple[Dict[str, Any], Dict[str, An
     return body, metadata, metadata.get("namespace") or "default", metadata.get("uid", "")
 
 
-def object_key(manifest: Any) -> Tuple[str, str]:
+def reported_key(manifest: Any) -> Tuple[str, str]:
     """(namespace, name) of a namespaced manifest as far as it can be read, for error reports."""
     metadata = manifest.get("metadata") if isinstance(manifest, dict) else None
     metadata = metadata if isinstance(metadata, dict) else {}
@@ -39,7 +39,7 @@ def object_key(manifest: Any) -> Tuple[str, str]:
 
 def namespace_key(manifest: Any) -> str:
     """The name of a Namespace manifest as far as it can be read, for error reports."""
-    return object_key(manifest)[1]
+    return reported_key(manifest)[1]
 
 
 def namespace_labels(name: str, labels: Mapping[str, str]) -> Dict[str, str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, Optional, Set, Tuple
 
-from kvlog import kv
+from kube_manager.plumbing.kvlog import kv
 
 from .bodies import FqName
 from .changes import ChangeLog
@@ -21,7 +21,7 @@ from .marks import Marks, PolicyKey
 from .model import ParsedPolicy, PodInfo, PodScope
 from .published import DesiredState
 from .naming import collision_label
-from .rejections import Rejections, describe, object_logger
+from .rejections import Rejections, describe_object, object_logger
 from .render import PolicyRenderer, PolicyRendering
 from .sequenced import SequencedRefs
 from .shared import SharedObjects
@@ -196,7 +196,7 @@ class NetworkPolicies:
             self._log.policy_touched(key)
         for reason in errors:  # each reason once, whole rejections included
             if reason not in logged:
-                object_logger(POLICY_KIND, *key).warning("%s: %s", describe((POLICY_KIND,) + key), reason,
+                object_logger(POLICY_KIND, *key).warning("%s: %s", describe_object((POLICY_KIND,) + key), reason,
                                                          extra=kv(reason=reason))
         if (old is not None and old.destinations) or (rendering is not None and rendering.destinations):
             self._apply_dependencies(key, old, rendering)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Dict, FrozenSet, Mapping, Optional, Tuple
 
-from kube_manager.gcpolicy import TrackedDict
+from kube_manager.plumbing.gcpolicy import TrackedDict
 
 from .bodies import FIELDS, Body, FqName
 from .render import PolicyRendering

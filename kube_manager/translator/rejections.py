@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Dict, Tuple
 
-from kvlog import BoundLogger, bind, kv
+from kube_manager.plumbing.kvlog import BoundLogger, bind, kv
 
 from .validation import InvalidInput
 
@@ -55,13 +55,13 @@ class Rejections(Dict[ObjectKey, str]):
         self[key] = reason
         logger = object_logger(*key)
         if isinstance(exc, InvalidInput):
-            logger.warning("%s: rejected: %s", describe(key), reason, extra=kv(reason=reason))
+            logger.warning("%s: rejected: %s", describe_object(key), reason, extra=kv(reason=reason))
         else:
-            logger.error("%s: rejected after an unexpected error: %s", describe(key), reason,
+            logger.error("%s: rejected after an unexpected error: %s", describe_object(key), reason,
                          exc_info=exc, extra=kv(reason=reason))
 
 
-def describe(key: ObjectKey) -> str:
+def describe_object(key: ObjectKey) -> str:
     """`Kind namespace/name` (`Kind name` for a namespace), for messages people read."""
     kind, namespace, name = key
     return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"

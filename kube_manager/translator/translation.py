@@ -1,10 +1,8 @@
-"""The whole desired state of a cluster in SPEC 8's `translate` JSON form, and `translate()`."""
+"""The whole desired state of a cluster in SPEC 8's `translate` JSON form."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Mapping, Tuple
-
-from kube_manager.gcpolicy import collector_paused
+from typing import Any, Dict, Mapping, Tuple
 
 Body = Dict[str, Any]
 
@@ -38,27 +36,3 @@ class Translation:
             "workloads": list(self.workloads),
             "errors": list(self.errors),
         }
-
-
-def translate(namespaces: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]],
-              network_policies: Iterable[Mapping[str, Any]], *, cluster_name: str = "k8s",
-              owner: str = "k8s", cluster_network_policies: Iterable[Mapping[str, Any]] = ()) -> Translation:
-    """Translate plain manifests (as the API server returns them) in one go.
-
-    Equal, by construction, to a ClusterTranslator fed the same objects: it is one, without the
-    change log the daemon needs.
-    """
-    from .cluster import ClusterTranslator  # cluster imports this module for Translation
-
-    with collector_paused():
-        translator = ClusterTranslator(cluster_name, owner, track_changes=False)
-        for namespace in namespaces:
-            translator.upsert_namespace(namespace)
-        for pod in pods:
-            translator.upsert_pod(pod)
-        for policy in network_policies:
-            translator.upsert_policy(policy)
-        for cluster_policy in cluster_network_policies:
-            translator.set_cluster_network_policy(cluster_policy)
-        translator.flush()
-        return translator.translation()

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Sequence, Tuple
 
-from builders import policy
-from conformance.cluster import pod_ip
+from tests.support.builders import policy
+from tests.conformance.cluster import pod_ip
 
 Probe = Tuple[int, str]
 Override = Tuple[str, str, bool]

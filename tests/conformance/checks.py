@@ -9,8 +9,8 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from conformance.cases import Probe
-from conformance.cluster import OUTSIDE_IP, ManifestSet, all_pods
+from tests.conformance.cases import Probe
+from tests.conformance.cluster import OUTSIDE_IP, ManifestSet, all_pods
 from kube_manager.explain.explainer import CLUSTER_WIDE, Explainer
 from kube_manager.explain.k8s_semantics import Endpoint, KubernetesModel
 

@@ -1,4 +1,4 @@
-"""The upstream netpol e2e topology, built with the one builder per kind (tests/builders.py).
+"""The upstream netpol e2e topology, built with the one builder per kind (tests/support/builders.py).
 
 Upstream (kubernetes test/e2e/network/netpol) runs namespaces x, y, z labelled `ns=<name>`, each with
 pods a, b, c labelled `pod=<name>`, every pod serving ports 80 and 81 on TCP, UDP and SCTP through
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence
 
-from builders import namespace, pod, policy
-from kube_manager.manifests import Manifests
+from tests.support.builders import namespace, pod, policy
+from kube_manager.offline.manifests import Manifests
 
 NAMESPACES = ("x", "y", "z")
 POD_NAMES = ("a", "b", "c")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence, Tuple
 
-from builders import cnp_port, cnp_rule
-from conformance.houses import (HOST_PORTS, by_house, by_name, cnp, house_pods, ladder, namespaces,
+from tests.support.builders import cnp_port, cnp_rule
+from tests.conformance.houses import (HOST_PORTS, by_house, by_name, cnp, house_pods, ladder, namespaces,
                                 network_policy, networks, nodes, pod_ip, port_range)
 
 ALL_ADDRESSES = networks("0.0.0.0/0", "::/0")

@@ -15,7 +15,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from builders import cluster_policy, cnp_rule, namespace, policy
+from tests.support.builders import cluster_policy, cnp_rule, namespace, policy
 
 PREFIX = "network-policy-conformance-"
 HOUSE_LABEL = "conformance-house"

@@ -22,8 +22,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import yaml
 
-from conformance.cnp_manifests import MANIFESTS, TO_TWO_POD_IPS
-from conformance.houses import (NODE, DeleteNetworkPolicy, HouseCluster, PrependRule, SetAction,
+from tests.conformance.cnp_manifests import MANIFESTS, TO_TWO_POD_IPS
+from tests.conformance.houses import (NODE, DeleteNetworkPolicy, HouseCluster, PrependRule, SetAction,
                                 SetNamespaceLabels, SetPriority, SetProtocols, Swap, named)
 
 UPSTREAM_COMMIT = "0eec1b0e5fa92715b4c0f4c48d3c8d2913ed2159"

@@ -12,14 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Tuple
 
-from kvlog import kv
+from kube_manager.plumbing.kvlog import kv
 
 from ..bodies import ADDRESS_GROUP, FIREWALL_POLICY, FIREWALL_RULE, Body, FqName
 from ..changes import ChangeLog
 from ..index import ClusterIndex
 from ..marks import Marks
 from ..model import PodInfo
-from ..rejections import describe, object_logger
+from ..rejections import describe_object, object_logger
 from ..sequenced import SequencedRefs
 from ..shared import SharedObjects
 from ..store import DesiredObjects
@@ -139,5 +139,5 @@ class ClusterNetworkPolicies:
         for name, status in new.statuses.items() if new is not None else ():
             for reason in status.errors:  # each reason once
                 if (name, reason) not in logged:
-                    object_logger(KIND, "", name).warning("%s: %s", describe((KIND, "", name)), reason,
+                    object_logger(KIND, "", name).warning("%s: %s", describe_object((KIND, "", name)), reason,
                                                           extra=kv(reason=reason))

@@ -1,0 +1,151 @@
+"""JSON and YAML text of the offline commands' results, through the fast serialisers.
+
+`translate -o json|yaml` promises byte-identical output for the same input (SPEC 8), and that output
+is diffed and kept under version control, so the bytes must not depend on which serialiser is
+installed. They are pinned to what the standard library's `json.dumps(indent=2)` and PyYAML's
+pure-Python dumper print; the fast paths (orjson, libyaml's emitter) print exactly that for the
+data they are used on, and the rare data they would print differently goes the slow way:
+
+- orjson writes non-ASCII and DEL as UTF-8 where `json.dumps` escapes them as `\\uXXXX`; those
+  characters can only sit inside strings, so they are escaped afterwards the same way;
+- libyaml folds long double-quoted scalars at other places than PyYAML when they hold escapes, so
+  it is used only when every string is printable ASCII (no escapes at all) and no key is empty.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Dict, List, Tuple
+
+import yaml
+
+from kube_manager.offline.yaml_block import BlockWriter, Unsupported
+
+try:
+    import orjson
+except ImportError:  # pragma: no cover - orjson is a dependency; the stdlib is the fallback
+    orjson = None  # type: ignore[assignment]  # mypy types an optional import as always there
+
+_NOT_PRINTABLE_ASCII = re.compile(rb"[^\x00-\x7e]+")
+# In orjson's compact output, any escape but \" and \\ means a string holds a control character.
+_CONTROL_ESCAPE = re.compile(rb"\\[^\"\\]")
+
+
+def _json_escape(match: "re.Match[bytes]") -> bytes:
+    return json.dumps(match.group().decode())[1:-1].encode()
+
+
+def json_bytes(data: Any) -> bytes:
+    """`json.dumps(data, indent=2) + "\\n"`, byte for byte (ASCII), at orjson's speed when installed."""
+    if orjson is not None:
+        try:
+            raw = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+        except orjson.JSONEncodeError:  # lone surrogates, integers over 64 bits
+            pass
+        else:
+            if not raw.isascii() or b"\x7f" in raw:
+                raw = _NOT_PRINTABLE_ASCII.sub(_json_escape, raw)
+            return raw
+    return (json.dumps(data, indent=2) + "\n").encode()
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """Bodies share sub-objects; YAML must repeat them rather than print anchors and aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+_STR, _INT, _BOOL, _NULL = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null"))
+_SEQ, _MAP = "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"
+CHUNK = 2000
+
+
+class _FastPlainDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """_PlainDumper with libyaml's emitter, and a lean representer for JSON data.
+
+    libyaml only emits; building PyYAML's node graph in Python was most of the time (20 s for the
+    Contrail objects of 5,000 namespaces). The graph built here is the one SafeRepresenter builds
+    for dicts, lists, strings, integers, booleans and None under `default_flow_style=False` (same
+    tags, values and styles; a fresh node per occurrence, so no anchors), and the implicit-tag
+    resolution of a scalar is computed once per distinct value, the same keys and values recurring
+    hundreds of thousands of times.
+    """
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+    def represent(self, data: Any) -> None:
+        self._resolved: Dict[Tuple[str, Tuple[bool, bool]], str] = {}
+        super().represent(data)
+
+    def represent_data(self, data: Any) -> yaml.Node:
+        kind = type(data)
+        if kind is str:
+            return yaml.ScalarNode(_STR, data)
+        if kind is dict:
+            node = self.represent_data
+            return yaml.MappingNode(_MAP, [(node(k), node(v)) for k, v in data.items()], flow_style=False)
+        if kind is list:
+            return yaml.SequenceNode(_SEQ, [self.represent_data(item) for item in data], flow_style=False)
+        if kind is bool:
+            return yaml.ScalarNode(_BOOL, "true" if data else "false")
+        if kind is int:
+            return yaml.ScalarNode(_INT, str(data))
+        if data is None:
+            return yaml.ScalarNode(_NULL, "null")
+        return super().represent_data(data)
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        if kind is not yaml.ScalarNode:
+            return super().resolve(kind, value, implicit)
+        key = (value, implicit)
+        tag = self._resolved.get(key)
+        if tag is None:
+            tag = self._resolved[key] = super().resolve(kind, value, implicit)
+        return tag
+
+
+def _plain_strings(data: Any) -> bool:
+    """Whether every string in `data` is printable ASCII (where libyaml and PyYAML agree)."""
+    if orjson is None:
+        return False
+    try:
+        raw = orjson.dumps(data)
+    except orjson.JSONEncodeError:
+        return False
+    return (raw.isascii() and b"\x7f" not in raw and b'"":' not in raw  # PyYAML prints '' keys as "? ''"
+            and _CONTROL_ESCAPE.search(raw) is None)
+
+
+def _dump(data: Any, dumper: Any) -> bytes:
+    return yaml.dump(data, Dumper=dumper, sort_keys=False, default_flow_style=False, encoding="utf-8")
+
+
+def yaml_bytes(data: Any) -> bytes:
+    """PyYAML's block-style dump of `data` without aliases, keys in their order.
+
+    A top-level mapping is dumped key by key, and a long list under a simple key CHUNK items at a
+    time (PyYAML prints a sequence under a simple key of a top-level mapping without indenting it,
+    so a chunk dumped as a top-level sequence is the same bytes): the node graph of the whole
+    translation took 2.3 GB. Each part is written by yaml_block when it can (names and numbers),
+    else by libyaml when every string is printable ASCII, else by PyYAML's own emitter.
+    """
+    if not isinstance(data, dict) or not data:
+        return _dump(data, _FastPlainDumper if _plain_strings(data) else _PlainDumper)
+    parts: List[Any] = []
+    for key, value in data.items():
+        if isinstance(value, list) and len(value) > CHUNK and isinstance(key, str) and key.isidentifier():
+            parts.append({key: value[:CHUNK]})
+            parts += [value[start:start + CHUNK] for start in range(CHUNK, len(value), CHUNK)]
+        else:
+            parts.append({key: value})
+    writer = BlockWriter()
+    return b"".join(_yaml_part(part, writer) for part in parts)
+
+
+def _yaml_part(part: Any, writer: BlockWriter) -> bytes:
+    try:
+        return writer.document(part)
+    except Unsupported:
+        return _dump(part, _FastPlainDumper if _plain_strings(part) else _PlainDumper)

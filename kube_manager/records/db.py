@@ -1,0 +1,164 @@
+"""The in-memory database of kube-manager: what Kubernetes told us, what we want in Contrail, what
+Contrail has, and how the connections are doing.
+
+Each piece has one writer: the kind handlers (kube_manager/handlers) the Kubernetes records, the
+translator the desired objects (a live read-only view), the reconciler the actual objects, the
+parked writes and the pods' tagging states, and it pushes object sync states to the handlers,
+which write the NetworkPolicy states; the introspect server only reads. Everything runs in one
+gevent loop, so no locks.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from kube_manager.plumbing.packed import pack, unpack
+
+EMPTY = pack({})
+
+Key = Tuple[str, str]  # (namespace, name)
+FqName = Tuple[str, ...]
+ObjKey = Tuple[str, FqName]  # a Contrail object: (resource type, fq_name)
+
+# Sync states shown on the introspect pages.
+PENDING = "pending"      # known, not yet written to Contrail
+SYNCED = "synced"        # Contrail holds exactly the desired objects
+RETRYING = "retrying"    # a write failed; retried with backoff
+REJECTED = "rejected"    # invalid input, nothing (or only part) written; see errors
+PARKED = "parked"        # the config API refused a write for good (4xx); retried on change or resync
+# Pod tagging states besides those.
+NO_VM = "no-vm"          # the pod's VM or VMI is not in the config API yet: retried with backoff
+HOST_NETWORK = "host-network"  # spec.hostNetwork: no VM nor VMI of its own, never tagged
+
+
+class Packed:
+    """A record field holding a Kubernetes object (a manifest, a spec) packed (`kube_manager.plumbing.packed`),
+    decoded anew on each read: pages and the explain index read them, the daemon's own path never
+    does. A dataclass field whose default is this descriptor: the constructor's argument goes
+    through `__set__`, None meaning empty."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = "_packed_" + name
+
+    def __get__(self, record: Any, owner: Optional[type] = None) -> Any:
+        if record is None:
+            return None  # the dataclass default: the constructor passes None, stored as {}
+        return unpack(getattr(record, self._name, EMPTY))
+
+    def __set__(self, record: Any, value: Optional[Mapping[str, Any]]) -> None:
+        setattr(record, self._name, pack(value if value is not None else {}))
+
+
+@dataclass
+class NamespaceRecord:
+    uid: str
+    name: str
+    labels: Dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class PodRecord:
+    uid: str
+    namespace: str
+    name: str
+    ip: Optional[str] = None
+    labels: Mapping[str, str] = field(default_factory=dict)  # read-only: shared with the translator
+    manifest: Packed = Packed()  # the trimmed object the translator reads
+    tags: List[str] = field(default_factory=list)           # "type=value" its VMIs must carry
+    # Written by the reconciler alone: pending | synced | retrying | parked | no-vm
+    tagging: str = PENDING
+    vmi_error: str = ""
+    host_network: bool = False                              # spec.hostNetwork: never tagged
+
+    @property
+    def vmi_state(self) -> str:
+        """What the pages show: `host-network` for such a pod (a Kubernetes fact, shown even where
+        nothing is tagged: a standby), else the reconciler's tagging state."""
+        return HOST_NETWORK if self.host_network else self.tagging
+
+
+@dataclass
+class PolicyRecord:
+    uid: str
+    namespace: str
+    name: str
+    spec: Packed = Packed()
+    manifest: Packed = Packed()
+    firewall_policy: List[str] = field(default_factory=list)  # fq_name
+    rules: List[str] = field(default_factory=list)            # rule names, sequence order
+    state: str = PENDING
+    errors: List[str] = field(default_factory=list)
+    write_errors: List[str] = field(default_factory=list)   # why its parked objects were refused
+
+
+@dataclass
+class ClusterPolicyRecord(PolicyRecord):
+    """A ClusterNetworkPolicy (SPEC 13): cluster-scoped (`namespace` is ""), with its tier and
+    priority. `firewall_policy` is its own policy (its Accept rules); `rules` names every rule it
+    emits, its Deny rules in the tier's deny policy included."""
+
+    tier: str = ""
+    priority: Optional[int] = None
+
+
+@dataclass
+class ConnectionStatus:
+    """One connection (a watch, or the config API) as shown on the introspect pages."""
+
+    name: str
+    url: str = ""
+    connected: bool = False
+    last_event_at: Optional[float] = None     # a watch: its last event or bookmark
+    last_progress_at: Optional[float] = None  # a watch: its last event, bookmark or completed list
+    last_error: str = ""
+    last_error_at: Optional[float] = None
+    reconnects: int = 0
+    resource_version: str = ""
+    initial_list_done: bool = False
+    # A custom resource the API server does not serve (CRD not installed): listed as empty, looked
+    # for again at each resync.
+    absent: bool = False
+
+
+@dataclass
+class LeaderStatus:
+    """Leader election as shown on `/Snh_LeaderElectionStatus`; kept current by the elector."""
+
+    enabled: bool = False
+    identity: str = ""
+    is_leader: bool = False
+    leader: str = ""          # the holder of the Lease as last read ("" when none)
+    namespace: str = ""
+    name: str = ""
+    transitions: int = 0      # times this instance became leader or stopped being leader
+    last_renew_at: Optional[float] = None
+    last_error: str = ""
+
+
+@dataclass
+class Database:
+    namespaces: Dict[str, NamespaceRecord] = field(default_factory=dict)
+    pods: Dict[Key, PodRecord] = field(default_factory=dict)
+    network_policies: Dict[Key, PolicyRecord] = field(default_factory=dict)
+    cluster_network_policies: Dict[str, ClusterPolicyRecord] = field(default_factory=dict)  # by name
+    # Contrail objects by resource type then fq_name: the translator's bodies (its live, read-only
+    # view), and what the config API holds (bodies as read back, with "uuid"; one that reads back
+    # exactly as desired is a `reconciler.compare.AsDesired` sharing the desired body).
+    desired: Mapping[str, Mapping[FqName, Mapping[str, Any]]] = field(default_factory=dict)
+    actual: Dict[str, Dict[FqName, Mapping[str, Any]]] = field(default_factory=dict)
+    # Selector tag -> the object it was hashed from (the translator's live view), to decode tags.
+    selectors: Mapping[str, Any] = field(default_factory=dict)
+    # Translation errors: {"kind", "namespace", "name", "reason"}
+    errors: List[Dict[str, str]] = field(default_factory=list)
+    # Objects whose last write the config API refused for good, (type, fq_name) -> the server's message
+    parked: Dict[Tuple[str, FqName], str] = field(default_factory=dict)
+    kube_connections: Dict[str, ConnectionStatus] = field(default_factory=dict)
+    vnc_connection: ConnectionStatus = field(default_factory=lambda: ConnectionStatus("config-api"))
+    leader: LeaderStatus = field(default_factory=LeaderStatus)
+    # Bumped by EventDispatcher whenever a Kubernetes record, and so possibly the desired state, changes:
+    # readers that derive something costly from both (introspect's explain index) rebuild it only
+    # when it moved.
+    generation: int = 0
+    started_at: float = field(default_factory=time.time)
+    loop_heartbeat_at: float = field(default_factory=time.time)

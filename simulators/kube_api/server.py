@@ -1,0 +1,365 @@
+"""An emulated Kubernetes API server, for the tests, the benchmarks and the demo mode.
+
+It serves a `KubeStore` (namespaces, pods, networking.k8s.io/v1 NetworkPolicies, and
+policy.networking.k8s.io/v1alpha2 ClusterNetworkPolicies while their CRD is installed, 404 before)
+over HTTP to the real `kubernetes` client, the way the real API server does where kube-manager can tell:
+- list: `GET /api/v1/namespaces`, `/api/v1/pods`, `/api/v1/namespaces/<ns>/pods`,
+  `/apis/networking.k8s.io/v1/networkpolicies` and the namespaced form,
+  `/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies` (CustomObjectsApi's), with
+  `metadata.resourceVersion`, and `limit` / `continue` paging;
+- watch: the same URLs with `?watch=true&resourceVersion=N&allowWatchBookmarks=true&timeoutSeconds=N`,
+  answered as a chunked stream of JSON lines `{"type", "object"}`; headers go out at once, bookmarks
+  come every `bookmark_interval` seconds and on demand, the stream ends cleanly after timeoutSeconds;
+  a compacted version is answered in-stream with an ERROR event carrying a 410 `Status`, as the real
+  server does;
+- get, create (POST), replace (PUT, with the resourceVersion precondition) and delete of one object,
+  so that the client's write calls work too; errors are `Status` objects;
+- `coordination.k8s.io/v1` Leases (`leases`), so that several daemons can elect a leader.
+
+Runs on gevent.pywsgi in the calling hub (`EmulatedApiServer`); `runner.EmulatorRunner` starts it
+in the background for blocking code. `python -m simulators.kube_api.server -f DIR` serves
+manifests from the command line.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import errno
+import json
+import logging
+import re
+import sys
+import time
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from urllib.parse import parse_qs
+
+from gevent.pywsgi import WSGIServer
+from gevent.queue import Empty
+
+from simulators.kube_api.leases import lease_route
+from simulators.kube_api.store import (CLOSE, DROP, FREEZE, ApiError, Bookmark, KubeStore,
+                                              Subscription, event_line, expired)
+from kube_manager.kube.resources import RESOURCES, Resource
+from kube_manager.observability.logging_setup import kv, setup_logging
+from kube_manager.offline.manifests import ManifestError, load_manifests
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BOOKMARK_INTERVAL = 60.0
+DEFAULT_WATCH_TIMEOUT = 1800  # the real server picks 30-60 min when the client gives none
+JSON_HEADERS = [("Content-Type", "application/json")]
+StartResponse = Callable[..., Callable[[bytes], None]]
+Route = Tuple[Resource, Optional[str], Optional[str]]  # resource, namespace, name
+
+
+def _routes() -> List[Tuple["re.Pattern[str]", Resource, bool]]:
+    """(pattern, resource, has namespace group) for every URL form served."""
+    routes = []
+    for res in RESOURCES.values():
+        routes.append((re.compile(rf"^{re.escape(res.api_prefix)}/{res.name}(?:/([^/]+))?$"), res,
+                       False))
+        if res.namespaced:
+            routes.append((re.compile(
+                rf"^{re.escape(res.api_prefix)}/namespaces/([^/]+)/{res.name}(?:/([^/]+))?$"), res,
+                True))
+    return routes
+
+
+ROUTES = _routes()
+
+
+def match_route(path: str) -> Optional[Route]:
+    for pattern, res, namespaced_url in ROUTES:
+        found = pattern.match(path)
+        if found:
+            if namespaced_url:
+                return res, found.group(1), found.group(2)
+            if res.namespaced and found.group(1):
+                return None  # /api/v1/pods/<name> does not exist
+            return res, None, found.group(1)
+    return None
+
+
+class _Query:
+    """The query parameters the API server honours here, validated as it does."""
+
+    def __init__(self, environ: Dict[str, Any]) -> None:
+        raw = parse_qs(environ.get("QUERY_STRING", ""))
+        self._values = {key: values[-1] for key, values in raw.items()}
+
+    def flag(self, name: str) -> bool:
+        return self._values.get(name, "").lower() in ("true", "1")
+
+    def integer(self, name: str) -> Optional[int]:
+        text = self._values.get(name, "")
+        if not text:
+            return None
+        try:
+            value = int(text)
+        except ValueError:
+            raise ApiError(400, "BadRequest", f"invalid {name}: {text!r}") from None
+        if value < 0:
+            raise ApiError(400, "BadRequest", f"invalid {name}: {text!r}")
+        return value
+
+    def text(self, name: str) -> str:
+        return self._values.get(name, "")
+
+
+def _encode_continue(list_rv: int, after: Tuple[str, str]) -> str:
+    raw = json.dumps({"rv": list_rv, "after": list(after)}).encode()
+    return base64.urlsafe_b64encode(raw).decode()
+
+
+def _decode_continue(token: str) -> Tuple[int, Tuple[str, str]]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token.encode()))
+        return int(data["rv"]), (str(data["after"][0]), str(data["after"][1]))
+    except (ValueError, KeyError, IndexError, TypeError, binascii.Error):
+        raise ApiError(400, "BadRequest", "invalid continue token") from None
+
+
+class EmulatorApp:
+    """The WSGI application: routes requests to a `KubeStore`."""
+
+    def __init__(self, store: KubeStore, bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL) -> None:
+        self.store = store
+        self.bookmark_interval = bookmark_interval
+
+    def __call__(self, environ: Dict[str, Any], start_response: StartResponse) -> Any:
+        path = environ.get("PATH_INFO", "")
+        method = environ.get("REQUEST_METHOD", "GET")
+        try:
+            if path in ("/healthz", "/livez", "/readyz"):
+                return _reply(start_response, "200 OK", b"ok", [("Content-Type", "text/plain")])
+            if path == "/version":
+                return _json(start_response, 200, {"major": "1", "minor": "30",
+                                                   "gitVersion": "v1.30.0-kube-manager-emulator"})
+            lease = lease_route(path)
+            if lease is not None:
+                return self._lease(method, *lease, environ, start_response)
+            route = match_route(path)
+            if route is None:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            return self._dispatch(method, route, _Query(environ), environ, start_response)
+        except ApiError as exc:
+            return _json(start_response, exc.code, exc.status())
+
+    def _dispatch(self, method: str, route: Route, query: _Query, environ: Dict[str, Any],
+                  start_response: StartResponse) -> Any:
+        res, namespace, name = route
+        store = self.store
+        if name is None and method == "GET":
+            if query.flag("watch"):
+                return self._watch(res, namespace, query, start_response)
+            return _json(start_response, 200, self._list(res, namespace, query))
+        if name is None and method == "POST":
+            return _json(start_response, 201, store.create(_body(environ, res, namespace)))
+        if name is not None and method == "GET":
+            return _json(start_response, 200, store.get(res.name, namespace or "", name))
+        if name is not None and method == "PUT":
+            body = _body(environ, res, namespace)
+            if body["metadata"].get("name") != name:
+                raise ApiError(400, "BadRequest", "the name of the object does not match the URL")
+            return _json(start_response, 200, store.update(body, check_version=True))
+        if name is not None and method == "DELETE":
+            return _json(start_response, 200, store.delete(res.name, namespace or "", name))
+        raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on {res.name}")
+
+    def _lease(self, method: str, namespace: str, name: str, environ: Dict[str, Any],
+               start_response: StartResponse) -> Any:
+        leases = self.store.leases
+        if not name and method == "POST":
+            return _json(start_response, 201, leases.create(namespace, _json_body(environ)))
+        if name and method == "GET":
+            return _json(start_response, 200, leases.get(namespace, name))
+        if name and method == "PUT":
+            return _json(start_response, 200, leases.replace(namespace, name, _json_body(environ)))
+        if name and method == "DELETE":
+            return _json(start_response, 200, leases.delete(namespace, name))
+        raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on leases")
+
+    def _list(self, res: Resource, namespace: Optional[str], query: _Query) -> Dict[str, Any]:
+        store = self.store
+        list_rv, after = store.resource_version, None
+        token = query.text("continue")
+        if token:
+            list_rv, after = _decode_continue(token)
+            if list_rv < store.compacted_resource_version:
+                raise expired("The provided continue parameter is too old to display a consistent "
+                              "list result. You can start a new list without the continue parameter.")
+        items = store.list(res.name, namespace)
+        if after is not None:
+            items = [i for i in items if _item_key(i) > after]
+        limit = query.integer("limit")
+        meta: Dict[str, Any] = {"resourceVersion": str(list_rv)}
+        if limit and len(items) > limit:
+            items = items[:limit]
+            meta["continue"] = _encode_continue(list_rv, _item_key(items[-1]))
+        for item in items:  # list items carry no kind, as from the real server
+            item.pop("kind", None)
+            item.pop("apiVersion", None)
+        return {"kind": res.list_kind, "apiVersion": res.api_version, "metadata": meta,
+                "items": items}
+
+    def _watch(self, res: Resource, namespace: Optional[str], query: _Query,
+               start_response: StartResponse) -> Any:
+        since = query.integer("resourceVersion")
+        timeout = query.integer("timeoutSeconds") or DEFAULT_WATCH_TIMEOUT
+        bookmarks = query.flag("allowWatchBookmarks")
+        try:
+            # Subscribing before any I/O: no event can slip between the replay and the queue.
+            replay, sub = self.store.subscribe(res.name, namespace, since)
+        except ApiError as exc:
+            if exc.code != 410:
+                raise
+            return _reply(start_response, "200 OK", event_line("ERROR", exc.status()), JSON_HEADERS)
+        write = start_response("200 OK", JSON_HEADERS + [("Cache-Control", "no-cache, private")])
+        write(b"")  # send the headers now: the client's call returns before the first event
+        return self._stream(res, replay, sub, timeout, bookmarks)
+
+    def _stream(self, res: Resource, replay: List[bytes], sub: Subscription, timeout: int,
+                bookmarks: bool) -> Iterator[bytes]:
+        deadline = time.monotonic() + timeout
+        next_bookmark = time.monotonic() + self.bookmark_interval
+        try:
+            yield from replay
+            while True:
+                now = time.monotonic()
+                if now >= deadline:
+                    return
+                wait = deadline - now
+                if bookmarks:
+                    wait = max(0.0, min(wait, next_bookmark - now))
+                try:
+                    item = sub.queue.get(timeout=wait)
+                except Empty:
+                    if bookmarks and time.monotonic() >= next_bookmark:
+                        next_bookmark = time.monotonic() + self.bookmark_interval
+                        yield self.store.bookmark_line(res, self.store.resource_version)
+                    continue
+                if item == DROP:
+                    # ECONNRESET makes pywsgi close the socket without the final chunk, silently.
+                    raise ConnectionResetError(errno.ECONNRESET, "watch dropped by the emulator")
+                if item == CLOSE:
+                    return
+                if item == FREEZE:
+                    while sub.queue.get() not in (DROP, CLOSE):
+                        pass  # stalled: what would have been sent is lost, the connection stays
+                    return
+                if isinstance(item, Bookmark):
+                    if bookmarks:
+                        yield self.store.bookmark_line(res, item.resource_version)
+                    continue
+                yield item
+        finally:
+            self.store.unsubscribe(sub)
+
+
+def _item_key(item: Dict[str, Any]) -> Tuple[str, str]:
+    meta = item["metadata"]
+    return meta.get("namespace", ""), meta["name"]
+
+
+def _json_body(environ: Dict[str, Any]) -> Any:
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        return json.loads(environ["wsgi.input"].read(length) or b"null")
+    except (ValueError, UnicodeDecodeError):
+        raise ApiError(400, "BadRequest", "the body is not valid JSON") from None
+
+
+def _body(environ: Dict[str, Any], res: Resource, namespace: Optional[str]) -> Dict[str, Any]:
+    body = _json_body(environ)
+    if not isinstance(body, dict):
+        raise ApiError(400, "BadRequest", "the body must be a JSON object")
+    body.setdefault("kind", res.kind)
+    if body.get("kind") != res.kind:
+        raise ApiError(400, "BadRequest", f"kind {body.get('kind')!r} sent to {res.name}")
+    meta = body.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        raise ApiError(400, "BadRequest", "metadata must be an object")
+    if namespace is not None:
+        if meta.get("namespace") not in (None, "", namespace):
+            raise ApiError(400, "BadRequest",
+                           "the namespace of the object does not match the namespace in the URL")
+        meta["namespace"] = namespace
+    return body
+
+
+def _reply(start_response: StartResponse, status: str, body: bytes,
+           headers: List[Tuple[str, str]]) -> List[bytes]:
+    start_response(status, headers + [("Content-Length", str(len(body)))])
+    return [body]
+
+
+_STATUS_TEXT = {200: "OK", 201: "Created", 400: "Bad Request", 404: "Not Found",
+                405: "Method Not Allowed", 409: "Conflict", 410: "Gone",
+                422: "Unprocessable Entity"}
+
+
+def _json(start_response: StartResponse, code: int, payload: Dict[str, Any]) -> List[bytes]:
+    body = json.dumps(payload, separators=(",", ":")).encode()
+    return _reply(start_response, f"{code} {_STATUS_TEXT.get(code, 'Error')}", body, JSON_HEADERS)
+
+
+class EmulatedApiServer:
+    """A `KubeStore` served over HTTP by gevent.pywsgi in the current gevent hub."""
+
+    def __init__(self, store: Optional[KubeStore] = None, host: str = "127.0.0.1", port: int = 0,
+                 bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL) -> None:
+        self.store = store if store is not None else KubeStore()
+        self.app = EmulatorApp(self.store, bookmark_interval)
+        self._server = WSGIServer((host, port), self.app, log=None, error_log=log)
+
+    def start(self) -> None:
+        """Bind and start serving (returns at once; the server runs in greenlets)."""
+        self._server.start()
+        log.info("emulated Kubernetes API server listening", extra=kv(url=self.url))
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.address[:2]
+        return f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+
+    def serve_forever(self) -> None:
+        """Serve until `stop` (or an interrupt), blocking the calling greenlet."""
+        self._server.serve_forever()
+
+    def stop(self, timeout: float = 1.0) -> None:
+        """Stop listening and end every open watch."""
+        self.store.drop_watches()
+        self._server.stop(timeout=timeout)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Serve manifests until interrupted: `python -m simulators.kube_api.server -f examples/`."""
+    parser = argparse.ArgumentParser(prog="python -m simulators.kube_api.server",
+                                     description="Emulated Kubernetes API server")
+    parser.add_argument("-f", "--filename", action="append", default=[], metavar="PATH",
+                        help="manifest file or directory (repeatable)")
+    parser.add_argument("--listen", default="127.0.0.1:8080", metavar="HOST:PORT")
+    parser.add_argument("--bookmark-interval", type=float, default=DEFAULT_BOOKMARK_INTERVAL)
+    args = parser.parse_args(argv)
+    setup_logging(logging.INFO)
+    host, _, port = args.listen.rpartition(":")
+    try:
+        manifests = load_manifests(args.filename)
+        server = EmulatedApiServer(host=host.strip("[]") or "127.0.0.1", port=int(port),
+                                   bookmark_interval=args.bookmark_interval)
+        server.store.load(manifests)
+        server.start()
+    except (ManifestError, ApiError, ValueError, OSError) as exc:
+        print(f"emulator: {exc}", file=sys.stderr)
+        return 2
+    print(server.url, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""The `run` command as operators use it: the demo main job, exit statuses, clean stops, and the
+gevent monkey-patching happening before any network library is imported."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from kube_manager.offline.manifests import load_manifests
+from kube_manager.translator import translate
+from tests.support.e2e_support import DaemonProcess, closed_port, write_config
+from tests.support.waiting import wait_until
+from tests.support.paths import EXAMPLES
+
+pytestmark = pytest.mark.slow  # seconds per test: out of the inner loop
+
+EXAMPLES = str(EXAMPLES / "demo")
+RUN = [sys.executable, "-m", "kube_manager", "run"]
+
+
+def test_demo_once_converges_the_examples_and_exits_0():
+    result = subprocess.run(RUN + ["--demo", EXAMPLES, "--once", "--http-server-port", "0"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    manifests = load_manifests([EXAMPLES])
+    translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies).to_dict()
+    objects = (len(translation["tags"]) + len(translation["address_groups"]) + len(translation["firewall_rules"])
+               + len(translation["firewall_policies"]) + 1)
+    converged = [line for line in result.stderr.splitlines() if "msg=converged" in line]
+    assert converged, result.stderr[-3000:]
+    assert f"created={objects} " in converged[0] and "updated=0 " in converged[0]
+    assert f"tagged={len(manifests.pods)} " in converged[0]
+
+
+def test_a_term_begins_before_the_initial_lists_are_in_and_its_resync_after():
+    """Restart time (issue 12): the term's reconciler is connected before the initial lists are
+    in (here at once: no election), so that its first listings go out while they are translated;
+    its resync waits for them, and the run converges."""
+    result = subprocess.run(RUN + ["--demo", EXAMPLES, "--once", "--http-server-port", "0", "--leader-elect", "false"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stderr.splitlines()
+
+    def first(text: str) -> int:
+        return next(i for i, line in enumerate(lines) if text in line)
+    assert first("leading: start-up resync") < first("initial lists done") < first("resync done") < first("converged")
+
+
+def test_a_bad_value_stops_start_up_with_status_2_naming_the_key():
+    result = subprocess.run(RUN + ["--vnc-endpoint-port", "99999"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "vnc_endpoint_port" in result.stderr and "99999" in result.stderr
+
+
+def test_a_log_file_that_cannot_be_opened_stops_start_up_with_status_2_naming_the_key(tmp_path):
+    log_file = tmp_path / "no-such-dir" / "km.log"
+    result = subprocess.run(RUN + ["--log-file", str(log_file)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert f"configuration error: [DEFAULTS] log_file: cannot open '{log_file}'" in result.stderr, result.stderr
+
+
+def test_sigterm_stops_cleanly_with_status_0_even_while_waiting_for_the_api_server(tmp_path):
+    config = write_config(str(tmp_path / "kube-manager.conf"), "127.0.0.1", closed_port(), "embedded", 0)
+    daemon = DaemonProcess(config)
+    try:
+        wait_until(lambda: daemon.metric("kube_manager_watch_restarts_total") >= 1, "a failed watch retried",
+                   timeout=60)
+        assert daemon.stop() == 0  # within STOP_LIMIT seconds
+    finally:
+        daemon.kill()
+
+
+def test_run_patches_gevent_before_any_network_library_is_imported():
+    probe = textwrap.dedent("""\
+        import sys
+        import kube_manager.cli.main as cli
+        early = [m for m in ("ssl", "urllib3", "requests", "kubernetes") if m in sys.modules]
+        cli.build_parser(["run"])  # imports kube_manager.cli.cmd_run, as `contrail-kube-manager run` does
+        from gevent import monkey
+        import ssl, requests, kubernetes
+        print(early, monkey.is_module_patched("socket"), monkey.is_module_patched("ssl"))
+        """)
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["[]", "True", "True"]
+    assert "MonkeyPatchWarning" not in result.stderr
