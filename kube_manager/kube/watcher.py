@@ -21,7 +21,8 @@ sharing one `ApiClient`. The cycle is the one client-go's reflector uses:
    it is DELETED), is logged once as a WARNING, and is looked for again every `absent_recheck`
    seconds and at each `look_again` (the daemon's resyncs); once served, it is listed and watched.
 
-Events go to `on_event(resource, event_type, obj)`:
+Events go to `on_event(resource, event_type, obj)` (in the daemon, `EventDispatcher.on_event`
+itself: the watcher calls downstream only):
 - `ADDED` / `MODIFIED` / `DELETED` with `obj` a plain dict in API-server form, trimmed to what the
   translator reads (the kind's trimmer, `kube_manager/handlers/`); normalised against what this
   watcher has seen (`kube/seen.py`): ADDED once per object lifetime, MODIFIED only on a change,

@@ -28,7 +28,7 @@ How a key is handled (one worker per key at a time, see `workqueue` and `executo
   changes or the next resync.
 - Make before break, on top of plain existence: gates.py.
 
-A resync (at start, then every `kube_timer_interval`) lists our objects once per type plus all VMIs,
+A resync (resync.py; at start, then every `kube_timer_interval`) lists our objects once per type plus all VMIs,
 replaces what we believed with what is there (keeping what was written since the listing began), and
 queues every key whose desired and actual differ: drift is repaired, leftovers are garbage-collected.
 """
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import logging
 import time
-from contextlib import closing
 from typing import AbstractSet, Any, Dict, Iterable, List, Optional, Protocol, Set, Tuple, Union
 
 import gevent.event
@@ -46,20 +45,19 @@ from kube_manager.observability.logging_setup import kv
 from kube_manager.settings import ReconcilerSettings
 from kube_manager.translator.changes import RefChange
 from kube_manager.translator.published import DesiredState
-from kube_manager.plumbing.gcpolicy import collector_paused, freeze_young
 from vnc_client.errors import VncError, WriteRefused, is_temporary
 from vnc_client.ratelimit import ExponentialRateLimiter, half_jitter
 
 from .actual import ActualState, describe_key
-from .ahead import Ahead, ahead
 from .diff import ObjKey, Progress
 from .executor import Executor
 from .gates import Gates
-from .paging import PageWalk
-from .ownership import OWNED_TYPES, SHARED_TYPES, OwnershipMarks, list_type
+from .ownership import OWNED_TYPES, SHARED_TYPES, OwnershipMarks
 from .pod_worker import PodKeyWorker
-from .pods import VMI, PodKey, PodTagger, VmiApi
+from .pods import PodKey, PodTagger, VmiApi
 from .progress import ACTIVE, BLOCKED, ProgressBook
+from .resync import Resync
+from .view import KeyView
 from .workqueue import WorkQueue
 from .shared import Bookkeeping, Counters
 from .writer import ObjectApi, ObjectWriter
@@ -70,15 +68,8 @@ __all__ = ["ConfigApiCalls", "Counters", "Reconciler", "StateListener"]
 
 # Order in which a resync queues keys: what others refer to first, so fewer keys park.
 _RANK = {t: n for n, t in enumerate(OWNED_TYPES)}
-# Order in which a resync lists them (after the VMIs): the largest listings first, so that the
-# config API renders the next one while the reconciler folds in the last.
-_LIST_ORDER = ("firewall-rule", "firewall-policy", "tag", "address-group", "application-policy-set")
-assert sorted(_LIST_ORDER) == sorted(OWNED_TYPES)
 
 WorkKey = Union[ObjKey, PodKey]
-# Seconds the first listings of a restart are given to go out before the initial lists are
-# translated: a connect and a request to a config API on the same LAN take well under that.
-LISTINGS_SEND_GRACE = 0.01
 
 
 class ConfigApiCalls(ObjectApi, VmiApi, Protocol):
@@ -100,8 +91,6 @@ class KeyHandler(Protocol):
         """The `kind` label of the reconcile-duration metric."""
 
     def handle(self, key: Any) -> None: ...
-
-    def may_appear(self, key: Any) -> bool: ...
 
     def activated(self, key: Any) -> None: ...
 
@@ -149,12 +138,15 @@ class Reconciler:
         self.aps_key, self.denyall_key = self.gates.aps_key, self.gates.denyall_key
         self.actual = ActualState(db, desired, self.gates.indexes, self._book.notify)
         books = Bookkeeping(self.actual, self._book, self.queue, self.counters)
-        self.objects = ObjectWriter(client, marks, self, books)
+        view = KeyView(self.actual, self._book, self.gates)
+        self.objects = ObjectWriter(client, marks, view, books)
         self.conflicts = self.objects.conflicts
-        tagger = PodTagger(client, db, self, self._managed_tag, self._tier_hold)
+        tagger = PodTagger(client, db, desired, view)
+        view.pod_referrers = tagger.referrers
         self.pods = PodKeyWorker(tagger, self.gates, books, settings)
         self._synced_once = gevent.event.Event()
-        self._listings: Optional[Tuple[int, PageWalk[Any], Ahead[Any]]] = None  # the first resync's, sent early
+        self.resyncs = Resync(client, desired, marks, settings, books, self.pods, db.parked, lambda: db.pods,
+                              self._enqueue, _order, self._resynced, observer)
 
     # --- driving -------------------------------------------------------------------------------
 
@@ -168,24 +160,14 @@ class Reconciler:
         """Leadership lost: queued and in-flight work is dropped, never completed (the client's
         write gate already refuses every write of this term)."""
         log.warning("reconciler abandoned its work", extra=kv(queued=len(self.queue), scheduled=self.queue.scheduled))
-        if self._listings is not None:
-            self._listings[2].close()
-            self._listings = None
+        self.resyncs.abandon()
         self.executor.abandon()
 
     def initial_lists_in(self) -> None:
         """Every first Kubernetes list is in and about to be translated: the first resync's first
-        listings (the VMIs and the firewall rules, the largest) are sent now, so that the config API
-        renders them while this process translates; their answers are read when the resync wants
-        them. At 15,000 NetworkPolicies the rules' listing took 2 s of a restart's 7.5 s after the
-        translation; now it is mostly rendered by the time the translation ends."""
-        if self._synced_once.is_set() or self._listings is not None:
-            return
-        self._listings = self._list_all(head_start=2)
-        # A moment for the requests to go out (connect, send) before this process translates for
-        # seconds without yielding; one turn of the hub was not always enough for a connect, and a
-        # request still unsent by then merely goes out after the translation, as before.
-        gevent.sleep(LISTINGS_SEND_GRACE)
+        listings go out now (resync.py, `Resync.send_early`)."""
+        if not self._synced_once.is_set():
+            self.resyncs.send_early()
 
     def objects_changed(self, keys: Iterable[ObjKey]) -> None:
         """The desired bodies of `keys` changed (created, modified or gone)."""
@@ -215,63 +197,14 @@ class Reconciler:
             self._enqueue(key)
 
     def resync(self) -> int:
-        """List what the config API holds, repair and garbage-collect; returns the keys queued."""
-        started = time.monotonic()
-        listings, self._listings = self._listings, None
-        since, walk, listed = listings or self._list_all()
-        # Each page is folded in (and dropped) in turn, the next page under way meanwhile (the
-        # config API renders it while we fold); decoded listings hold no reference cycles for the
-        # collector to look for. What the fold builds lives until the next resync: it is frozen at
-        # the end in one young pass, not walked by the young and middle passes that the first
-        # allocations after the pause would start (0.4 s of a 15,000-NetworkPolicy restart).
-        with collector_paused():
-            queued = self._fold_and_queue(walk, listed, since)
-            freeze_young()
-        if self._observer is not None:
-            self._observer.reconciled("resync", time.monotonic() - started)
-        log.info("resync done", extra=kv(queued=queued, owned=self.actual.count(),
-                                         desired=sum(map(len, self.desired.objects.values())),
-                                         seconds=round(time.monotonic() - started, 3)))
-        return queued
+        """List what the config API holds, repair and garbage-collect; returns the keys queued
+        (resync.py)."""
+        return self.resyncs.run()
 
-    def _fold_and_queue(self, walk: PageWalk[Any], listed: Ahead[Any], since: int) -> int:
-        """The resync's listings folded in, a page at a time; every key that is not settled queued
-        (how many)."""
-        with closing(listed) as answers:
-            self.pods.load(walk.pages(answers, VMI), since)
-            for obj_type in _LIST_ORDER:
-                self.actual.load(obj_type, walk.pages(answers, obj_type), since)
-        self.counters.reads += walk.count
-        self.actual.loaded(since)
-        self._book.deferred.clear()
-        self.db.parked.clear()  # a resync tries parked keys again
-        # Only what is to be queued is sorted (queue order matters; after a restart with nothing
-        # changed, nothing is queued, and sorting every key was a tenth of the resync).
-        unsettled = self.actual.unsettled()
-        for key in sorted(unsettled, key=_order):
-            self._enqueue(key)
-        tagger = self.pods.tagger
-        untagged: List[PodKey] = []
-        for pod in self.pods.keys(self.db.pods):
-            if tagger.needs_work(pod.pod):
-                untagged.append(pod)
-            else:
-                tagger.mark(pod.pod, SYNCED)
-        for pod in sorted(untagged):
-            self._enqueue(pod)
+    def _resynced(self) -> None:
+        """A resync is in: changes are handled one by one from now on, every state may have moved."""
         self._synced_once.set()
         self._push_states(everything=True)
-        return len(unsettled) + len(untagged)
-
-    def _list_all(self, head_start: int = 0) -> Tuple[int, PageWalk[Any], Ahead[Any]]:
-        """A resync's listings (the VMIs, then each type) a page at a time (reconciler/paging.py),
-        `head_start` page calls started at once; with the `since` of their `load`s."""
-        since = self.actual.begin_listing()
-        fields = self.actual.compared_fields()  # the translator's fields: known before it translates
-        limit = self.settings.list_page_limit
-        walk: PageWalk[Any] = PageWalk([(VMI, self.pods.tagger.vmi_pages(limit)), *(
-            (t, list_type(self.client, self.marks, t, fields.get(t), limit)) for t in _LIST_ORDER)])
-        return since, walk, ahead(walk.calls(), head_start)
 
     # --- state for others ----------------------------------------------------------------------
 
@@ -341,29 +274,6 @@ class Reconciler:
         if self._on_states is not None:
             self._on_states.states_changed(self, None if everything else changed)
 
-    # --- diff.View -----------------------------------------------------------------------------
-
-    def present(self, key: ObjKey) -> bool:
-        return self.actual.present(key)
-
-    def progress(self, waiter: WorkKey, key: WorkKey) -> Progress:
-        return self._book.progress(waiter, key, self._handler(key).may_appear(key))
-
-    def gate_add(self, holder: ObjKey, ref_field: str, target: ObjKey) -> Optional[WorkKey]:
-        return self.gates.gate_add(self.actual, holder, ref_field, target)
-
-    def gate_remove(self, holder: ObjKey, ref_field: str) -> Optional[ObjKey]:
-        return self.gates.gate_remove(self.actual, holder)
-
-    def gate_write(self, key: ObjKey) -> Optional[WorkKey]:
-        return self.gates.gate_write(self.actual, key)
-
-    def referrers(self, key: ObjKey) -> List[WorkKey]:
-        found: List[WorkKey] = list(self.actual.referrers(key))
-        if key[0] == "tag" and len(key[1]) == 1:
-            found.extend(self.pods.tagger.referrers(key[1][0]))
-        return found
-
     # --- handling one key ----------------------------------------------------------------------
 
     def _handler(self, key: WorkKey) -> KeyHandler:
@@ -431,15 +341,6 @@ class Reconciler:
 
     def _deferred_shared_delete(self, key: WorkKey) -> bool:
         return key in self._book.deferred and key[0] in SHARED_TYPES and self.actual.desired(key) is None
-
-    def _tier_hold(self, removed: AbstractSet[str]) -> Tuple[Set[str], List[ObjKey]]:
-        """Tags a pod keeps for now, and what it waits for to drop them (tiers.py)."""
-        return self.gates.tiers.hold(self.actual, removed)
-
-    def _managed_tag(self, tag: str) -> bool:
-        """Tags a pod's VMI may lose: ours, or wanted by us (another cluster's are left alone)."""
-        key = ("tag", (tag,))
-        return self.actual.get(key) is not None or self.actual.desired(key) is not None
 
 
 def _order(key: WorkKey) -> tuple:

@@ -68,9 +68,6 @@ class PodKeyWorker:
             books.queue.add_after(key, self._backoff.when(key))
             books.progress.set(key, BLOCKED)
 
-    def may_appear(self, key: PodKey) -> bool:
-        return True  # a pod waited for is there to be tagged
-
     def activated(self, key: PodKey) -> None:
         """Queued to be tagged: the deny rules using the tags it lacks wait for it."""
         self._gates.tagging(key, self.tagger.missing(key.pod))

@@ -26,6 +26,7 @@ from typing import (AbstractSet, Any, Callable, Dict, FrozenSet, Iterable, Itera
 
 from kube_manager.records.db import HOST_NETWORK, NO_VM, PENDING, RETRYING, SYNCED, Database, Key
 from kube_manager.observability.logging_setup import kv
+from kube_manager.translator.published import DesiredState
 from vnc_client.errors import NotFound
 
 from .compare import own_copy, tag_key
@@ -204,16 +205,27 @@ class PodOutcome:
     holding: List[ObjKey] = field(default_factory=list)  # tier deny objects old tags are kept for
 
 
-class PodTagger:
-    """Brings the tags of one pod's VMIs to the pod's desired tags (`db.pods[key].tags`)."""
+class TaggerView(View, Protocol):
+    """`diff.View`, and which tags a pod's VMI may lose (view.py's `KeyView` fits)."""
 
-    def __init__(self, client: VmiApi, db: Database, view: View, managed: Callable[[str], bool],
-                 hold: Callable[[AbstractSet[str]], Tuple[Set[str], List[ObjKey]]]) -> None:
+    def managed_tag(self, tag: str) -> bool:
+        """Ours, or wanted by us (another cluster's are left alone)."""
+
+    def tier_hold(self, removed: AbstractSet[str]) -> Tuple[Set[str], List[ObjKey]]:
+        """Of the tags a pod is to lose, those kept for now, and until what is written (tiers.py)."""
+
+
+class PodTagger:
+    """Brings the tags of one pod's VMIs to the pod's desired tags: the translator's, read from the
+    published desired state (`DesiredState.pod_tags`), for the pods Kubernetes knows (`db.pods`:
+    their uid, and whether they are on the node's network)."""
+
+    def __init__(self, client: VmiApi, db: Database, desired: DesiredState, view: TaggerView) -> None:
         self._client = client
         self._db = db
+        self._desired = desired
         self._view = view
-        self._managed = managed
-        self._hold = hold  # of the tags a pod is to lose, those kept for now, and until what is written
+        self._managed = view.managed_tag
         self.index = VmiIndex()
 
     def vmi_pages(self, page_limit: int) -> Iterator[List[Dict[str, Any]]]:
@@ -225,10 +237,9 @@ class PodTagger:
         """Refresh the index with a listing of every VMI (`vmi_pages`)."""
         log.info("listed VMIs", extra=kv(count=self.index.load(pages, kept)))
 
-    def tags(self, key: Key) -> Optional[List[str]]:
-        """The tags the pod is to carry (None for an unknown pod)."""
-        record = self._db.pods.get(key)
-        return record.tags if record is not None else None
+    def _tags(self, key: Key) -> Tuple[str, ...]:
+        """The tags the pod is to carry (none for a pod the translator rejected)."""
+        return self._desired.pod_tags(key) or ()
 
     def untaggable(self, key: Key) -> bool:
         """A host-network pod: nothing to tag, nothing to wait for."""
@@ -241,7 +252,7 @@ class PodTagger:
         if record is None:
             return None
         vmis = self.index.vmis_of(record.uid)
-        return [t for t in record.tags if not vmis or any(t not in self.index.tags[v] for v in vmis)]
+        return [t for t in self._tags(key) if not vmis or any(t not in self.index.tags[v] for v in vmis)]
 
     def needs_work(self, key: Key) -> bool:
         """Whether the pod's known VMIs differ from its desired tags (or none are known)."""
@@ -249,7 +260,7 @@ class PodTagger:
         if record is None:
             return False
         vmis = self.index.vmis_of(record.uid)
-        desired = set(record.tags)
+        desired = set(self._tags(key))
         # a VMI carrying exactly the desired tags needs no change (the common case, decided at C speed)
         return not vmis or any(self.index.tags[v] != desired and tag_changes(self.index.tags[v], desired, self._managed)
                                for v in vmis)
@@ -260,7 +271,7 @@ class PodTagger:
         result = []
         for vmi in self.index.by_tag.get(tag, ()):
             key = uid_to_key.get(self.index.vm_of.get(vmi, ""))
-            if key is not None and tag not in self._db.pods[key].tags:
+            if key is not None and tag not in self._tags(key):
                 result.append(pod_key(*key))
         return result
 
@@ -287,7 +298,7 @@ class PodTagger:
             record.vmi_error = f"no virtual-machine {record.uid} with an interface in the config API yet"
             return PodOutcome(done=False)
         waiter = pod_key(*key)
-        desired = set(record.tags)
+        desired = set(self._tags(key))
         outcome = PodOutcome(done=True)
         missing = {t for t in desired if not self._view.present(tag_key(t))}
         for tag in sorted(missing):
@@ -296,7 +307,7 @@ class PodTagger:
         if outcome.pending:
             record.tagging = PENDING
             return outcome
-        kept, outcome.holding = self._hold({t for v in vmis for t in self.index.tags[v] - desired
+        kept, outcome.holding = self._view.tier_hold({t for v in vmis for t in self.index.tags[v] - desired
                                             if _split(t)[0] == LABEL_TYPE and self._managed(t)})
         for vmi in vmis:
             changes = tag_changes(self.index.tags[vmi], desired, self._managed, skip=missing | kept)

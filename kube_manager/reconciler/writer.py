@@ -56,7 +56,8 @@ class ObjectApi(Lister, Protocol):
 
 
 class WriterView(diff.View, Protocol):
-    """`diff.View`, and the make-before-break gate of a rule update (gates.py)."""
+    """`diff.View`, and the make-before-break gate of a rule update (gates.py): a narrow view
+    (view.py's `KeyView`), never the reconciler that owns the writer."""
 
     def gate_write(self, key: ObjKey) -> Optional[ObjKey]:
         """What an update of `key` waits for (None: nothing)."""
@@ -94,10 +95,6 @@ class ObjectWriter:
             self._progress.set(key, None)
         else:
             self._progress.park(key, step.pending, step.blocked, ACTIVE if step.pending else BLOCKED)
-
-    def may_appear(self, key: ObjKey) -> bool:
-        """Whether something will (or does) exist under `key`."""
-        return self._actual.desired(key) is not None or self._actual.present(key)
 
     def activated(self, key: ObjKey) -> None:
         """Nothing waits on an object being queued, beyond its progress state."""

@@ -142,6 +142,7 @@ class Daemon:
         log.info("config API", extra=kv(url=self.vnc_url, embedded=settings.vnc.embedded,
                                         keystone=settings.auth.keystone))
         self._start_introspect()
+        self._spawn(self._await_lists)
         self.leadership.start(self._start_watchers(self._kubernetes_url()))
         self._spawn(self._heartbeat)
 
@@ -218,7 +219,7 @@ class Daemon:
         api_client, endpoint = build_api_client(self.settings.kubernetes, emulated_url)
         self.kube_url = endpoint.url
         self._running.stoppers.append(api_client.close)
-        watchers = make_watchers(api_client, self.pipeline.kinds, self._on_event, self.db, metrics=self.metrics,
+        watchers = make_watchers(api_client, self.pipeline.kinds, self.cache.on_event, self.db, metrics=self.metrics,
                                  settings=dataclasses.replace(self.settings.watch,
                                                               absent_recheck=self.settings.reconciler.resync_interval))
         self._look_again = [watcher.look_again for watcher in watchers]  # absent CRDs, at each resync
@@ -248,15 +249,12 @@ class Daemon:
 
     # --- running -----------------------------------------------------------------------------
 
-    def _on_event(self, resource: str, event_type: str, obj: dict) -> None:
-        try:
-            self.cache.on_event(resource, event_type, obj)
-        finally:  # whatever one event did, the lists, once in, are in (SPEC 7)
-            if self.cache.initial_lists_done and not self._lists_done.is_set():
-                self._lists_in()
-
-    def _lists_in(self) -> None:
-        """The first list of every resource is in (and translated), leader or not."""
+    def _await_lists(self) -> None:
+        """Once the first list of every resource is in (and translated), leader or not: the
+        watchers deliver to the dispatcher directly, which says so (`lists_applied`)."""
+        gevent.wait([self.cache.lists_applied, self._stop], count=1)
+        if not self.cache.lists_applied.is_set():
+            return  # stopped first
         log.info("initial lists done", extra=kv(
             namespaces=len(self.db.namespaces), pods=len(self.db.pods),
             network_policies=len(self.db.network_policies),

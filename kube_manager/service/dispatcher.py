@@ -25,6 +25,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, Iterable, List, Optional, Protocol, Set, Tuple
 
+import gevent.event
+
 from kube_manager.records.db import Database, Key, ObjKey
 from kube_manager.plumbing.gcpolicy import collector_paused
 from kube_manager.handlers import KINDS
@@ -71,6 +73,9 @@ class EventDispatcher:
         # (packed: see kube_manager/plumbing/packed.py, the whole cluster is held here at start)
         self._held: Optional[Dict[str, List[Tuple[str, Held]]]] = {}
         self._releasing = False  # the held events are about to be applied (the sink is told first)
+        # Set once every first list is in and applied, whatever one event did (SPEC 7): the daemon
+        # waits on it, so it is never in the path of an event.
+        self.lists_applied = gevent.event.Event()
         db.desired = translator.published().objects  # live, read-only view
         db.selectors = translator.selectors()  # live, read-only view
 
@@ -96,13 +101,17 @@ class EventDispatcher:
                 held, self._held = self._held, None
                 # The whole cluster at once, and no reference cycles in it: a collection during it
                 # would only walk (and, as the heap grows, walk again) what is about to live for good
-                # (its caller settles it: `gcpolicy.settle`). At 15,000 NetworkPolicies the young
-                # and full passes were half the time of the initial lists' application.
-                with collector_paused():
-                    for name in self._kinds.names():
-                        for held_type, held_obj in held.pop(name, ()):
-                            self._apply(name, held_type, unpack(held_obj))
-                    self.flush()
+                # (the daemon settles it once `lists_applied` is set: `gcpolicy.settle`). At 15,000
+                # NetworkPolicies the young and full passes were half the time of the initial lists'
+                # application.
+                try:
+                    with collector_paused():
+                        for name in self._kinds.names():
+                            for held_type, held_obj in held.pop(name, ()):
+                                self._apply(name, held_type, unpack(held_obj))
+                        self.flush()
+                finally:
+                    self.lists_applied.set()
             return
         if event_type not in (ADDED, MODIFIED, DELETED):
             return

@@ -116,7 +116,7 @@ class ClusterTranslator:
         self._explicit_namespaces: Dict[str, NamespaceInfo] = {}
         self._namespace_users: Dict[str, int] = {}  # pods and policies of each namespace
         aps_refs, deny_refs = self._create_cluster_objects(renderer.application_tag)
-        self._published = DesiredState(self._store.by_type, live=track_changes)
+        self._published = DesiredState(self._store.by_type, live=track_changes, pod_tags=self._pod_tags.tags)
         self._network_policies = NetworkPolicies(renderer, self._index, self._shared, self._store, aps_refs,
                                                  deny_refs, self._rejections, self._marks, self._log,
                                                  self._published)

@@ -3,7 +3,8 @@
 Besides the bodies (`objects`: resource type -> fq_name -> body), it carries the two facts the
 reconciler needs to order its writes (make before break, SPEC 7) that bodies alone do not say:
 which NetworkPolicy's firewall policy each deny rule of `<cluster>-denyall` protects
-(`deny_owner`), and which tags the endpoints of each firewall policy use (`policy_tags`). The
+(`deny_owner`), and which tags the endpoints of each firewall policy use (`policy_tags`); and the
+tags each pod's interfaces must carry (`pod_tags`). The
 translator keeps them as it applies each policy's rendering, so the reconciler never asks anyone
 upstream: data flows one way, translator -> reconciler.
 
@@ -28,8 +29,10 @@ class DesiredState:
     # translated (bodies.FIELDS).
     fields: Mapping[str, FrozenSet[str]] = FIELDS
 
-    def __init__(self, objects: Mapping[str, Mapping[FqName, Body]], live: bool = True) -> None:
+    def __init__(self, objects: Mapping[str, Mapping[FqName, Body]], live: bool = True,
+                 pod_tags: Optional[Mapping[PolicyKey, Tuple[str, ...]]] = None) -> None:
         self._objects = objects
+        self._pod_tags = pod_tags if pod_tags is not None else {}  # live: the translator's own map
         # False: not kept up to date (a bulk translation, whose state nobody reconciles) until the
         # translator is asked for it and fills it from its renderings (ClusterTranslator.published).
         self.live = live
@@ -45,6 +48,11 @@ class DesiredState:
 
     def get(self, resource_type: str, fq_name: FqName) -> Optional[Body]:
         return self._objects.get(resource_type, {}).get(fq_name)
+
+    def pod_tags(self, pod: PolicyKey) -> Optional[Tuple[str, ...]]:
+        """The sorted `type=value` tags the pod's VMIs must carry, as of the last flush; None for
+        a pod unknown or rejected."""
+        return self._pod_tags.get(pod)
 
     def deny_owner(self, rule: FqName) -> Optional[FqName]:
         """The firewall policy of the NetworkPolicy whose deny rule `rule` is."""
