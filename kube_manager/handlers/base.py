@@ -1,22 +1,21 @@
-"""What every kind's handler shares: the records, the translator it feeds, the error bookkeeping.
+"""What every kind's handler shares: the records it writes and the translator it feeds.
 
 A handler (one per kind, see `kube_manager/kube/kinds.py`) turns the kind's watch events into the
-`Database` records the introspect pages show and into translator input; after each translator
-flush it brings its records up to date from the change report. `db.errors` is the translator's
-list of rejections, read again (once per flush, by the dispatcher) only when a handler says some
-error may have come or gone (`Context.errors_stale`), so that a quiet large cluster costs nothing.
+`Database` records of what Kubernetes said, which it alone writes, and into translator input. What
+became of them (objects, errors, states) is the status book's (`kube_manager/status/`), fed
+downstream by the translator's change report and the reconciler's progress: a handler reads
+nothing back after a flush and is never called by the reconciler.
 
 Handlers read objects defensively: a malformed field is shown as empty (the translator rejects the
 object with a reason), so that one bad object never stops the events after it (SPEC 7).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Mapping, Optional, Set
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional
 
-from kube_manager.records.db import Database, Key, ObjKey
-from kube_manager.kube.kinds import StateSource
-from kube_manager.translator import Changes, ClusterTranslator
+from kube_manager.records.db import Database, Key
+from kube_manager.translator import ClusterTranslator
 from kube_manager.translator.validation import metadata_problem
 
 _META_KEYS = ("name", "namespace", "uid", "labels", "resourceVersion")
@@ -28,19 +27,6 @@ class Context:
 
     db: Database
     translator: ClusterTranslator
-    errors_stale: bool = False  # some error may have come or gone since the last read
-    # Keys rejected as of the last read of the errors, by kind ("Pod": {(namespace, name)}).
-    rejected: Dict[str, Set[Key]] = field(default_factory=dict)
-
-    def read_errors(self) -> None:
-        """Read the translator's errors again if some may have changed."""
-        if not self.errors_stale:
-            return
-        self.errors_stale = False
-        self.db.errors = errors = self.translator.errors()
-        self.rejected = {}
-        for error in errors:
-            self.rejected.setdefault(error["kind"], set()).add((error["namespace"], error["name"]))
 
 
 def mapping(value: Any) -> Dict[str, Any]:
@@ -59,10 +45,16 @@ def namespaced_key(obj: Mapping[str, Any]) -> Key:
     return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
 
 
-def trim_metadata(obj: Mapping[str, Any]) -> Dict[str, Any]:
-    """The metadata every trimmer keeps: identity, labels and version."""
+def generation_of(obj: Mapping[str, Any]) -> Optional[int]:
+    """metadata.generation, if the server gave one."""
+    generation = metadata(obj).get("generation")
+    return generation if isinstance(generation, int) and not isinstance(generation, bool) else None
+
+
+def trim_metadata(obj: Mapping[str, Any], *extra: str) -> Dict[str, Any]:
+    """The metadata every trimmer keeps: identity, labels and version; and the `extra` keys."""
     meta = metadata(obj)
-    return {key: meta[key] for key in _META_KEYS if meta.get(key) is not None}
+    return {key: meta[key] for key in _META_KEYS + extra if meta.get(key) is not None}
 
 
 def validate_namespaced(obj: Mapping[str, Any]) -> Optional[str]:
@@ -88,11 +80,4 @@ class Handler:
     def failed(self, obj: Dict[str, Any], exc: Exception) -> None:
         """Rejected with the exception (logged once, with its name), shown on the pages."""
         self.translator.reject(self.kind, *self.key(obj), exc)
-        self.context.errors_stale = True
-
-    def flushed(self, changes: Changes) -> None:
-        """Nothing to refresh by default."""
-
-    def states_changed(self, source: StateSource, keys: Optional[Iterable[ObjKey]]) -> None:
-        """No record with a sync state by default."""
 

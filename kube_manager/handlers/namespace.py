@@ -29,14 +29,12 @@ class NamespaceHandler(Handler):
         return "", str(metadata(obj).get("name") or "")
 
     def upsert(self, obj: Dict[str, Any]) -> None:
-        self.context.errors_stale = True  # rare: a namespace created or relabelled
         meta = metadata(obj)
         name = self.key(obj)[1]
         self.db.namespaces[name] = NamespaceRecord(str(meta.get("uid") or ""), name, dict(mapping(meta.get("labels"))))
         self.translator.upsert_namespace(obj)
 
     def delete(self, obj: Dict[str, Any]) -> None:
-        self.context.errors_stale = True
         name = self.key(obj)[1]
         self.db.namespaces.pop(name, None)
         self.translator.delete_namespace(name)

@@ -26,12 +26,9 @@ Adding a kind (ClusterNetworkPolicy is next) is one record, one handler and one 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Protocol, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Protocol, Tuple
 
 from kube_manager.kube.resources import Resource
-
-if TYPE_CHECKING:
-    from kube_manager.translator import Changes
 
 # api_client -> the official client's list function for the kind (called with watch=True to watch).
 Lister = Callable[[Any], Callable[..., Any]]
@@ -41,14 +38,13 @@ Trimmer = Callable[[Dict[str, Any]], Dict[str, Any]]
 Validator = Callable[[Mapping[str, Any]], Optional[str]]
 
 
-class StateSource(Protocol):
-    """Sync state of one Contrail object `(resource type, fq_name)` (the reconciler's `state_of`)."""
-
-    def state_of(self, key: Tuple[str, Tuple[str, ...]]) -> str: ...
-
-
 class KindHandler(Protocol):
     """Turns one kind's events into records and translator input (one per kind and pipeline)."""
+
+    kind: str  # the Kubernetes kind, as the records' status and the translator's rejections name it
+
+    def key(self, obj: Mapping[str, Any]) -> Tuple[str, str]:
+        """The object's (namespace, name); ("", name) when cluster-scoped."""
 
     def upsert(self, obj: Dict[str, Any]) -> None:
         """An object was added or modified (already trimmed and validated)."""
@@ -59,12 +55,6 @@ class KindHandler(Protocol):
     def failed(self, obj: Dict[str, Any], exc: Exception) -> None:
         """Handling `obj` raised `exc` (or its validator refused it): record it as rejected."""
 
-    def flushed(self, changes: "Changes") -> None:
-        """The translator flushed: bring the kind's records up to date from its change report."""
-
-    def states_changed(self, source: StateSource, keys: Optional[Iterable[Tuple[str, Tuple[str, ...]]]]) -> None:
-        """The reconciler pushed: the sync states of `keys` (of every object, when None) may have
-        changed; bring the records' states up to date."""
 
 
 # The handlers' shared context -> the kind's handler.

@@ -4,8 +4,10 @@ Level-triggered (SPEC section 7). Events only say *which* keys to look at; what 
 decided by comparing the desired body (the translator's published, read-only `DesiredState`) with
 the object actually in the config API (`db.actual`, our owned objects as listed at start and as we
 wrote them since). Data flows one way: the reconciler reads the desired state and never asks
-anyone upstream (which NetworkPolicy a deny rule protects is part of that state), and it pushes the
-sync states it owns to its `StateListener` as they change.
+anyone upstream (which NetworkPolicy a deny rule protects is part of that state), and it pushes its
+progress downstream to the status book as it changes (`kube_manager/status/protocol.py`'s
+`SyncProgress`: the keys whose sync state may have changed, with `SyncStates`, the read-only view
+that answers for them; and the pods' tagging states).
 
 The rooms: `Reconciler` (here) takes the events, runs the resync and hands each work-queue key to
 its handler: `(resource type, fq_name)` keys to `ObjectWriter` (writer.py: plan and write one
@@ -36,13 +38,14 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import AbstractSet, Any, Dict, Iterable, List, Optional, Protocol, Set, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Protocol, Union
 
 import gevent.event
 
 from kube_manager.records.db import PARKED, PENDING, RETRYING, SYNCED, Database, Key
 from kube_manager.observability.logging_setup import kv
 from kube_manager.settings import ReconcilerSettings
+from kube_manager.status.protocol import SyncProgress
 from kube_manager.translator.changes import RefChange
 from kube_manager.translator.published import DesiredState
 from vnc_client.errors import VncError, WriteRefused, is_temporary
@@ -64,7 +67,7 @@ from .writer import ObjectApi, ObjectWriter
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ConfigApiCalls", "Counters", "Reconciler", "StateListener"]
+__all__ = ["ConfigApiCalls", "Counters", "Reconciler", "SyncStates"]
 
 # Order in which a resync queues keys: what others refer to first, so fewer keys park.
 _RANK = {t: n for n, t in enumerate(OWNED_TYPES)}
@@ -76,11 +79,26 @@ class ConfigApiCalls(ObjectApi, VmiApi, Protocol):
     """The config API calls the reconciler makes (vnc_client.client.VncClient fits)."""
 
 
-class StateListener(Protocol):
-    """Where the reconciler pushes sync states as they change (the kind handlers, for the pages)."""
+class SyncStates:
+    """Where each object's write stands, read-only: what the reconciler hands downstream with the
+    keys whose state may have changed (status/protocol.py's `ObjectStates`)."""
 
-    def states_changed(self, source: "Reconciler", keys: Optional[Iterable[ObjKey]]) -> None:
-        """The `state_of` of `keys` may have changed (of every key, when None)."""
+    def __init__(self, parked: Mapping[Any, str], book: ProgressBook, synced_once: gevent.event.Event) -> None:
+        self._parked = parked
+        self._book = book
+        self._synced_once = synced_once
+
+    def state_of(self, key: ObjKey) -> str:
+        """`synced`, `pending`, `retrying` or `parked`: what the introspect pages show for one object
+        (by the invariant of `Reconciler.converged`, a key without a progress state is settled)."""
+        if key in self._parked:
+            return PARKED
+        status = self._book.status(key)
+        if status == BLOCKED or key in self._book.deferred:
+            return RETRYING
+        if status == ACTIVE or not self._synced_once.is_set():
+            return PENDING
+        return SYNCED
 
 
 class KeyHandler(Protocol):
@@ -111,14 +129,14 @@ class Reconciler:
     """Keeps `db.actual` (and the config API) equal to the translator's published desired state;
     see the module docstring.
 
-    The pipeline (kube_manager/service/pipeline.py) calls `objects_changed` / `pods_changed` with the keys
-    the translator reported, after the records (`db.pods[..].tags`) follow; sync states are pushed
-    to `on_states` as they change.
+    The event dispatcher (kube_manager/service/dispatcher.py) calls `objects_changed` /
+    `pods_changed` with the keys the translator reported; progress is pushed to `status` as it
+    changes.
     """
 
     def __init__(self, client: ConfigApiCalls, db: Database, desired: DesiredState, marks: OwnershipMarks,
-                 settings: Optional[ReconcilerSettings] = None, observer: Optional[Observer] = None,
-                 on_states: Optional[StateListener] = None) -> None:
+                 status: SyncProgress, settings: Optional[ReconcilerSettings] = None,
+                 observer: Optional[Observer] = None) -> None:
         settings = settings or ReconcilerSettings()
         self.client = client
         self.db = db
@@ -127,7 +145,7 @@ class Reconciler:
         self.counters = Counters()
         self.desired = desired
         self._observer = observer
-        self._on_states = on_states
+        self._status = status
         self.queue: WorkQueue[WorkKey] = WorkQueue(on_depth=observer.queue_depth if observer else None)
         self.executor: Executor[WorkKey] = Executor(
             self.queue, self._handle, concurrency=settings.concurrency,
@@ -141,10 +159,11 @@ class Reconciler:
         view = KeyView(self.actual, self._book, self.gates)
         self.objects = ObjectWriter(client, marks, view, books)
         self.conflicts = self.objects.conflicts
-        tagger = PodTagger(client, db, desired, view)
+        tagger = PodTagger(client, db, desired, view, status)
         view.pod_referrers = tagger.referrers
         self.pods = PodKeyWorker(tagger, self.gates, books, settings)
         self._synced_once = gevent.event.Event()
+        self.states = SyncStates(db.parked, self._book, self._synced_once)
         self.resyncs = Resync(client, desired, marks, settings, books, self.pods, db.parked, lambda: db.pods,
                               self._enqueue, _order, self._resynced, observer)
 
@@ -238,16 +257,8 @@ class Reconciler:
         return False
 
     def state_of(self, key: ObjKey) -> str:
-        """`synced`, `pending`, `retrying` or `parked`: what the introspect pages show for one object
-        (by the invariant of `converged`, a key without a progress state is settled)."""
-        if key in self.db.parked:
-            return PARKED
-        status = self._book.status(key)
-        if status == BLOCKED or key in self._book.deferred:
-            return RETRYING
-        if status == ACTIVE or not self._synced_once.is_set():
-            return PENDING
-        return SYNCED
+        """`synced`, `pending`, `retrying` or `parked` (`SyncStates`)."""
+        return self.states.state_of(key)
 
     def figures(self) -> Dict[str, int]:
         """Writes by operation and objects owned: what the logs report."""
@@ -268,11 +279,10 @@ class Reconciler:
         return found
 
     def _push_states(self, everything: bool = False) -> None:
-        """Tell `on_states` which keys' `state_of` may have changed since the last push (every
+        """Tell the status book which keys' state may have changed since the last push (every
         key's after a resync); called at the end of each entry point, so the pages follow at once."""
         changed = self._book.pop_changes()
-        if self._on_states is not None:
-            self._on_states.states_changed(self, None if everything else changed)
+        self._status.objects_progressed(self.states, None if everything else changed)
 
     # --- handling one key ----------------------------------------------------------------------
 

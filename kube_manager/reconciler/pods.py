@@ -14,7 +14,9 @@ VM from the CNI: its handler records that, and it is left alone. A label tag tha
 ClusterNetworkPolicy tier deny rule in the config API still uses is kept (the pod's new tags are
 added at once) until the tier deny rules are written as desired, then dropped (tiers.py).
 
-A pod's tagging state (`PodRecord.tagging`, shown as its VMI state) has one writer: `PodTagger`.
+A pod's tagging state (shown as its VMI state) is decided by `PodTagger` alone and pushed downstream
+to the status book (`SyncProgress.pod_tagged`), which writes it into the pod's record; the tagger
+reads it back from there (`settled`) to tell convergence.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from typing import (AbstractSet, Any, Callable, Dict, FrozenSet, Iterable, Itera
 
 from kube_manager.records.db import HOST_NETWORK, NO_VM, PENDING, RETRYING, SYNCED, Database, Key
 from kube_manager.observability.logging_setup import kv
+from kube_manager.status.protocol import SyncProgress
 from kube_manager.translator.published import DesiredState
 from vnc_client.errors import NotFound
 
@@ -220,10 +223,12 @@ class PodTagger:
     published desired state (`DesiredState.pod_tags`), for the pods Kubernetes knows (`db.pods`:
     their uid, and whether they are on the node's network)."""
 
-    def __init__(self, client: VmiApi, db: Database, desired: DesiredState, view: TaggerView) -> None:
+    def __init__(self, client: VmiApi, db: Database, desired: DesiredState, view: TaggerView,
+                 status: SyncProgress) -> None:
         self._client = client
         self._db = db
         self._desired = desired
+        self._status = status  # where the tagging states go (the status book writes them)
         self._view = view
         self._managed = view.managed_tag
         self.index = VmiIndex()
@@ -283,9 +288,8 @@ class PodTagger:
     def mark(self, key: Key, state: str, error: str = "") -> None:
         """The tagging state of pod `key`, when decided outside a sync (a failed or parked try, or a
         resync that found its VMIs as they should be)."""
-        record = self._db.pods.get(key)
-        if record is not None:
-            record.tagging, record.vmi_error = state, error
+        if key in self._db.pods:
+            self._status.pod_tagged(key, state, error)
 
     def sync(self, key: Key) -> PodOutcome:
         """One attempt at tagging the pod `key`; raises the client's errors for the caller to retry."""
@@ -294,8 +298,7 @@ class PodTagger:
             return PodOutcome(done=True)  # deleted (the CNI removes its VMIs), or no VMI to tag
         vmis = self.index.vmis_of(record.uid) or self._discover(record.uid)
         if not vmis:
-            record.tagging = NO_VM
-            record.vmi_error = f"no virtual-machine {record.uid} with an interface in the config API yet"
+            self._status.pod_tagged(key, NO_VM, f"no virtual-machine {record.uid} with an interface in the config API yet")
             return PodOutcome(done=False)
         waiter = pod_key(*key)
         desired = set(self._tags(key))
@@ -305,7 +308,7 @@ class PodTagger:
             state = self._view.progress(waiter, tag_key(tag))
             (outcome.pending if state is Progress.PENDING else outcome.blocked).append(tag_key(tag))
         if outcome.pending:
-            record.tagging = PENDING
+            self._status.pod_tagged(key, PENDING)
             return outcome
         kept, outcome.holding = self._view.tier_hold({t for v in vmis for t in self.index.tags[v] - desired
                                             if _split(t)[0] == LABEL_TYPE and self._managed(t)})
@@ -323,15 +326,14 @@ class PodTagger:
             log.info("tagged pod VMI", extra=kv(pod=f"{key[0]}/{key[1]}", fq_name=self.index.names.get(vmi, ""),
                                                  uuid=vmi, changes=",".join(sorted(changes))))
         if outcome.blocked:
-            record.tagging = RETRYING
-            record.vmi_error = "tags not created yet: " + ", ".join(sorted(":".join(k[1]) for k in outcome.blocked))
+            self._status.pod_tagged(key, RETRYING, "tags not created yet: " + ", ".join(
+                sorted(":".join(k[1]) for k in outcome.blocked)))
             outcome.done = False
         elif outcome.holding:
-            record.tagging = PENDING
-            record.vmi_error = "keeps " + ", ".join(sorted(kept)) + " until the tier deny rules using them are written"
+            self._status.pod_tagged(key, PENDING, "keeps " + ", ".join(sorted(kept))
+                                    + " until the tier deny rules using them are written")
         else:
-            record.tagging = SYNCED
-            record.vmi_error = ""
+            self._status.pod_tagged(key, SYNCED, "")
         return outcome
 
     def _discover(self, vm_uuid: str) -> List[str]:

@@ -1,11 +1,13 @@
 """The in-memory database of kube-manager: what Kubernetes told us, what we want in Contrail, what
 Contrail has, and how the connections are doing.
 
-Each piece has one writer: the kind handlers (kube_manager/handlers) the Kubernetes records, the
-translator the desired objects (a live read-only view), the reconciler the actual objects, the
-parked writes and the pods' tagging states, and it pushes object sync states to the handlers,
-which write the NetworkPolicy states; the introspect server only reads. Everything runs in one
-gevent loop, so no locks.
+Each record type has one writer, named in its docstring (docs/architecture.md, "The rooms", has
+the table): what Kubernetes said is the kind handlers' (kube_manager/handlers); what became of it
+(the objects a policy emits, its errors, its sync state, a pod's tags and tagging state) is the
+status book's (kube_manager/status), fed downstream by the translator's change report and the
+reconciler's progress; what the config API holds and refused is the reconciler's; the connections'
+and the leader's are their owners'. Everyone else, the introspect server first, only reads.
+Everything runs in one gevent loop, so no locks.
 """
 from __future__ import annotations
 
@@ -52,39 +54,61 @@ class Packed:
 
 @dataclass
 class NamespaceRecord:
+    """A namespace as Kubernetes gave it. Writer: the namespace handler."""
+
     uid: str
     name: str
     labels: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
+class PodStatus:
+    """What became of a pod: the tags its VMIs must carry (the translator's) and how tagging them
+    goes (the reconciler's). Writer: the status book (kube_manager/status)."""
+
+    tags: List[str] = field(default_factory=list)  # "type=value" its VMIs must carry
+    tagging: str = PENDING  # pending | synced | retrying | parked | no-vm
+    vmi_error: str = ""
+
+
+@dataclass
 class PodRecord:
+    """A pod as Kubernetes gave it. Writer: the pod handler; its `status` is the status book's."""
+
     uid: str
     namespace: str
     name: str
     ip: Optional[str] = None
     labels: Mapping[str, str] = field(default_factory=dict)  # read-only: shared with the translator
     manifest: Packed = Packed()  # the trimmed object the translator reads
-    tags: List[str] = field(default_factory=list)           # "type=value" its VMIs must carry
-    # Written by the reconciler alone: pending | synced | retrying | parked | no-vm
-    tagging: str = PENDING
-    vmi_error: str = ""
     host_network: bool = False                              # spec.hostNetwork: never tagged
+    status: PodStatus = field(default_factory=PodStatus)
+
+    @property
+    def tags(self) -> List[str]:
+        return self.status.tags
+
+    @property
+    def tagging(self) -> str:
+        return self.status.tagging
+
+    @property
+    def vmi_error(self) -> str:
+        return self.status.vmi_error
 
     @property
     def vmi_state(self) -> str:
         """What the pages show: `host-network` for such a pod (a Kubernetes fact, shown even where
         nothing is tagged: a standby), else the reconciler's tagging state."""
-        return HOST_NETWORK if self.host_network else self.tagging
+        return HOST_NETWORK if self.host_network else self.status.tagging
 
 
 @dataclass
-class PolicyRecord:
-    uid: str
-    namespace: str
-    name: str
-    spec: Packed = Packed()
-    manifest: Packed = Packed()
+class PolicyStatus:
+    """What became of a policy: the objects it emits, why any part of it was refused, and where
+    writing them stands. Writer: the status book (kube_manager/status), from the translator's
+    change report and the reconciler's progress."""
+
     firewall_policy: List[str] = field(default_factory=list)  # fq_name
     rules: List[str] = field(default_factory=list)            # rule names, sequence order
     state: str = PENDING
@@ -93,10 +117,45 @@ class PolicyRecord:
 
 
 @dataclass
+class PolicyRecord:
+    """A NetworkPolicy as Kubernetes gave it. Writer: its kind's handler; its `status` is the
+    status book's."""
+
+    uid: str
+    namespace: str
+    name: str
+    spec: Packed = Packed()
+    manifest: Packed = Packed()
+    generation: Optional[int] = None  # metadata.generation: what a status reports it observed
+    status: PolicyStatus = field(default_factory=PolicyStatus)
+
+    @property
+    def firewall_policy(self) -> List[str]:
+        return self.status.firewall_policy
+
+    @property
+    def rules(self) -> List[str]:
+        return self.status.rules
+
+    @property
+    def state(self) -> str:
+        return self.status.state
+
+    @property
+    def errors(self) -> List[str]:
+        return self.status.errors
+
+    @property
+    def write_errors(self) -> List[str]:
+        return self.status.write_errors
+
+
+@dataclass
 class ClusterPolicyRecord(PolicyRecord):
     """A ClusterNetworkPolicy (SPEC 13): cluster-scoped (`namespace` is ""), with its tier and
     priority. `firewall_policy` is its own policy (its Accept rules); `rules` names every rule it
-    emits, its Deny rules in the tier's deny policy included."""
+    emits, its Deny rules in the tier's deny policy included. Writer: its handler; its `status`
+    is the status book's."""
 
     tier: str = ""
     priority: Optional[int] = None
@@ -104,7 +163,8 @@ class ClusterPolicyRecord(PolicyRecord):
 
 @dataclass
 class ConnectionStatus:
-    """One connection (a watch, or the config API) as shown on the introspect pages."""
+    """One connection (a watch, or the config API) as shown on the introspect pages. Writer: its
+    owner (a watch's: its watcher; the config API's: `ConfigApiObserver`)."""
 
     name: str
     url: str = ""
@@ -123,7 +183,7 @@ class ConnectionStatus:
 
 @dataclass
 class LeaderStatus:
-    """Leader election as shown on `/Snh_LeaderElectionStatus`; kept current by the elector."""
+    """Leader election as shown on `/Snh_LeaderElectionStatus`. Writer: the elector."""
 
     enabled: bool = False
     identity: str = ""
@@ -138,27 +198,32 @@ class LeaderStatus:
 
 @dataclass
 class Database:
+    """Every record, by kind; each field's writer is named beside it."""
+
+    # The kind handlers' (each its own kind's).
     namespaces: Dict[str, NamespaceRecord] = field(default_factory=dict)
     pods: Dict[Key, PodRecord] = field(default_factory=dict)
     network_policies: Dict[Key, PolicyRecord] = field(default_factory=dict)
     cluster_network_policies: Dict[str, ClusterPolicyRecord] = field(default_factory=dict)  # by name
     # Contrail objects by resource type then fq_name: the translator's bodies (its live, read-only
-    # view), and what the config API holds (bodies as read back, with "uuid"; one that reads back
-    # exactly as desired is a `reconciler.compare.AsDesired` sharing the desired body).
+    # view, set once by the event dispatcher), and what the config API holds (the reconciler's:
+    # bodies as read back, with "uuid"; one that reads back exactly as desired is a
+    # `reconciler.compare.AsDesired` sharing the desired body).
     desired: Mapping[str, Mapping[FqName, Mapping[str, Any]]] = field(default_factory=dict)
     actual: Dict[str, Dict[FqName, Mapping[str, Any]]] = field(default_factory=dict)
     # Selector tag -> the object it was hashed from (the translator's live view), to decode tags.
     selectors: Mapping[str, Any] = field(default_factory=dict)
-    # Translation errors: {"kind", "namespace", "name", "reason"}
+    # Translation errors: {"kind", "namespace", "name", "reason"}. The status book's.
     errors: List[Dict[str, str]] = field(default_factory=list)
-    # Objects whose last write the config API refused for good, (type, fq_name) -> the server's message
+    # Objects whose last write the config API refused for good, (type, fq_name) -> the server's
+    # message. The reconciler's.
     parked: Dict[Tuple[str, FqName], str] = field(default_factory=dict)
-    kube_connections: Dict[str, ConnectionStatus] = field(default_factory=dict)
+    kube_connections: Dict[str, ConnectionStatus] = field(default_factory=dict)  # each its watcher's
     vnc_connection: ConnectionStatus = field(default_factory=lambda: ConnectionStatus("config-api"))
     leader: LeaderStatus = field(default_factory=LeaderStatus)
-    # Bumped by EventDispatcher whenever a Kubernetes record, and so possibly the desired state, changes:
+    # Bumped by the event dispatcher (its one writer) whenever a Kubernetes record, and so possibly the desired state, changes:
     # readers that derive something costly from both (introspect's explain index) rebuild it only
     # when it moved.
     generation: int = 0
-    started_at: float = field(default_factory=time.time)
+    started_at: float = field(default_factory=time.time)  # the daemon's
     loop_heartbeat_at: float = field(default_factory=time.time)

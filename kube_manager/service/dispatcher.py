@@ -1,16 +1,18 @@
-"""Watch events in, records and translator input out, the reconciler told what changed.
+"""Watch events in, records and translator input out, the status book and the reconciler told what changed.
 
-The daemon's one consumer of Kubernetes events (`on_event`, the watchers' callback): it dispatches
-each event to its kind's handler (`kube_manager/handlers/`, one per kind of the registry), which
-updates the `Database` records the introspect pages show and feeds the incremental
-`ClusterTranslator`; then it flushes the translator once, lets every handler refresh its records
-from the change report, and passes the report to the reconciler, which only ever hears about real
-differences. `db.desired` is the translator's live desired state. An event of a kind that is not
-registered is a `KindError`, never some default kind's.
+The daemon's one consumer of Kubernetes events (`on_event`, which the watchers call directly): it
+dispatches each event to its kind's handler (`kube_manager/handlers/`, one per kind of the
+registry), which updates the kind's `Database` records and feeds the incremental
+`ClusterTranslator`, and tells the status book which object the event touched; then it flushes the
+translator once and hands the change report downstream, once each: to the status book
+(`kube_manager/status/`), which brings the records' status parts up to date, and to the
+reconciler, which only ever hears about real differences. Every call goes downstream.
+`db.desired` is the translator's live desired state. An event of a kind that is not registered is
+a `KindError`, never some default kind's.
 
 Cost: one event costs in proportion to what it changed. Records are refreshed from the change
 report after one translator flush per event (never a flush per object read), and `db.errors` is
-read again only when some error may have come or gone (see `handlers/base.py`). The initial lists
+read again only when some error may have come or gone (see `status/book.py`). The initial lists
 are applied in bulk: every held event goes into the translator first, then one flush renders each
 NetworkPolicy once.
 
@@ -31,10 +33,11 @@ from kube_manager.records.db import Database, Key, ObjKey
 from kube_manager.plumbing.gcpolicy import collector_paused
 from kube_manager.handlers import KINDS
 from kube_manager.handlers.base import Context
-from kube_manager.kube.kinds import KindError, KindHandler, KindRegistry, StateSource
+from kube_manager.kube.kinds import KindError, KindHandler, KindRegistry
 from kube_manager.kube.watcher import ADDED, DELETED, LISTED, MODIFIED, RELISTED
 from kube_manager.observability.logging_setup import kv
 from kube_manager.plumbing.packed import Held, pack, unpack
+from kube_manager.status.book import DELETED as RECORD_DELETED, FAILED, UPSERTED, StatusBook
 from kube_manager.translator import Changes, ClusterTranslator, RefChange
 from kube_manager.translator.validation import InvalidInput
 
@@ -58,8 +61,9 @@ class EventDispatcher:
     """Keeps the DB and the translator in step with watch events; see the module docstring."""
 
     def __init__(self, db: Database, translator: ClusterTranslator, sink: Optional[ChangeSink] = None,
-                 kinds: KindRegistry = KINDS) -> None:
+                 kinds: KindRegistry = KINDS, status: Optional[StatusBook] = None) -> None:
         self.db = db
+        self.status = status if status is not None else StatusBook(db, translator)
         self._kinds = kinds
         self._context = Context(db, translator)
         self._handlers: Dict[str, KindHandler] = {}
@@ -126,18 +130,22 @@ class EventDispatcher:
     def _apply(self, resource: str, event_type: str, obj: Dict[str, Any]) -> None:
         self.db.generation += 1  # the records change now, the desired state at the next flush
         handler = self._handlers[resource]
+        done = RECORD_DELETED
         try:
             if event_type == DELETED:
                 handler.delete(obj)
-                return
-            validator = self._kinds[resource].validator
-            assert validator is not None  # checked when registered
-            problem = validator(obj)
-            if problem:
-                raise InvalidInput(problem)
-            handler.upsert(obj)
+            else:
+                validator = self._kinds[resource].validator
+                assert validator is not None  # checked when registered
+                problem = validator(obj)
+                if problem:
+                    raise InvalidInput(problem)
+                handler.upsert(obj)
+                done = UPSERTED
         except Exception as exc:  # the refusal, or the last line of defence: a bug, confined to this object
             handler.failed(obj, exc)
+            done = FAILED
+        self.status.applied(handler.kind, handler.key(obj), done)
 
     @property
     def initial_lists_done(self) -> bool:
@@ -145,11 +153,9 @@ class EventDispatcher:
         return self._held is None
 
     def flush(self) -> Changes:
-        """Take the translator's change report, update the records, tell the sink."""
+        """Take the translator's change report; hand it to the status book, then to the sink."""
         changes = self.translator.flush()
-        for handler in self._handlers.values():
-            handler.flushed(changes)
-        self._context.read_errors()
+        self.status.translated(changes)
         if not changes:
             return changes
         if self.sink is not None:
@@ -157,11 +163,3 @@ class EventDispatcher:
             self.sink.objects_changed(changes.added + changes.changed + changes.removed)
             self.sink.pods_changed(changes.pods)
         return changes
-
-    # --- pushed by the reconciler --------------------------------------------------------------
-
-    def states_changed(self, source: StateSource, keys: Optional[Iterable[ObjKey]]) -> None:
-        """The reconciler's `StateListener`: the records with a sync state follow (see the handlers)."""
-        changed = None if keys is None else list(keys)
-        for handler in self._handlers.values():
-            handler.states_changed(source, changed)

@@ -2,11 +2,12 @@
 
 ```
 watchers --events--> EventDispatcher --each kind's handler--> records (db) + ClusterTranslator
-ClusterTranslator --change report--> Reconciler (reads the published DesiredState) --writes--> client
-Reconciler --sync states, pushed--> the handlers' records (NetworkPolicy states on the pages)
+ClusterTranslator --change report--> StatusBook (the records' status parts, db.errors)
+                  --change report--> Reconciler (reads the published DesiredState) --writes--> client
+Reconciler --progress, pushed--> StatusBook (policies' sync states, pods' tagging states)
 ```
 
-`build_pipeline` makes the standing part (DB, translator, kinds' handlers); it is what the daemon,
+`build_pipeline` makes the standing part (DB, translator, kinds' handlers, status book); it is what the daemon,
 the tests and the benchmarks start from, so none of them wires the pieces by hand. A reconciler is
 connected for each term as leader (`connect`) and dropped when the term ends (`disconnect`); in
 between (a standby) the pipeline runs up to the translator and writes nothing.
@@ -26,6 +27,7 @@ from kube_manager.kube.kinds import Kind, KindRegistry
 from kube_manager.reconciler.core import ConfigApiCalls, Observer, Reconciler
 from kube_manager.reconciler.ownership import OwnershipMarks
 from kube_manager.settings import ReconcilerSettings
+from kube_manager.status.book import StatusBook
 from kube_manager.translator import ClusterTranslator
 from kube_manager.translator.published import DesiredState
 
@@ -36,6 +38,7 @@ class Pipeline:
     kinds: KindRegistry
     translator: ClusterTranslator
     cache: EventDispatcher  # the event dispatcher: each kind's handler, the flush, the change report
+    status: StatusBook  # the records' status parts, fed by the change report and the reconciler
     reconciler: Optional[Reconciler] = None  # the current term's, if any
 
     @property
@@ -46,11 +49,11 @@ class Pipeline:
     def connect(self, client: ConfigApiCalls, settings: Optional[ReconcilerSettings] = None,
                 observer: Optional[Observer] = None) -> Reconciler:
         """A reconciler writing through `client`: told the translator's changes from now on,
-        pushing the sync states it owns to the records. It starts idle (`start`, `resync`)."""
+        pushing its progress to the status book. It starts idle (`start`, `resync`)."""
         self.disconnect()
         translator = self.translator
         reconciler = Reconciler(client, self.db, self.desired, OwnershipMarks(translator.owner, translator.cluster_name),
-                                settings, observer, on_states=self.cache)
+                                self.status, settings, observer)
         self.cache.sink = self.reconciler = reconciler
         return reconciler
 
@@ -69,4 +72,5 @@ def build_pipeline(cluster_name: str = "k8s", owner: str = "k8s", *, kinds: Iter
     registry = KindRegistry(kinds)
     db = db if db is not None else Database()
     translator = ClusterTranslator(cluster_name, owner)
-    return Pipeline(db, registry, translator, EventDispatcher(db, translator, kinds=registry))
+    status = StatusBook(db, translator)
+    return Pipeline(db, registry, translator, EventDispatcher(db, translator, kinds=registry, status=status), status)

@@ -129,13 +129,13 @@ def test_sync_state_follows_the_states_of_its_objects() -> None:
     cache.on_event(CNP, "ADDED", cluster_policy("deny-tcp", ingress=[DENY_ALL_TCP]))
     cache.on_event(CNP, "ADDED", cluster_policy("bad", tier="Middle"))
     states = States()
-    cache.states_changed(states, None)
+    cache.status.objects_progressed(states, None)
     assert db.cluster_network_policies["deny-tcp"].state == SYNCED
     assert db.cluster_network_policies["bad"].state == REJECTED
     rule = ("firewall-rule", (PM, "k8s--cnp-deny-tcp-ingress-0-0-0-0"))
     states.of[rule] = PARKED
     db.parked[rule] = "BadRequest: refused"
-    cache.states_changed(states, [rule])
+    cache.status.objects_progressed(states, [rule])
     record = db.cluster_network_policies["deny-tcp"]
     assert record.state == PARKED and record.write_errors == [
         "firewall-rule default-policy-management:k8s--cnp-deny-tcp-ingress-0-0-0-0: BadRequest: refused"]

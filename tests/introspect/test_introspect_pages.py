@@ -232,7 +232,7 @@ def test_policy_detail_shows_spec_rules_in_order_and_tags(app):
 
 
 def test_policy_detail_finds_deny_rules_by_name_when_the_record_lists_only_pass_rules(db, app):
-    db.network_policies[("shop", "allow-monitoring")].rules = [R_MONITORING]
+    db.network_policies[("shop", "allow-monitoring")].status.rules = [R_MONITORING]
     data = get_json(app, "/Snh_NetworkPolicyDetail?namespace=shop&name=allow-monitoring&format=json")
     detail = data["network_policy"]
     assert names(detail["firewall_rules"]) == [R_MONITORING, R_MON_DENY]

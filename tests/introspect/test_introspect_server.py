@@ -168,7 +168,7 @@ def test_no_secret_appears_on_any_page(db):
     db.vnc_connection.url = f"https://{SECRETS[2]}:{SECRETS[1]}@10.0.0.5:8082"
     db.vnc_connection.last_error = f"401 for X-Auth-Token: {SECRETS[0]} (password={SECRETS[3]})"
     db.kube_connections["pods"].last_error = f"Authorization: Bearer {SECRETS[0]}"
-    db.pods[("tools", "debug")].vmi_error = f"auth failed for {SECRETS[2]}/{SECRETS[1]}"
+    db.pods[("tools", "debug")].status.vmi_error = f"auth failed for {SECRETS[2]}/{SECRETS[1]}"
 
     def probe():
         raise RuntimeError(f"keystone said no to {SECRETS[2]} with {SECRETS[1]}")

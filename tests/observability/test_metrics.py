@@ -4,7 +4,7 @@ from __future__ import annotations
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kube_manager.records.db import Database, PodRecord, PolicyRecord, REJECTED, SYNCED
+from kube_manager.records.db import Database, PodRecord, PodStatus, PolicyRecord, PolicyStatus, REJECTED, SYNCED
 from kube_manager.observability.metrics import Metrics
 
 
@@ -53,9 +53,9 @@ def test_database_gauges_follow_the_db_at_each_scrape():
     db = Database(loop_heartbeat_at=100.0)
     db.actual = {"firewall-rule": {("default-policy-management", "r1"): {}, ("default-policy-management", "r2"): {}}}
     db.desired = {"firewall-rule": {("default-policy-management", "r1"): {}}, "tag": {("a=b",): {}}}
-    db.network_policies[("ns", "good")] = PolicyRecord("u1", "ns", "good", state=SYNCED)
-    db.network_policies[("ns", "bad")] = PolicyRecord("u2", "ns", "bad", state=REJECTED)
-    db.pods[("ns", "p")] = PodRecord("u3", "ns", "p", tagging="no-vm")
+    db.network_policies[("ns", "good")] = PolicyRecord("u1", "ns", "good", status=PolicyStatus(state=SYNCED))
+    db.network_policies[("ns", "bad")] = PolicyRecord("u2", "ns", "bad", status=PolicyStatus(state=REJECTED))
+    db.pods[("ns", "p")] = PodRecord("u3", "ns", "p", status=PodStatus(tagging="no-vm"))
     # Two errors of one policy count it once: the gauge counts objects, not reasons.
     db.errors = [
         {"kind": "NetworkPolicy", "namespace": "ns", "name": "bad", "reason": "bad CIDR"},

@@ -514,7 +514,7 @@ def test_policy_states_are_pushed_by_the_reconciler_for_the_objects_whose_state_
     assert {r.state for r in db.network_policies.values()} == {PENDING}  # pushed by the resync
     s.converge()
     assert {r.state for r in db.network_policies.values()} == {SYNCED}  # nobody asked: pushed
-    db.network_policies[("b", "from-team")].state = "untouched"
+    db.network_policies[("b", "from-team")].status.state = "untouched"
     s.cluster.apply(policy("a", "allow-client", allow_from("client", "web", port=8443)))
     assert db.network_policies[("a", "allow-client")].state == PENDING  # at once, with the event
     wait_green(s.rec.converged, "convergence")

@@ -175,13 +175,13 @@ def test_policy_states_come_from_the_states_of_their_objects():
     class Source:
         def state_of(self, key):
             return states.get(key, SYNCED)
-    cache.states_changed(Source(), None)
+    cache.status.objects_progressed(Source(), None)
     assert db.network_policies[("a", "np")].state == SYNCED
     states[("firewall-rule", (PM, "k8s-a-ingress-np-denyall"))] = "pending"
-    cache.states_changed(Source(), None)
+    cache.status.objects_progressed(Source(), None)
     assert db.network_policies[("a", "np")].state == PENDING
     states[("firewall-policy", (PM, "k8s-a-np"))] = RETRYING
-    cache.states_changed(Source(), None)
+    cache.status.objects_progressed(Source(), None)
     assert db.network_policies[("a", "np")].state == RETRYING
 
 
@@ -214,7 +214,8 @@ def test_the_initial_lists_are_translated_in_one_flush_then_read_once_each():
     recorder.calls.clear()
     listed(cache)
     first_read = recorder.calls.index("flush")
-    assert set(recorder.calls[:first_read]) == {"upsert_namespace", "upsert_pod", "upsert_policy"}
+    # (each pod record takes the translator's labels as it gives them: `pod_labels`, no flush)
+    assert set(recorder.calls[:first_read]) == {"upsert_namespace", "upsert_pod", "pod_labels", "upsert_policy"}
     assert recorder.calls.count("flush") == 1 and recorder.calls.count("errors") == 1
     assert recorder.calls[first_read:].count("policy_objects") == 5
     assert all(db.network_policies[("a", f"np-{i}")].rules for i in range(5))

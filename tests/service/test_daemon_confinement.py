@@ -93,7 +93,7 @@ def test_a_poisoned_policy_in_the_initial_list_is_rejected_and_the_others_conver
     initial_lists(cache, (("NetworkPolicy", POISONED_TYPES),))
     assert cache.initial_lists_done
     assert_valid_policies_written(db, sink)
-    cache.states_changed(AllSynced(), None)
+    cache.status.objects_progressed(AllSynced(), None)
     shown = introspect_policies(db)
     assert shown["bad-types"]["state"] == REJECTED and shown["bad-types"]["errors"] == [BAD_TYPES_REASON]
     assert {shown[m["metadata"]["name"]]["state"] for m in VALID_POLICIES} == {SYNCED}
@@ -133,7 +133,7 @@ def test_an_unexpected_error_handling_one_object_rejects_it_with_the_exception(m
         deliver(cache, "NetworkPolicy", policy("b", "boom", {"podSelector": {}}))  # in a watch event
     assert cache.initial_lists_done
     assert_valid_policies_written(db, sink)
-    cache.states_changed(AllSynced(), None)
+    cache.status.objects_progressed(AllSynced(), None)
     for key in (("a", "boom"), ("b", "boom")):
         record = db.network_policies[key]
         assert record.state == REJECTED and record.errors == ["internal error: ZeroDivisionError: a bug"]
@@ -165,6 +165,6 @@ def test_fuzz_no_poisoned_object_raises_in_the_daemon_path_and_the_others_conver
             continue
         assert_valid_policies_written(db, sink)
         if kind == "NetworkPolicy" and any((e["kind"], e["namespace"], e["name"]) == key for e in db.errors):
-            cache.states_changed(AllSynced(), None)
+            cache.status.objects_progressed(AllSynced(), None)
             record = db.network_policies.get(key[1:])
             assert record is not None and record.errors and record.state == REJECTED

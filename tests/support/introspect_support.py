@@ -23,7 +23,7 @@ from wsgiref.util import setup_testing_defaults
 
 from tests.support.builders import pod as pod_manifest, policy as policy_manifest
 from kube_manager.records.db import (SYNCED, PENDING, REJECTED, ClusterPolicyRecord, ConnectionStatus, Database,
-                             NamespaceRecord, PodRecord, PolicyRecord)
+                                     NamespaceRecord, PodRecord, PodStatus, PolicyRecord, PolicyStatus)
 from tests.support.paths import EXAMPLES
 
 CLUSTER = "k8s"
@@ -159,14 +159,14 @@ def _pod(namespace: str, name: str, ip: str, labels: Dict[str, str], tags: List[
          state: str = SYNCED, error: str = "") -> PodRecord:
     manifest = pod_manifest(namespace, name, ip, labels, uid=f"uid-{namespace}-{name}")
     return PodRecord(f"uid-{namespace}-{name}", namespace, name, ip, dict(labels), manifest,
-                     sorted(tags), state, error)
+                     status=PodStatus(sorted(tags), state, error))
 
 
 def _np(namespace: str, name: str, uid: str, spec: Dict[str, Any], fp: str, rules: List[str],
         state: str, errors: List[str]) -> PolicyRecord:
     manifest = policy_manifest(namespace, name, spec, uid=uid)
-    return PolicyRecord(uid, namespace, name, spec, manifest, [PM, fp] if fp else [], rules, state,
-                        errors)
+    return PolicyRecord(uid, namespace, name, spec, manifest,
+                        status=PolicyStatus([PM, fp] if fp else [], rules, state, errors))
 
 
 FP_CNP = "k8s--cnp-deny-tenants"
@@ -183,7 +183,8 @@ BAD_CNP_SPEC = {"tier": "Admin", "priority": 20, "subject": "everyone",
 def _cnp(name: str, uid: str, spec: Dict[str, Any], fp: str, rules: List[str], state: str,
          errors: List[str]) -> ClusterPolicyRecord:
     manifest = {"kind": "ClusterNetworkPolicy", "metadata": {"name": name, "uid": uid}, "spec": spec}
-    return ClusterPolicyRecord(uid, "", name, spec, manifest, [PM, fp] if fp else [], rules, state, errors,
+    return ClusterPolicyRecord(uid, "", name, spec, manifest,
+                               status=PolicyStatus([PM, fp] if fp else [], rules, state, errors),
                                tier=spec["tier"], priority=spec["priority"])
 
 
