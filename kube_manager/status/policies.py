@@ -16,8 +16,7 @@ looked at.
 """
 from __future__ import annotations
 
-from typing import (Callable, Dict, Generic, Iterable, Iterator, List, Mapping, MutableMapping, Optional, Set,
-                    Tuple, TypeVar)
+from typing import Callable, Dict, Generic, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, TypeVar
 
 from kube_manager.plumbing.gcpolicy import TrackedDict
 from kube_manager.records.db import PARKED, PENDING, REJECTED, RETRYING, SYNCED, PolicyRecord
@@ -41,8 +40,9 @@ class PolicyBook(Generic[K, R]):
 
     kind = ""
 
-    def __init__(self, records: Mapping[K, R], parked: Mapping[ObjKey, str],
+    def __init__(self, translator: ClusterTranslator, records: Mapping[K, R], parked: Mapping[ObjKey, str],
                  listeners: List[PolicyStatusListener], mark_errors_stale: Callable[[], None]) -> None:
+        self._translator = translator  # its pure reads answer for the flush just reported
         self._records = records
         self._parked = parked  # the reconciler's: why an object's last write was refused
         self._listeners = listeners
@@ -160,12 +160,6 @@ class NetworkPolicyBook(PolicyBook[Key, PolicyRecord]):
 
     kind = "NetworkPolicy"
 
-    def __init__(self, translator: ClusterTranslator, records: Mapping[Key, PolicyRecord],
-                 parked: Mapping[ObjKey, str], listeners: List[PolicyStatusListener],
-                 mark_errors_stale: Callable[[], None]) -> None:
-        super().__init__(records, parked, listeners, mark_errors_stale)
-        self._translator = translator
-
     def _read(self, key: Key) -> Translated:
         objects = self._translator.policy_objects(*key)
         errors = list(self._translator.policy_errors(*key))  # the translator logs them
@@ -179,12 +173,6 @@ class ClusterNetworkPolicyBook(PolicyBook[str, R]):
     the change report names every policy of a re-rendered tier."""
 
     kind = "ClusterNetworkPolicy"
-
-    def __init__(self, translator: ClusterTranslator, records: MutableMapping[str, R],
-                 parked: Mapping[ObjKey, str], listeners: List[PolicyStatusListener],
-                 mark_errors_stale: Callable[[], None]) -> None:
-        super().__init__(records, parked, listeners, mark_errors_stale)
-        self._translator = translator
 
     def _read(self, name: str) -> Translated:
         if name not in self._records:

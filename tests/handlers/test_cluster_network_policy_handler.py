@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Tuple
 
 from tests.support.builders import cluster_policy, namespace, pod, policy
 from kube_manager.service.dispatcher import EventDispatcher
-from kube_manager.records.db import PARKED, PENDING, REJECTED, SYNCED, Database
+from kube_manager.records.db import PENDING, REJECTED, Database
 from kube_manager.handlers import KINDS
 from kube_manager.handlers.cluster_network_policy import trim_cluster_network_policy
 from kube_manager.translator import ClusterTranslator
@@ -18,16 +18,6 @@ CNP = "clusternetworkpolicies"
 DENY_ALL_TCP = {"action": "Deny", "from": [{"namespaces": {}}],
                 "protocols": [{"tcp": {"destinationPort": {"range": {"start": 1, "end": 65535}}}}]}
 PASS_80 = {"action": "Pass", "from": [{"namespaces": {}}], "protocols": [{"tcp": {"destinationPort": {"number": 80}}}]}
-
-
-class States:
-    """A reconciler's `state_of`: synced unless told otherwise."""
-
-    def __init__(self) -> None:
-        self.of: Dict[Tuple[str, Tuple[str, ...]], str] = {}
-
-    def state_of(self, key: Tuple[str, Tuple[str, ...]]) -> str:
-        return self.of.get(key, SYNCED)
 
 
 def listed() -> Tuple[Database, EventDispatcher]:
@@ -122,23 +112,6 @@ def test_a_malformed_one_is_rejected_alone_and_shown() -> None:
     fixed = db.cluster_network_policies["bad-tier"]
     assert fixed.state == PENDING and fixed.errors == [] and fixed.firewall_policy == [PM, "k8s--cnp-bad-tier"]
     assert {e["name"] for e in db.errors} == {"Not_A_Name"}
-
-
-def test_sync_state_follows_the_states_of_its_objects() -> None:
-    db, cache = listed()
-    cache.on_event(CNP, "ADDED", cluster_policy("deny-tcp", ingress=[DENY_ALL_TCP]))
-    cache.on_event(CNP, "ADDED", cluster_policy("bad", tier="Middle"))
-    states = States()
-    cache.status.objects_progressed(states, None)
-    assert db.cluster_network_policies["deny-tcp"].state == SYNCED
-    assert db.cluster_network_policies["bad"].state == REJECTED
-    rule = ("firewall-rule", (PM, "k8s--cnp-deny-tcp-ingress-0-0-0-0"))
-    states.of[rule] = PARKED
-    db.parked[rule] = "BadRequest: refused"
-    cache.status.objects_progressed(states, [rule])
-    record = db.cluster_network_policies["deny-tcp"]
-    assert record.state == PARKED and record.write_errors == [
-        "firewall-rule default-policy-management:k8s--cnp-deny-tcp-ingress-0-0-0-0: BadRequest: refused"]
 
 
 def test_the_trimmer_keeps_the_spec_and_drops_the_status() -> None:

@@ -1,0 +1,121 @@
+"""The status book (kube_manager/status/): policies' states from the translator's report and the
+reconciler's progress, each change told to the listeners once, with the object's generation."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import pytest
+
+from kube_manager.handlers import KINDS
+from kube_manager.handlers.cluster_network_policy import trim_cluster_network_policy
+from kube_manager.handlers.network_policy import trim_network_policy
+from kube_manager.records.db import PARKED, PENDING, REJECTED, SYNCED, Database
+from kube_manager.service.dispatcher import EventDispatcher
+from kube_manager.translator import ClusterTranslator
+from tests.support.builders import allow_from, cluster_policy, namespace, pod, policy
+
+PM = "default-policy-management"
+CNP, NP = "clusternetworkpolicies", "networkpolicies"
+DENY_ALL_TCP = {"action": "Deny", "from": [{"namespaces": {}}],
+                "protocols": [{"tcp": {"destinationPort": {"range": {"start": 1, "end": 65535}}}}]}
+BAD_CIDR = {"podSelector": {}, "ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0/33"}}]}]}
+Heard = Tuple[str, Tuple[str, str], str, List[str], Optional[int]]
+
+
+class States:
+    """A reconciler's published `ObjectStates`: synced unless told otherwise."""
+
+    def __init__(self) -> None:
+        self.of: Dict[Tuple[str, Tuple[str, ...]], str] = {}
+
+    def state_of(self, key: Tuple[str, Tuple[str, ...]]) -> str:
+        return self.of.get(key, SYNCED)
+
+
+class Listener:
+    def __init__(self) -> None:
+        self.heard: List[Heard] = []
+
+    def policy_status_changed(self, kind: str, key: Tuple[str, str], state: str, errors: List[str],
+                              generation: Optional[int]) -> None:
+        self.heard.append((kind, key, state, errors, generation))
+
+
+def listed() -> Tuple[Database, EventDispatcher, Listener]:
+    db = Database()
+    cache = EventDispatcher(db, ClusterTranslator("k8s", "k8s"))
+    listener = Listener()
+    cache.status.listeners.append(listener)
+    for resource in KINDS.names():
+        cache.on_event(resource, "LISTED", {"resourceVersion": "1"})
+    cache.on_event("namespaces", "ADDED", namespace("a", team="x"))
+    cache.on_event("pods", "ADDED", pod("a", "web", "10.0.0.1", app="web"))
+    return db, cache, listener
+
+
+def with_generation(manifest: Dict[str, Any], generation: int) -> Dict[str, Any]:
+    manifest["metadata"]["generation"] = generation
+    return manifest
+
+
+def test_a_network_policy_is_heard_pending_then_synced_with_its_generation() -> None:
+    db, cache, listener = listed()
+    cache.on_event(NP, "ADDED", with_generation(policy("a", "web", allow_from("client", "web")), 3))
+    assert listener.heard == []  # a new record is pending, as it starts: nothing changed
+    states = States()
+    cache.status.objects_progressed(states, None)
+    assert listener.heard == [("NetworkPolicy", ("a", "web"), SYNCED, [], 3)]
+    cache.status.objects_progressed(states, None)  # nothing moved: nothing heard
+    assert len(listener.heard) == 1
+
+
+def test_errors_and_write_errors_are_heard_with_the_state() -> None:
+    db, cache, listener = listed()
+    cache.on_event(NP, "ADDED", with_generation(policy("a", "bad", BAD_CIDR), 1))
+    (kind, key, state, errors, generation), = listener.heard
+    assert (kind, key, state, generation) == ("NetworkPolicy", ("a", "bad"), PENDING, 1)
+    assert errors and "not a valid CIDR" in errors[0]
+    states = States()
+    cache.status.objects_progressed(states, None)
+    assert listener.heard[-1][2:4] == (REJECTED, errors)  # written, but part of it was refused
+    record = db.network_policies[("a", "bad")]
+    policy_key = ("firewall-policy", tuple(record.firewall_policy))
+    states.of[policy_key] = PARKED
+    db.parked[policy_key] = "BadRequest: refused"
+    cache.status.objects_progressed(states, [policy_key])
+    assert listener.heard[-1][2] == PARKED and listener.heard[-1][3][-1].endswith("BadRequest: refused")
+
+
+def test_a_cluster_network_policy_rejected_whole_is_heard_once() -> None:
+    db, cache, listener = listed()
+    cache.on_event(CNP, "ADDED", with_generation(cluster_policy("bad", tier="Middle"), 2))
+    (kind, key, state, errors, generation), = listener.heard
+    assert (kind, key, state, generation) == ("ClusterNetworkPolicy", ("", "bad"), REJECTED, 2)
+    assert errors and "spec.tier" in errors[0]
+    cache.status.objects_progressed(States(), None)
+    assert len(listener.heard) == 1  # still rejected whole: nothing new
+
+
+def test_sync_state_follows_the_states_of_its_objects() -> None:
+    db, cache, _listener = listed()
+    cache.on_event(CNP, "ADDED", cluster_policy("deny-tcp", ingress=[DENY_ALL_TCP]))
+    cache.on_event(CNP, "ADDED", cluster_policy("bad", tier="Middle"))
+    states = States()
+    cache.status.objects_progressed(states, None)
+    assert db.cluster_network_policies["deny-tcp"].state == SYNCED
+    assert db.cluster_network_policies["bad"].state == REJECTED
+    rule = ("firewall-rule", (PM, "k8s--cnp-deny-tcp-ingress-0-0-0-0"))
+    states.of[rule] = PARKED
+    db.parked[rule] = "BadRequest: refused"
+    cache.status.objects_progressed(states, [rule])
+    record = db.cluster_network_policies["deny-tcp"]
+    assert record.state == PARKED and record.write_errors == [
+        "firewall-rule default-policy-management:k8s--cnp-deny-tcp-ingress-0-0-0-0: BadRequest: refused"]
+
+
+@pytest.mark.parametrize("trimmer, manifest", [
+    (trim_network_policy, policy("a", "web", allow_from("client", "web"))),
+    (trim_cluster_network_policy, cluster_policy("deny-tcp", ingress=[DENY_ALL_TCP])),
+])
+def test_the_policy_trimmers_keep_the_generation_a_status_reports(trimmer: Any, manifest: Dict[str, Any]) -> None:
+    assert trimmer(with_generation(manifest, 7))["metadata"]["generation"] == 7
