@@ -61,7 +61,7 @@ class NamespaceRecord:
     labels: Dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)  # one per pod: no instance dict
 class PodStatus:
     """What became of a pod: the tags its VMIs must carry (the translator's) and how tagging them
     goes (the reconciler's). Writer: the status book (kube_manager/status)."""
@@ -103,7 +103,7 @@ class PodRecord:
         return HOST_NETWORK if self.host_network else self.status.tagging
 
 
-@dataclass
+@dataclass(slots=True)  # one per policy: no instance dict
 class PolicyStatus:
     """What became of a policy: the objects it emits, why any part of it was refused, and where
     writing them stands. Writer: the status book (kube_manager/status), from the translator's
