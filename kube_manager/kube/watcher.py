@@ -5,7 +5,7 @@ sharing one `ApiClient`. The cycle is the one client-go's reflector uses:
 1. list (paged) and take the list's resourceVersion;
 2. watch from that version with bookmarks, a server-side `timeoutSeconds` drawn between 300 and 600
    s (so that the watches of many clients do not all expire together), and a client-side read
-   timeout of `silence_timeout` (60 s): the API server sends a bookmark about every minute, so a
+   timeout of `silence_timeout` (90 s): the API server sends a bookmark about every minute, so a
    watch on which neither an event nor a bookmark arrived for that long is stuck (SPEC section 7,
    "silence is a fault") and is restarted at once from the last version seen, counted as a
    `silent` restart;
@@ -34,7 +34,7 @@ counts as delivered. It gets its own copy of the object.
 
 The watcher keeps `Database.kube_connections[resource]` (a `ConnectionStatus`) up to date for the
 introspect page and `/livez` (`last_event_at`: the last event or bookmark; `last_progress_at`: the
-same or a completed list), and the `kube_events` / `watch_restarts` metrics when given a `Metrics` (watch
+same, a completed list or a watch the server accepted), and the `kube_events` / `watch_restarts` metrics when given a `Metrics` (watch
 events by their type, and every object of a list or re-list as type `LISTED`).
 Blocking calls are plain socket I/O: in the daemon, after `gevent.monkey.patch_all()`, `run` is a
 greenlet; in tests it runs in a thread. `stop` may be called from anywhere.
@@ -265,6 +265,9 @@ class KubeWatcher:
             if self._stopped.is_set():
                 return
             self._mark_connected(self._rv)
+            # The server took the watch: progress, as a list is (SPEC 7). A watch restarted for
+            # silence on a quiet cluster is thus no stall; one that cannot be restarted is.
+            self.status.last_progress_at = self._clock()
             log.debug("watching", extra=kv(resource=self.resource.name, rv=self._rv,
                                            timeout=timeout))
             for line in iter_resp_lines(response):

@@ -47,6 +47,7 @@ from kube_manager.observability.metrics import Metrics
 from kube_manager.service.pipeline import build_pipeline
 from kube_manager.reconciler.core import Reconciler
 from kube_manager.settings import OperatorSettings
+from kube_manager.version import VERSION, python_version
 from kube_manager.observability.vnc_status import ConfigApiObserver
 from vnc_client.auth import KeystoneCredentials
 from vnc_client.client import VncClient
@@ -127,7 +128,8 @@ class Daemon:
 
     def _start(self) -> None:
         settings = self.settings
-        log.info("kube-manager starting", extra=kv(cluster=settings.cluster.name, owner=settings.cluster.owner,
+        log.info("kube-manager starting", extra=kv(version=VERSION, python=python_version(),
+                                                   cluster=settings.cluster.name, owner=settings.cluster.owner,
                                                    resync_interval=settings.reconciler.resync_interval))
         if settings.vnc.embedded:
             from simulators.vnc_api.runner import EmbeddedServer

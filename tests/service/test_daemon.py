@@ -3,6 +3,7 @@ gevent monkey-patching happening before any network library is imported."""
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
 import sys
 import textwrap
@@ -11,6 +12,7 @@ import pytest
 
 from kube_manager.offline.manifests import load_manifests
 from kube_manager.translator import translate
+from kube_manager.version import VERSION
 from tests.support.e2e_support import DaemonProcess, closed_port, write_config
 from tests.support.waiting import wait_until
 from tests.support.paths import EXAMPLES
@@ -33,6 +35,8 @@ def test_demo_once_converges_the_examples_and_exits_0():
     assert converged, result.stderr[-3000:]
     assert f"created={objects} " in converged[0] and "updated=0 " in converged[0]
     assert f"tagged={len(manifests.pods)} " in converged[0]
+    starting = next(line for line in result.stderr.splitlines() if "kube-manager starting" in line)
+    assert f"version={VERSION} python={platform.python_version()} " in starting, starting
 
 
 def test_a_term_begins_before_the_initial_lists_are_in_and_its_resync_after():
