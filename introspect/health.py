@@ -94,11 +94,14 @@ def readiness(db: Database, probe: Optional[ConfigApiProbe], redactor: Redactor)
 
 
 def leader_check(db: Database) -> Check:
-    """Always ok: a standby is ready (it watches and translates, so it can take over at once); the
-    line says which role this instance has."""
+    """Ok in either role: a standby is ready (it watches and translates, so it can take over at
+    once); the line says which role this instance has. Failed when no instance can ever lead (the
+    Lease's namespace does not exist), with the fix."""
     leader = db.leader
     if not leader.enabled:
         return Check("leader-election", True, "disabled (single writer)")
+    if leader.blocked:
+        return Check("leader-election", False, leader.blocked)
     if leader.is_leader:
         return Check("leader-election", True, "leader")
     return Check("leader-election", True, f"standby (leader: {leader.leader or 'none'})")

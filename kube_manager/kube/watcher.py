@@ -41,7 +41,6 @@ greenlet; in tests it runs in a thread. `stop` may be called from anywhere.
 """
 from __future__ import annotations
 
-import json
 import logging
 import random
 import threading
@@ -59,6 +58,7 @@ from kube_manager.observability.logging_setup import kv
 from kube_manager.observability.metrics import Metrics
 from kube_manager.kube.seen import ADDED, DELETED, MODIFIED, Event, Key, SeenObjects, trimmed_key
 from kube_manager.settings import WatchSettings
+from vnc_client import jsoncodec
 from vnc_client.ratelimit import ExponentialRateLimiter
 
 log = logging.getLogger(__name__)
@@ -244,7 +244,7 @@ class KubeWatcher:
     def _read_json(self, **kwargs: Any) -> Dict[str, Any]:
         response = self._call(self._settings.list_read_timeout, **kwargs)
         try:
-            return json.loads(response.data)
+            return jsoncodec.loads(response.data)
         finally:
             self._response = None
             response.release_conn()
@@ -287,7 +287,7 @@ class KubeWatcher:
 
     def _handle(self, line: str) -> None:
         try:
-            event = json.loads(line)
+            event = jsoncodec.loads(line)
             event_type, obj = event["type"], event["object"]
         except (ValueError, KeyError, TypeError):
             raise WatchError(f"not a watch event: {line[:200]!r}") from None

@@ -198,7 +198,9 @@ class Daemon:
         from simulators.cni import CniEmulator
         from simulators.kube_api.runner import EmulatorRunner
         emulation = self.settings.emulation
-        manifests = load_manifests(emulation.manifests) if emulation.manifests else None
+        manifests = load_manifests(emulation.manifests, warn=lambda note: log.warning(
+            "emulated manifests: document skipped or repeated", extra=kv(note=note))) \
+            if emulation.manifests else None
         runner = EmulatorRunner(port=self.settings.kubernetes.api_port)
         runner.start()
         self._running.stoppers.append(runner.stop)
