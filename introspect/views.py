@@ -21,7 +21,7 @@ from kube_manager.version import VERSION, python_version
 from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
 from introspect import list_rows, lists
 from introspect.contrail import FIREWALL_POLICY, FIREWALL_RULE, UNREFERENCED, deny_rule_names
-from introspect.explain import EXPLAIN_FIELDS, ExplainFn, ExplainPage
+from introspect.explain import EXPLAIN_FIELDS, ExplainFn, ExplainPage, deciding_row
 from introspect.health import ConfigApiProbe, liveness, readiness, render_text
 from introspect.http import BadQuery, Request, Response
 from introspect.listing import (NAME, NAME_CONTAINS, NAMESPACE, ListPage, Snapshot, href, pod_detail_href,
@@ -198,6 +198,7 @@ class Pages:
             rule_state = rule.state if rule is not None else None
         return self.render("explain.html", outcome.status, title="Explain a flow", form=outcome.form,
                            outcome=outcome, rule_state=rule_state,
+                           deciding=deciding_row(outcome.result) if outcome.result else None,
                            available=self.explain_page.available)
 
     def config(self, request: Request) -> Response:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import signal
 import time
 from dataclasses import dataclass, field
@@ -240,8 +241,14 @@ class Daemon:
                          explain=db_explainer(self.db, self.settings.cluster.name),
                          config_api_probe=CachedProbe(self._probe_config_api, self.settings.health.probe_ttl),
                          health_policy=self.settings.health.for_silence_timeout(self.settings.watch.silence_timeout))
-        server = IntrospectServer(self.settings.introspect.listen_ip, self.settings.introspect.port, app)
-        server.start()
+        listen = self.settings.introspect
+        server = IntrospectServer(listen.listen_ip, listen.port, app)
+        try:
+            server.start()
+        except OSError as exc:  # the operator must know which of the daemon's ports, and its keys
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise OSError(f"introspect server cannot listen on {listen.listen_ip}:{listen.port} "
+                          f"(http_server_ip, http_server_port): {reason}") from None
         self._running.stoppers.append(lambda: server.stop(STOP_GRACE))
         self.introspect_url = server.url
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import socket
 import subprocess
 import sys
 import textwrap
@@ -92,3 +93,15 @@ def test_run_patches_gevent_before_any_network_library_is_imported():
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["[]", "True", "True"]
     assert "MonkeyPatchWarning" not in result.stderr
+
+
+def test_a_taken_introspect_port_is_named_with_its_keys():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = subprocess.run(RUN + ["--demo", EXAMPLES, "--once", "--http-server-port", str(port)],
+                                capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert (f'msg="start-up failed: introspect server cannot listen on 127.0.0.1:{port} (http_server_ip, '
+            f'http_server_port): Address already in use"') in result.stderr, result.stderr[-3000:]
