@@ -1,11 +1,32 @@
 """kube-manager: Kubernetes NetworkPolicy to Contrail firewall policy."""
+import os
+import re
+
 from setuptools import find_packages, setup
+
+
+def _version() -> str:
+    """VERSION from kube_manager/version.py, read as text: the one place it is written."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kube_manager", "version.py")
+    with open(path, encoding="utf-8") as stream:
+        return re.search(r'^VERSION = "([^"]+)"$', stream.read(), re.M).group(1)
+
 
 setup(
     name="kube-manager",
-    version="0.1.0",
+    version=_version(),
     description="Keeps the Contrail config API in step with Kubernetes NetworkPolicies",
-    python_requires=">=3.9",
+    # @dataclass(slots=True) needs 3.10; CI runs the inner loop on 3.10 and the newest CPython.
+    python_requires=">=3.10",
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "Programming Language :: Python :: 3 :: Only",
+        "Programming Language :: Python :: 3.10",
+        "Programming Language :: Python :: 3.11",
+        "Programming Language :: Python :: 3.12",
+        "Programming Language :: Python :: 3.13",
+        "Operating System :: POSIX :: Linux",
+    ],
     packages=find_packages(include=["kube_manager*", "vnc_client*", "introspect*", "simulators*"]),
     package_data={"introspect": ["templates/*.html", "static/*"]},
     install_requires=[

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from kube_manager.plumbing import gcpolicy
 from kube_manager.records.db import Database, PodRecord
@@ -22,6 +22,27 @@ log = logging.getLogger(__name__)
 ExplainFn = Callable[[str, str, str, str], Mapping[str, Any]]
 EXPLAIN_FIELDS = ("from", "to", "port", "protocol")
 DEFAULT_PROTOCOL = "TCP"
+
+
+def deciding_row(result: Mapping[str, Any]) -> Optional[Tuple[str, str, int]]:
+    """The trace row (side, policy, block index) of the Contrail rule that decided, for the page
+    to highlight: a block whose peer and port matched, in the policy the deciding rule belongs to,
+    on the side the rule's name says (`<cluster>-<ns>-<side>-<np>-<block>-...`, docs/mapping.md). None
+    when no rule decided, or the names do not say (a NetworkPolicy renamed for a collision)."""
+    rule, policy = result.get("rule") or "", result.get("policy") or ""
+    for step in result.get("trace") or []:
+        namespace, _, name = str(step.get("policy", "")).rpartition("/")
+        for block in step.get("blocks") or []:
+            if not (block.get("peer") and block.get("port")):
+                continue
+            if step.get("kind") == "ClusterNetworkPolicy":
+                decided = policy.endswith(f"--cnp-{name}")
+            else:
+                decided = (policy.endswith(f"-{namespace}-{name}")
+                           and f"-{namespace}-{step.get('side')}-{name}-{block.get('index')}-" in rule)
+            if decided:
+                return (step.get("side"), step.get("policy"), block.get("index"))
+    return None
 
 
 @dataclass

@@ -1,10 +1,10 @@
 """`/livez` and `/readyz`: what systemd watchdogs and Kubernetes probes ask of kube-manager.
 
 Liveness (SPEC section 7, "silence is a fault") fails when the gevent loop stopped beating, or a
-watch made no progress (an event, a bookmark or a completed list) for 2 minutes. A silent watch is
-restarted after `watch_silence_timeout` (60 s), so a healthy daemon makes progress well within the
-limit even on a quiet cluster; a watch that still makes none is stuck, or cannot reach the API server
-for that long, and a restart is then the operator's best bet.
+watch made no progress (an event, a bookmark, a completed list or a watch the server accepted) for 2
+minutes. A silent watch is restarted after `watch_silence_timeout` (90 s) and the restart counts, so
+a healthy daemon makes progress well within the limit even on a quiet cluster; a watch that still
+makes none cannot reach the API server for that long, and a restart is then the operator's best bet.
 
 Readiness needs every initial list done and the config API answering now: `CachedProbe` wraps a
 bounded request (the daemon's: `GET /` with a 2 s timeout) so that a config API that accepts
@@ -50,7 +50,7 @@ def liveness(db: Database, policy: HealthSettings, now: float) -> List[Check]:
             continue
         idle = now - (status.last_progress_at or db.started_at)
         checks.append(Check(f"watch:{name}", idle <= policy.watch_stall_timeout,
-                            f"last event, bookmark or list {idle:.1f} s ago "
+                            f"last event, bookmark, list or watch restart {idle:.1f} s ago "
                             f"(limit {policy.watch_stall_timeout:g} s)"))
     return checks
 
@@ -94,11 +94,14 @@ def readiness(db: Database, probe: Optional[ConfigApiProbe], redactor: Redactor)
 
 
 def leader_check(db: Database) -> Check:
-    """Always ok: a standby is ready (it watches and translates, so it can take over at once); the
-    line says which role this instance has."""
+    """Ok in either role: a standby is ready (it watches and translates, so it can take over at
+    once); the line says which role this instance has. Failed when no instance can ever lead (the
+    Lease's namespace does not exist), with the fix."""
     leader = db.leader
     if not leader.enabled:
         return Check("leader-election", True, "disabled (single writer)")
+    if leader.blocked:
+        return Check("leader-election", False, leader.blocked)
     if leader.is_leader:
         return Check("leader-election", True, "leader")
     return Check("leader-election", True, f"standby (leader: {leader.leader or 'none'})")

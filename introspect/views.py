@@ -17,10 +17,11 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from kube_manager.records.db import Database
 from kube_manager.settings import HealthSettings
+from kube_manager.version import VERSION, python_version
 from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
 from introspect import list_rows, lists
 from introspect.contrail import FIREWALL_POLICY, FIREWALL_RULE, UNREFERENCED, deny_rule_names
-from introspect.explain import EXPLAIN_FIELDS, ExplainFn, ExplainPage
+from introspect.explain import EXPLAIN_FIELDS, ExplainFn, ExplainPage, deciding_row
 from introspect.health import ConfigApiProbe, liveness, readiness, render_text
 from introspect.http import BadQuery, Request, Response
 from introspect.listing import (NAME, NAME_CONTAINS, NAMESPACE, ListPage, Snapshot, href, pod_detail_href,
@@ -118,10 +119,12 @@ class Pages:
         if request.wants_json():
             return Response.json(200, {
                 "lists": [{"path": p.path, "title": p.title, "count": counts[p.path]} for p in LIST_PAGES],
-                "errors": len(self.db.errors), "liveness": [c.to_dict() for c in live], "role": leader_role(self.db)})
+                "errors": len(self.db.errors), "liveness": [c.to_dict() for c in live], "role": leader_role(self.db),
+                "version": VERSION, "python": python_version()})
         return self.render("index.html", title="kube-manager introspect", counts=counts,
                            errors=len(self.db.errors), live=live, role=leader_role(self.db),
-                           uptime=_duration(self.clock() - self.db.started_at))
+                           uptime=_duration(self.clock() - self.db.started_at), version=VERSION,
+                           python=python_version())
 
     def list_page(self, page: ListPage, request: Request) -> Response:
         request.check_params([f.param for f in page.filters] + ["format", "limit", "offset"])
@@ -195,6 +198,7 @@ class Pages:
             rule_state = rule.state if rule is not None else None
         return self.render("explain.html", outcome.status, title="Explain a flow", form=outcome.form,
                            outcome=outcome, rule_state=rule_state,
+                           deciding=deciding_row(outcome.result) if outcome.result else None,
                            available=self.explain_page.available)
 
     def config(self, request: Request) -> Response:

@@ -18,6 +18,7 @@ import sys
 
 from kube_manager.explain.text import flow_errors, render
 from kube_manager.offline.manifests import ManifestError, load_manifests
+from kube_manager.offline.output import write_out
 from kube_manager.explain.explainer import MISMATCH, ExplainError, Explainer
 
 log = logging.getLogger(__name__)
@@ -68,8 +69,5 @@ def main(args: argparse.Namespace) -> int:
     if result["deviation"] == MISMATCH:
         log.warning("explain %s -> %s: Contrail and Kubernetes disagree: %s",
                     args.source, args.destination, result["reason"])
-    if args.output == "json":
-        print(json.dumps(result, sort_keys=True, indent=2))
-    else:
-        sys.stdout.write(render(result))
+    write_out(json.dumps(result, sort_keys=True, indent=2) + "\n" if args.output == "json" else render(result))
     return ALLOWED if result["allowed"] else DROPPED

@@ -6,7 +6,8 @@ so that their blocking sockets become cooperative; `cli.py` imports this module 
 
 `--demo PATH` is the main job on embedded defaults: the in-process config API
 (`vnc_endpoint_ip = embedded`), an emulated Kubernetes API server loaded with the manifests under
-PATH, the emulated CNI, and the introspect pages on 127.0.0.1. Options given explicitly still win.
+PATH, the emulated CNI, and the introspect pages on 127.0.0.1. Values given explicitly, in a `-c`
+file or as an option, win over those `--demo` implies.
 
 Exit status: 0 after a clean stop (SIGTERM, SIGINT) or, with `--once`, when everything converged;
 1 when `--once` did not converge or the daemon failed; 2 for a bad configuration (systemd's
@@ -31,7 +32,7 @@ DEFAULT_ONCE_TIMEOUT = 300.0
 
 
 def demo_overrides(paths: "list[str]") -> Dict[str, str]:
-    """The settings `--demo PATH...` stands for (as command-line values)."""
+    """The settings `--demo PATH...` stands for (INI key -> text), below the `-c` files and options."""
     return {
         "vnc_endpoint_ip": EMBEDDED,
         "vnc_endpoint_port": "0",
@@ -60,13 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     demo = getattr(args, "demo", None)
-    if demo:
-        for key, value in demo_overrides(demo).items():
-            if not hasattr(args, key):
-                setattr(args, key, value)
     from kube_manager.observability.logging_setup import setup_from_settings
     try:
-        settings = settings_module.load_settings(args)
+        settings = settings_module.load_settings(args, implied=demo_overrides(demo) if demo else None)
         if getattr(args, "once_timeout", DEFAULT_ONCE_TIMEOUT) <= 0:
             raise ConfigError(f"--once-timeout: must be positive, got {args.once_timeout:g}")
         setup_from_settings(settings, log)

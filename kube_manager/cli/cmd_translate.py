@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from kube_manager.offline.manifests import ManifestError, load_manifests
+from kube_manager.offline.output import write_out
 from kube_manager.offline.serialize import json_bytes, yaml_bytes
 from kube_manager.plumbing.gcpolicy import collector_paused
 
@@ -60,6 +61,5 @@ def _translate(args: argparse.Namespace) -> int:
     translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
                             cluster_name=args.cluster_name,
                             cluster_network_policies=manifests.cluster_network_policies)
-    sys.stdout.flush()
-    sys.stdout.buffer.write(render(translation, args.output))
+    write_out(render(translation, args.output))
     return 0

@@ -16,6 +16,7 @@ import sys
 from typing import Dict, List, Tuple
 
 from kube_manager.offline.manifests import ManifestError, load_manifests
+from kube_manager.offline.output import write_out
 from kube_manager.explain.whatif import DELETE_ANNOTATION, DELETE_VALUE, FlowChange, WhatIfError
 
 USAGE_ERROR = 2
@@ -103,12 +104,11 @@ def main(args: argparse.Namespace) -> int:
     finally:
         translator_log.setLevel(level)
     if args.output == "json":
-        print(json.dumps({"pairs_checked": result.pairs_checked,
-                          "affected_pods": result.affected_pods,
-                          "changes": [c.to_dict() for c in result.changes]},
-                         sort_keys=True, indent=2))
+        write_out(json.dumps({"pairs_checked": result.pairs_checked,
+                              "affected_pods": result.affected_pods,
+                              "changes": [c.to_dict() for c in result.changes]},
+                             sort_keys=True, indent=2) + "\n")
     else:
-        sys.stdout.write(render(group(result.changes), len(result.changes), result.pairs_checked,
-                                result.affected_pods, max(1, args.max_rows),
-                                max(1, args.max_names)))
+        write_out(render(group(result.changes), len(result.changes), result.pairs_checked,
+                         result.affected_pods, max(1, args.max_rows), max(1, args.max_names)))
     return 0

@@ -11,6 +11,8 @@ import importlib
 import sys
 from typing import Optional, Sequence
 
+from kube_manager.version import version_line
+
 # subcommand -> (module, help)
 SUBCOMMANDS = {
     "run": ("kube_manager.cli.cmd_run", "run the daemon (the default)"),
@@ -31,16 +33,24 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         prog="contrail-kube-manager",
         description="Keeps the Contrail config API in step with Kubernetes NetworkPolicies.",
     )
+    _add_version(parser)
     sub = parser.add_subparsers(dest="command", metavar="{" + ",".join(SUBCOMMANDS) + "}")
     chosen = next((a for a in argv if a in SUBCOMMANDS), "run")
     for name, (_module, help_text) in SUBCOMMANDS.items():
         sp = sub.add_parser(name, help=help_text)
+        _add_version(sp)
         if name == chosen:
             _load(name).add_arguments(sp)
     if chosen == "run":
         # `contrail-kube-manager -c FILE` without a subcommand runs the daemon.
         _load("run").add_arguments(parser)
     return parser
+
+
+def _add_version(parser: argparse.ArgumentParser) -> None:
+    """`--version` (SPEC 8), on the top parser and every subcommand alike."""
+    parser.add_argument("--version", action="version", version=version_line(),
+                        help="print the version (and the Python running it) and exit")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

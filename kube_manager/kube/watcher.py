@@ -5,7 +5,7 @@ sharing one `ApiClient`. The cycle is the one client-go's reflector uses:
 1. list (paged) and take the list's resourceVersion;
 2. watch from that version with bookmarks, a server-side `timeoutSeconds` drawn between 300 and 600
    s (so that the watches of many clients do not all expire together), and a client-side read
-   timeout of `silence_timeout` (60 s): the API server sends a bookmark about every minute, so a
+   timeout of `silence_timeout` (90 s): the API server sends a bookmark about every minute, so a
    watch on which neither an event nor a bookmark arrived for that long is stuck (SPEC section 7,
    "silence is a fault") and is restarted at once from the last version seen, counted as a
    `silent` restart;
@@ -35,14 +35,13 @@ counts as delivered. It gets its own copy of the object.
 
 The watcher keeps `Database.kube_connections[resource]` (a `ConnectionStatus`) up to date for the
 introspect page and `/livez` (`last_event_at`: the last event or bookmark; `last_progress_at`: the
-same or a completed list), and the `kube_events` / `watch_restarts` metrics when given a `Metrics` (watch
+same, a completed list or a watch the server accepted), and the `kube_events` / `watch_restarts` metrics when given a `Metrics` (watch
 events by their type, and every object of a list or re-list as type `LISTED`).
 Blocking calls are plain socket I/O: in the daemon, after `gevent.monkey.patch_all()`, `run` is a
 greenlet; in tests it runs in a thread. `stop` may be called from anywhere.
 """
 from __future__ import annotations
 
-import json
 import logging
 import random
 import threading
@@ -60,6 +59,7 @@ from kube_manager.observability.logging_setup import kv
 from kube_manager.observability.metrics import Metrics
 from kube_manager.kube.seen import ADDED, DELETED, MODIFIED, Event, Key, SeenObjects, trimmed_key
 from kube_manager.settings import WatchSettings
+from vnc_client import jsoncodec
 from vnc_client.ratelimit import ExponentialRateLimiter
 
 log = logging.getLogger(__name__)
@@ -245,7 +245,7 @@ class KubeWatcher:
     def _read_json(self, **kwargs: Any) -> Dict[str, Any]:
         response = self._call(self._settings.list_read_timeout, **kwargs)
         try:
-            return json.loads(response.data)
+            return jsoncodec.loads(response.data)
         finally:
             self._response = None
             response.release_conn()
@@ -266,6 +266,9 @@ class KubeWatcher:
             if self._stopped.is_set():
                 return
             self._mark_connected(self._rv)
+            # The server took the watch: progress, as a list is (SPEC 7). A watch restarted for
+            # silence on a quiet cluster is thus no stall; one that cannot be restarted is.
+            self.status.last_progress_at = self._clock()
             log.debug("watching", extra=kv(resource=self.resource.name, rv=self._rv,
                                            timeout=timeout))
             for line in iter_resp_lines(response):
@@ -285,7 +288,7 @@ class KubeWatcher:
 
     def _handle(self, line: str) -> None:
         try:
-            event = json.loads(line)
+            event = jsoncodec.loads(line)
             event_type, obj = event["type"], event["object"]
         except (ValueError, KeyError, TypeError):
             raise WatchError(f"not a watch event: {line[:200]!r}") from None

@@ -44,6 +44,7 @@ JITTER = 0.2           # a standby waits retry_period * (1 + up to JITTER) betwe
 MIN_REQUEST_TIMEOUT = 0.05
 EXPIRY_MARGIN = 0.01   # an attempt this long after the observed expiry finds the lease expired
 RELEASED_DURATION = 1  # seconds a released record asks others to wait, as client-go writes
+MISSING_NAMESPACE_REPEAT = 300.0  # seconds between warnings that the Lease's namespace is missing
 
 
 class Lock(Protocol):
@@ -83,6 +84,7 @@ class LeaderElector:
         self._observed_at = 0.0
         self._renewed_at = 0.0   # clock() when the last successful attempt started
         self._leading = False
+        self._warned_at: Optional[float] = None  # clock() of the last warning that the namespace is missing
         self.epoch = 0           # the gate's epoch of the current (or last) term
         self._stop = gevent.event.Event()
         status.enabled, status.identity = True, identity
@@ -107,9 +109,11 @@ class LeaderElector:
         now = self._wall()
         ours = LeaseRecord(holder=self.identity, lease_duration=self.settings.lease_duration,
                            acquire_time=now, renew_time=now)
+        creating = False
         try:
             found = self.lock.get(self._left(deadline))
             if found is None:
+                creating = True
                 self._observe(ours, self.lock.create(ours, self._left(deadline)))
                 return self._succeeded(started)
             record, raw = found
@@ -125,9 +129,30 @@ class LeaderElector:
             return self._succeeded(started)
         except LockError as exc:
             self.status.last_error = str(exc)
-            log.info("lease attempt failed", extra=kv(lease=self.lock.describe(), error=str(exc),
-                                                     leader=self._leading))
+            if creating and exc.status == 404:
+                self._namespace_missing(str(exc))
+            else:
+                log.info("lease attempt failed", extra=kv(lease=self.lock.describe(), error=str(exc),
+                                                         leader=self._leading))
             return False
+
+    def _namespace_missing(self, error: str) -> None:
+        """A create answered 404: the Lease's namespace does not exist, and no attempt can succeed
+        until the operator creates it or names another. Said at WARNING at once and then every
+        MISSING_NAMESPACE_REPEAT seconds (attempts come every retry period), and kept in the status
+        for /readyz."""
+        namespace = self.lock.describe().partition("/")[0]
+        self.status.blocked = (f"the Lease's namespace {namespace!r} does not exist: create it "
+                               f"(kubectl create namespace {namespace}) or set leader_elect_namespace "
+                               "to an existing one")
+        now = self._clock()
+        if self._warned_at is not None and now - self._warned_at < MISSING_NAMESPACE_REPEAT:
+            log.debug("lease attempt failed", extra=kv(lease=self.lock.describe(), error=error))
+            return
+        self._warned_at = now
+        log.warning("leader election cannot create its Lease: no instance can lead or write", extra=kv(
+            lease=self.lock.describe(), namespace=namespace, error=error,
+            fix=f"kubectl create namespace {namespace}, or set leader_elect_namespace"))
 
     def _left(self, deadline: float) -> float:
         left = deadline - self._clock()
@@ -145,7 +170,8 @@ class LeaderElector:
     def _succeeded(self, started: float) -> bool:
         self._renewed_at = started
         self.status.last_renew_at = time.time()
-        self.status.last_error = ""
+        self.status.last_error = self.status.blocked = ""
+        self._warned_at = None
         return True
 
     # --- the loops -----------------------------------------------------------------------------

@@ -20,6 +20,8 @@ from typing import Any, Dict, Optional, Tuple
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from vnc_client import jsoncodec
+
 
 class LockError(Exception):
     """The Lease could not be read or written (connection error, timeout, error status)."""
@@ -109,7 +111,7 @@ class LeaseLock:
     def _call(method: Any, timeout: float, *args: Any) -> Dict[str, Any]:
         try:
             response = method(*args, _preload_content=False, _request_timeout=timeout)
-            data = json.loads(response.data or b"null")
+            data = jsoncodec.loads(response.data or b"null")
         except ApiException as exc:
             raise LockError(f"{exc.status} {exc.reason}: {_message(exc.body)}", exc.status) from None
         except ValueError as exc:
@@ -123,7 +125,7 @@ class LeaseLock:
 
 def _message(body: Any) -> str:
     try:
-        return str(json.loads(body).get("message", ""))[:300]
+        return str(jsoncodec.loads(body).get("message", ""))[:300]
     except (ValueError, TypeError, AttributeError):
         return str(body or "")[:300]
 

@@ -18,6 +18,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from kube_manager.records.db import Database
+from kube_manager.version import VERSION, python_version
 
 PREFIX = "kube_manager"
 
@@ -65,6 +66,12 @@ class Metrics:
         self.leader_is_leader = Gauge(
             f"{PREFIX}_leader_is_leader", "1 while this instance holds the election Lease (the only one writing)",
             registry=reg)
+        # The usual build_info idiom: one series, value 1, whose labels say what is running, so that a
+        # dashboard can tell which instances run which version after a rolling upgrade.
+        self.build_info = Gauge(
+            f"{PREFIX}_build_info", "1, labelled with the running kube-manager and Python versions",
+            ["version", "python"], registry=reg)
+        self.build_info.labels(version=VERSION, python=python_version()).set(1)
         self.leader_transitions = Counter(
             f"{PREFIX}_leader_transitions", "Times this instance became the leader or stopped being it",
             registry=reg)

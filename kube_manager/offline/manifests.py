@@ -1,73 +1,127 @@
 """Reading Namespace, Pod, NetworkPolicy and ClusterNetworkPolicy manifests for the offline commands (SPEC 8).
 
 Files, directories (recursively, *.yaml / *.yml / *.json, in sorted order), standard input (`-`),
-multi-document YAML and `List` kinds are accepted. Other kinds are skipped. Defaults follow the API
-server: a manifest without `metadata.namespace` is in `default`.
+multi-document YAML and `List` kinds are accepted. Other kinds are skipped, and an object given twice
+is used as last given, each with one line on standard error (SPEC 8). Defaults follow the API server:
+a manifest without `metadata.namespace` is in `default`.
 
 A cluster dump is tens of megabytes of JSON, and PyYAML's pure-Python loader takes minutes over it,
-so JSON is read by a JSON parser (orjson when installed) and YAML by libyaml's loader when PyYAML was
-built with it. Input that cannot be read (missing, binary, not UTF-8, malformed) raises ManifestError
+so JSON is read by a JSON parser (`vnc_client.jsoncodec`, the one the daemon's watches use: orjson's
+speed, the stdlib's values) and YAML by libyaml's loader when PyYAML was built with it. Input that cannot be read (missing, binary, not UTF-8, malformed) raises ManifestError
 with a one-line message naming the file, never a parser's multi-line report or traceback.
 """
 from __future__ import annotations
 
-import json
+import codecs
+import difflib
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Iterator, List
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Tuple
 
 import yaml
 
 from kube_manager.plumbing.gcpolicy import collector_paused
-
-try:
-    import orjson
-except ImportError:  # pragma: no cover - orjson is a dependency; the stdlib parser is the fallback
-    orjson = None  # type: ignore[assignment]  # mypy types an optional import as always there
+from vnc_client import jsoncodec
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 STDIN = "-"
 STDIN_NAME = "<stdin>"
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_json_loads: Callable[[str], Any] = orjson.loads if orjson is not None else json.loads
 
 
 class ManifestError(Exception):
     """A manifest file that cannot be read or parsed; the message (one line) names the file."""
 
 
+KINDS_READ = ("Namespace", "Pod", "NetworkPolicy", "ClusterNetworkPolicy")
+NAMESPACED = ("Pod", "NetworkPolicy")
+
+
 @dataclass
 class Manifests:
-    """The objects found in a set of manifest files, in file order."""
+    """The objects found in a set of manifest files, in file order.
+
+    What is not read (a document that is not an object, another kind, a misspelt one) is skipped,
+    and an object given again (same kind, namespace and name) replaces the earlier copy in place:
+    each is one line in `notes` (SPEC 8), for the command to report."""
 
     namespaces: List[Dict[str, Any]] = field(default_factory=list)
     pods: List[Dict[str, Any]] = field(default_factory=list)
     network_policies: List[Dict[str, Any]] = field(default_factory=list)
     cluster_network_policies: List[Dict[str, Any]] = field(default_factory=list)  # cluster-scoped
+    notes: List[str] = field(default_factory=list)
+    # (kind, namespace, name) -> (position in its list, where it was given)
+    _seen: Dict[Tuple[str, str, str], Tuple[int, str]] = field(default_factory=dict, repr=False, compare=False)
 
-    def add(self, obj: Dict[str, Any]) -> None:
+    def add(self, obj: Any, where: str = "a document") -> None:
+        if obj is None:
+            return  # an empty YAML document (a stray `---`): nothing was meant
+        if not isinstance(obj, dict):
+            self.notes.append(f"{where}: not an object but {_json_type(obj)}; skipped")
+            return
         kind = obj.get("kind")
-        if not isinstance(kind, str):
-            return  # not a kind we read (and a list or mapping would not even be a dict key)
         if kind == "List":
-            for item in obj.get("items") or []:
-                if isinstance(item, dict):
-                    self.add(item)
+            for number, item in enumerate(obj.get("items") or [], 1):
+                self.add(item, f"{where}, item {number}")
             return
         target = {
             "Namespace": self.namespaces,
             "Pod": self.pods,
             "NetworkPolicy": self.network_policies,
             "ClusterNetworkPolicy": self.cluster_network_policies,
-        }.get(kind)
-        if target is None:
+        }.get(kind) if isinstance(kind, str) else None
+        if target is None or not isinstance(kind, str):
+            self.notes.append(f"{where}: {_kind_problem(kind)}; skipped")
             return
         metadata = obj.setdefault("metadata", {}) or {}
         obj["metadata"] = metadata
-        if isinstance(metadata, dict) and kind in ("Pod", "NetworkPolicy") and not metadata.get("namespace"):
+        if isinstance(metadata, dict) and kind in NAMESPACED and not metadata.get("namespace"):
             metadata["namespace"] = "default"
-        target.append(obj)
+        self._place(target, obj, kind, metadata, where)
+
+    def _place(self, target: List[Dict[str, Any]], obj: Dict[str, Any], kind: str, metadata: Any,
+               where: str) -> None:
+        """Append `obj`, or put it in the place of an earlier copy of the same object."""
+        name = metadata.get("name") if isinstance(metadata, dict) else None
+        if not isinstance(name, str):  # no identity to compare: the translator rejects it by itself
+            target.append(obj)
+            return
+        namespace = metadata.get("namespace") if kind in NAMESPACED else ""
+        key = (kind, namespace if isinstance(namespace, str) else "", name)
+        earlier = self._seen.get(key)
+        if earlier is None:
+            self._seen[key] = (len(target), where)
+            target.append(obj)
+            return
+        position, first = earlier
+        target[position] = obj
+        shown = f"{key[1]}/{name}" if key[1] else name
+        self.notes.append(f"{where}: {kind} {shown} given again (also at {first}); the last copy is used")
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return f"the text {value[:40]!r}"
+    return f"the value {value!r}"[:60]
+
+
+def _kind_problem(kind: Any) -> str:
+    if kind is None:
+        return "no kind"
+    if not isinstance(kind, str):
+        return f"kind is not a string ({_json_type(kind)})"
+    close = [known for known in KINDS_READ if known.lower() == kind.lower()] \
+        or difflib.get_close_matches(kind, KINDS_READ, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"kind {kind!r} is not read here{hint}: only {', '.join(KINDS_READ)} are"
+
+
+def warn_on_stderr(line: str) -> None:
+    """The offline commands' report of a skipped or repeated object: one line on stderr."""
+    print(f"warning: {line}", file=sys.stderr)
 
 
 def _files(paths: Iterable[str]) -> Iterator[str]:
@@ -128,7 +182,7 @@ def parse_documents(data: bytes, name: str) -> List[Any]:
     json_problem = ""
     if text.lstrip()[:1] in ("{", "["):
         try:
-            return [_json_loads(text)]
+            return [jsoncodec.loads(data[len(codecs.BOM_UTF8):] if data.startswith(codecs.BOM_UTF8) else data)]
         except (ValueError, RecursionError) as exc:
             json_problem = _one_line(str(exc)) or type(exc).__name__
         if name.endswith(".json"):
@@ -143,15 +197,17 @@ def parse_documents(data: bytes, name: str) -> List[Any]:
         raise ManifestError(f"{name}: not valid YAML: nested too deeply") from None
 
 
-def load_manifests(paths: Iterable[str]) -> Manifests:
-    """Load every supported object from `paths` (`-` is standard input); ManifestError names the bad file."""
+def load_manifests(paths: Iterable[str], warn: Callable[[str], None] = warn_on_stderr) -> Manifests:
+    """Load every supported object from `paths` (`-` is standard input); ManifestError names the bad
+    file. Each of the manifests' `notes` (what was skipped or given again) is passed to `warn`."""
     manifests = Manifests()
     for path in _files(paths):
         data = _read(path)
         with collector_paused():
             documents = parse_documents(data, _display(path))
         del data
-        for document in documents:
-            if isinstance(document, dict):
-                manifests.add(document)
+        for number, document in enumerate(documents, 1):
+            manifests.add(document, f"{_display(path)}: document {number}")
+    for note in manifests.notes:
+        warn(note)
     return manifests

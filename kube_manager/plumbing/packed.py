@@ -4,8 +4,10 @@ A decoded manifest costs five to ten times its JSON: at XLarge (100,000 pods, 75
 NetworkPolicies) the records' manifests and specs alone were some 330 MB as dicts and 55 MB as
 JSON, and the initial lists held by `EventDispatcher` until every list is in were as much again, freed
 at once afterwards into memory the process then kept (scattered holes). What is only kept, to be
-shown, compared or applied later, is kept packed. A value JSON cannot hold (a watch never delivers
-one: an integer beyond 64 bits, a key that is not a string) is kept as it is.
+shown, compared or applied later, is kept packed. A value orjson cannot write (an integer beyond 64
+bits, a key that is not a string) is kept as it is, so the packed bytes never hold an integer orjson
+would read back as a float: `unpack` gives back exactly what `vnc_client.jsoncodec.loads`, the
+decoder of the watches and of `translate`, had made of the manifest.
 """
 from __future__ import annotations
 

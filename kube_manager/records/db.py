@@ -194,6 +194,7 @@ class LeaderStatus:
     transitions: int = 0      # times this instance became leader or stopped being leader
     last_renew_at: Optional[float] = None
     last_error: str = ""
+    blocked: str = ""         # why no attempt can succeed until the operator acts; /readyz fails with it
 
 
 @dataclass

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import signal
 import time
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ from kube_manager.observability.metrics import Metrics
 from kube_manager.service.pipeline import build_pipeline
 from kube_manager.reconciler.core import Reconciler
 from kube_manager.settings import OperatorSettings
+from kube_manager.version import VERSION, python_version
 from kube_manager.observability.vnc_status import ConfigApiObserver
 from vnc_client.auth import KeystoneCredentials
 from vnc_client.client import VncClient
@@ -127,7 +129,8 @@ class Daemon:
 
     def _start(self) -> None:
         settings = self.settings
-        log.info("kube-manager starting", extra=kv(cluster=settings.cluster.name, owner=settings.cluster.owner,
+        log.info("kube-manager starting", extra=kv(version=VERSION, python=python_version(),
+                                                   cluster=settings.cluster.name, owner=settings.cluster.owner,
                                                    resync_interval=settings.reconciler.resync_interval))
         if settings.vnc.embedded:
             from simulators.vnc_api.runner import EmbeddedServer
@@ -197,7 +200,9 @@ class Daemon:
         from simulators.cni import CniEmulator
         from simulators.kube_api.runner import EmulatorRunner
         emulation = self.settings.emulation
-        manifests = load_manifests(emulation.manifests) if emulation.manifests else None
+        manifests = load_manifests(emulation.manifests, warn=lambda note: log.warning(
+            "emulated manifests: document skipped or repeated", extra=kv(note=note))) \
+            if emulation.manifests else None
         runner = EmulatorRunner(port=self.settings.kubernetes.api_port)
         runner.start()
         self._running.stoppers.append(runner.stop)
@@ -237,8 +242,14 @@ class Daemon:
                          explain=db_explainer(self.db, self.settings.cluster.name),
                          config_api_probe=CachedProbe(self._probe_config_api, self.settings.health.probe_ttl),
                          health_policy=self.settings.health.for_silence_timeout(self.settings.watch.silence_timeout))
-        server = IntrospectServer(self.settings.introspect.listen_ip, self.settings.introspect.port, app)
-        server.start()
+        listen = self.settings.introspect
+        server = IntrospectServer(listen.listen_ip, listen.port, app)
+        try:
+            server.start()
+        except OSError as exc:  # the operator must know which of the daemon's ports, and its keys
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise OSError(f"introspect server cannot listen on {listen.listen_ip}:{listen.port} "
+                          f"(http_server_ip, http_server_port): {reason}") from None
         self._running.stoppers.append(lambda: server.stop(STOP_GRACE))
         self.introspect_url = server.url
 

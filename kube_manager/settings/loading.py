@@ -145,14 +145,17 @@ def _check_election_timings(settings: OperatorSettings) -> None:
                           f"greater than 1.2 x leader_elect_retry_period ({election.retry_period:g})")
 
 
-def load_settings(args: Optional[argparse.Namespace] = None) -> OperatorSettings:
-    """Defaults, then the `-c` files in order, then the command-line overrides.
+def load_settings(args: Optional[argparse.Namespace] = None,
+                  implied: Optional[Dict[str, str]] = None) -> OperatorSettings:
+    """Defaults, then `implied` (INI key -> text: what `--demo` stands for), then the `-c` files in
+    order, then the command-line overrides: what the operator wrote wins over what was implied.
 
     Raises ConfigError (naming the section and key, or the flag) for a value that cannot be used.
     """
     settings = OperatorSettings()
     paths = list(getattr(args, "config_file", None) or [])
-    values: Dict[str, Any] = {}
+    values: Dict[str, Any] = {name: _parse_value(name, text, f"{KEYS[name].where} (implied)")
+                              for name, text in (implied or {}).items()}
     _apply_file(values, settings, _read_files(paths))
     for name, key in KEYS.items():
         if args is not None and hasattr(args, name):

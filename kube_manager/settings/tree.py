@@ -68,9 +68,10 @@ class WatchSettings:
     """The watchers' timeouts and backoff; the defaults are the production values (issue 4)."""
 
     # A quiet watch must still say something: neither an event nor a bookmark for this long is a
-    # stuck connection (read timeout), and the watch is restarted.
+    # stuck connection (read timeout), and the watch is restarted. The API server bookmarks about
+    # once a minute; at 60 s the two raced and idle watches restarted as silent every minute.
     silence_timeout: float = setting("watch_silence_timeout", "KUBERNETES", v.positive_seconds,
-                                     "seconds without an event or bookmark before a watch is restarted", 60.0)
+                                     "seconds without an event or bookmark before a watch is restarted", 90.0)
     # The server ends each watch after a random timeout in [min, max], as client-go asks, so that
     # many watchers do not reconnect in lock-step.
     min_timeout_seconds: int = 300
@@ -180,6 +181,11 @@ class IntrospectSettings:
                         8108)
 
 
+# /livez's watch stall limit per second of watch_silence_timeout (HealthSettings.for_silence_timeout),
+# as a fraction so that the default 90 s gives exactly 120.
+STALL_PER_SILENCE_NUM, STALL_PER_SILENCE_DEN = 4, 3
+
+
 @dataclass(frozen=True)
 class HealthSettings:
     """What `/livez` and `/readyz` check (introspect/health.py), and how often."""
@@ -192,13 +198,15 @@ class HealthSettings:
     probe_timeout: float = 2.0
     probe_ttl: float = 2.0
     # A watch gets a bookmark about every minute and is restarted after watch_silence_timeout
-    # without one; this long without an event, a bookmark or a list is no progress.
+    # without one, the restart counting as progress; this long without an event, a bookmark, a list
+    # or a restart is a stall (SPEC 7: 2 minutes at the default silence of 90 s).
     watch_stall_timeout: float = 120.0
 
     def for_silence_timeout(self, silence_timeout: float) -> "HealthSettings":
-        """These limits for a configured `watch_silence_timeout`: a restarted watch gets the time
-        of one more silence before it counts as stalled."""
-        return replace(self, watch_stall_timeout=max(self.watch_stall_timeout, 2 * silence_timeout))
+        """These limits for a configured `watch_silence_timeout`, in proportion to it (4/3: the
+        default 90 s gives 2 minutes): a silent watch is restarted well before it counts as stalled,
+        and a restart that cannot reach the API server within a third of a silence does."""
+        return replace(self, watch_stall_timeout=silence_timeout * STALL_PER_SILENCE_NUM / STALL_PER_SILENCE_DEN)
 
 
 @dataclass

@@ -3,8 +3,9 @@ elect a leader against one emulator (tests, benchmarks, the demo).
 
 Get, create (409 AlreadyExists), replace with the resourceVersion precondition (409 Conflict when
 the Lease changed since it was read, as the real server answers) and delete. Leases are not watched
-by kube-manager, so they have their own resourceVersion counter and no event history; the lease
-namespace need not exist (the demo's manifests rarely include kube-system).
+by kube-manager, so they have their own resourceVersion counter and no event history. As on a real
+server, a Lease cannot be created in a namespace that does not exist (404); the system namespaces
+(`default`, `kube-system`, ...) always exist, even when the manifests loaded do not list them.
 
 Faults for tests: `fail_writes_from(identity, mode)` makes every create or replace whose holder is
 `identity` fail, with a 500 (`"error"`) or by never answering (`"hang"`); `clear_faults()` ends that.
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Dict, Tuple
+from typing import Any, Callable, Dict, Tuple
 
 import gevent
 
@@ -27,9 +28,10 @@ FAULT_MODES = ("error", "hang")
 
 
 class LeaseStore:
-    """Leases by (namespace, name)."""
+    """Leases by (namespace, name); `namespace_exists` answers for the emulated cluster."""
 
-    def __init__(self) -> None:
+    def __init__(self, namespace_exists: Callable[[str], bool] = lambda namespace: True) -> None:
+        self._namespace_exists = namespace_exists
         self._leases: Dict[Tuple[str, str], Dict[str, Any]] = {}
         self._rv = 0
         self._faults: Dict[str, str] = {}
@@ -47,6 +49,8 @@ class LeaseStore:
         self._fault(lease)
         if key in self._leases:
             raise ApiError(409, "AlreadyExists", f'leases.coordination.k8s.io "{key[1]}" already exists')
+        if not self._namespace_exists(namespace):
+            raise ApiError(404, "NotFound", f'namespaces "{namespace}" not found')
         meta = lease["metadata"]
         meta["uid"] = f"lease-{namespace}-{key[1]}-{self._rv + 1}"
         meta["creationTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

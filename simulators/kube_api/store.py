@@ -97,6 +97,10 @@ def _copy(obj: Any) -> Any:
     return json.loads(json.dumps(obj))
 
 
+# The namespaces an API server makes itself: Leases may be created there whatever was loaded.
+SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+
+
 class KubeStore:
     """The served kinds' objects with resourceVersions, history and watch fan-out."""
 
@@ -115,7 +119,7 @@ class KubeStore:
         self._subs: Dict[int, Subscription] = {}
         self._listeners: List[Listener] = []
         self._creations: Counter = Counter()
-        self.leases = LeaseStore()  # served apart: not watched, no shared resourceVersion
+        self.leases = LeaseStore(self.namespace_exists)  # served apart: not watched, no shared resourceVersion
 
     # --- reading ---------------------------------------------------------------------------------
 
@@ -135,6 +139,10 @@ class KubeStore:
         """Whether `resource` is served: a built-in kind, or a custom one whose CRD is installed."""
         res = RESOURCES.get(resource)
         return res is not None and (not res.crd or res.name in self._crds)
+
+    def namespace_exists(self, name: str) -> bool:
+        """A Namespace object of this store, or one every cluster has (and never lists here)."""
+        return name in SYSTEM_NAMESPACES or ("", name) in self._objects[NAMESPACES.name]
 
     def get(self, resource: str, namespace: str, name: str) -> Dict[str, Any]:
         res = self._resource(resource)

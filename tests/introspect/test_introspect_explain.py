@@ -53,6 +53,21 @@ def test_an_allowed_flow_names_and_links_its_deciding_rule(app):
     assert [r["name"] for r in rules["firewall_rules"]] == [R_WEB_TO_DB]
 
 
+def test_the_deciding_trace_row_is_highlighted_and_only_it(app):
+    status, data = explain_json(app, "from=shop%2Fweb&to=shop%2Fdb&port=5432&protocol=TCP")
+    matched = [(step["side"], step["policy"], block["index"]) for step in data["trace"]
+               for block in step["blocks"] if block["peer"] and block["port"]]
+    assert matched, data["trace"]
+    text = call(app, "/explain?from=shop%2Fweb&to=shop%2Fdb&port=5432&protocol=TCP").text
+    assert text.count('class="trace-step deciding"') == 1 and text.count("&larr; decides") == 1
+    row = text[text.index('id="deciding-row"'):]
+    row = flat(row[:row.index("</tr>")])
+    assert "shop/db-allow-web" in row and "<td>yes</td><td>yes</td>" in row, row
+    # A dropped flow was decided by no rule block: nothing is highlighted.
+    dropped = call(app, "/explain?from=tools/debug&to=shop/db&port=5432&protocol=TCP").text
+    assert 'id="deciding-row"' not in dropped
+
+
 def test_a_dropped_flow_names_the_deny_rule(app):
     status, data = explain_json(app, "from=tools/debug&to=shop/db&port=5432&protocol=tcp")
     assert status == 200

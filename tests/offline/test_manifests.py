@@ -12,6 +12,7 @@ import yaml
 
 from kube_manager.offline import manifests as manifests_module
 from kube_manager.offline.manifests import ManifestError, load_manifests, parse_documents
+from vnc_client import jsoncodec
 from tests.support.paths import REPO
 
 pytestmark = pytest.mark.slow  # seconds per test: out of the inner loop
@@ -72,7 +73,7 @@ def test_yaml_goes_through_libyaml_when_pyyaml_has_it():
 
 
 def test_the_stdlib_json_parser_is_the_fallback(monkeypatch):
-    monkeypatch.setattr(manifests_module, "_json_loads", json.loads)
+    monkeypatch.setattr(jsoncodec, "orjson", None)
     assert parse_documents(b'[{"kind": "Pod"}]', "x.json") == [[{"kind": "Pod"}]]
     with pytest.raises(ManifestError, match=r"^x\.json: not valid JSON: Expecting"):
         parse_documents(b'{"kind": ', "x.json")

@@ -3,6 +3,8 @@ gevent monkey-patching happening before any network library is imported."""
 from __future__ import annotations
 
 import os
+import platform
+import socket
 import subprocess
 import sys
 import textwrap
@@ -11,6 +13,7 @@ import pytest
 
 from kube_manager.offline.manifests import load_manifests
 from kube_manager.translator import translate
+from kube_manager.version import VERSION
 from tests.support.e2e_support import DaemonProcess, closed_port, write_config
 from tests.support.waiting import wait_until
 from tests.support.paths import EXAMPLES
@@ -33,6 +36,8 @@ def test_demo_once_converges_the_examples_and_exits_0():
     assert converged, result.stderr[-3000:]
     assert f"created={objects} " in converged[0] and "updated=0 " in converged[0]
     assert f"tagged={len(manifests.pods)} " in converged[0]
+    starting = next(line for line in result.stderr.splitlines() if "kube-manager starting" in line)
+    assert f"version={VERSION} python={platform.python_version()} " in starting, starting
 
 
 def test_a_term_begins_before_the_initial_lists_are_in_and_its_resync_after():
@@ -88,3 +93,15 @@ def test_run_patches_gevent_before_any_network_library_is_imported():
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["[]", "True", "True"]
     assert "MonkeyPatchWarning" not in result.stderr
+
+
+def test_a_taken_introspect_port_is_named_with_its_keys():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = subprocess.run(RUN + ["--demo", EXAMPLES, "--once", "--http-server-port", str(port)],
+                                capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert (f'msg="start-up failed: introspect server cannot listen on 127.0.0.1:{port} (http_server_ip, '
+            f'http_server_port): Address already in use"') in result.stderr, result.stderr[-3000:]

@@ -11,6 +11,7 @@ import pytest
 
 from kube_manager.observability.logging_setup import KeyValueFormatter, kv, setup_from_settings, setup_logging
 from kube_manager.settings import KEYS, ConfigError, LogSettings, OperatorSettings, keys, values
+from kube_manager.settings import load_settings
 from tests.support.config_support import cli_parser, load, write
 from tests.support.paths import REPO
 
@@ -359,3 +360,13 @@ def test_stderr_logging(capsys: pytest.CaptureFixture) -> None:
         for h in [h for h in root.handlers if h.get_name() == "kube-manager"]:
             root.removeHandler(h)
         root.setLevel(saved)
+
+
+def test_what_the_operator_wrote_wins_over_what_demo_implies(tmp_path: Path) -> None:
+    """`run --demo PATH -c FILE`: the file's values, then the options, win over `--demo`'s."""
+    implied = {"vnc_endpoint_ip": "embedded", "vnc_endpoint_port": "0", "http_server_ip": "127.0.0.1",
+               "kubernetes_api_server": "emulated", "kubernetes_api_port": "0"}
+    path = write(tmp_path, "[DEFAULTS]\nhttp_server_ip = 127.0.0.2\n[KUBERNETES]\nkubernetes_api_port = 18080\n")
+    config = load_settings(cli_parser().parse_args(["-c", path, "--vnc-endpoint-port", "18082"]), implied=implied)
+    assert (config.introspect.listen_ip, config.kubernetes.api_port, config.vnc.port) == ("127.0.0.2", 18080, 18082)
+    assert (config.vnc.endpoints, config.kubernetes.api_server) == (["embedded"], "emulated")  # implied, unwritten

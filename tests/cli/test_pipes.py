@@ -1,0 +1,58 @@
+"""A reader that leaves early (`| head`, SPEC 8): the offline commands end silently, without a
+traceback, and their exit status keeps its meaning (explain: 0 allowed, 1 dropped)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.paths import EXAMPLES, REPO
+
+pytestmark = pytest.mark.slow  # a process per case: out of the inner loop
+
+DEMO = str(EXAMPLES / "demo")
+OPEN_SHOP = """kind: NetworkPolicy
+apiVersion: networking.k8s.io/v1
+metadata: {name: allow-all, namespace: shop}
+spec: {podSelector: {}, policyTypes: [Ingress], ingress: [{}]}
+"""
+FLOW = ["--from", "shop/web-1", "--port", "9090"]
+
+CASES = [  # (arguments after -f DEMO, exit status)
+    (["explain", *FLOW, "--to", "shop/api-1", "-o", "json"], 0),
+    (["explain", *FLOW, "--to", "shop/api-1"], 0),
+    (["explain", *FLOW, "--to", "shop/api-2", "-o", "json"], 1),
+    (["translate", "-o", "json"], 0),
+    (["translate", "-o", "table"], 0),
+    (["what-if", "--change", "{change}"], 0),
+    (["what-if", "--change", "{change}", "-o", "json"], 0),
+]
+
+
+def run_with_reader_gone(args):
+    """The command with its standard output a pipe whose reader closed before anything came."""
+    proc = subprocess.Popen([sys.executable, "-m", "kube_manager", args[0], "-f", DEMO, *args[1:]],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader leaves at once: every write the command makes meets EPIPE
+    stderr = proc.stderr.read().decode()
+    return proc.wait(60), stderr
+
+
+@pytest.mark.parametrize("args, status", CASES, ids=lambda c: " ".join(c) if isinstance(c, list) else str(c))
+def test_a_reader_that_leaves_early_ends_the_command_silently(tmp_path, args, status):
+    change = tmp_path / "change.yaml"
+    change.write_text(OPEN_SHOP)
+    code, stderr = run_with_reader_gone([arg.format(change=change) for arg in args])
+    assert "Traceback" not in stderr and "Broken" not in stderr, stderr
+    assert code == status, stderr
+
+
+def test_head_reads_the_first_bytes_of_the_answer():
+    """The same through a shell pipeline, as an operator types it."""
+    result = subprocess.run(f"{sys.executable} -m kube_manager explain -f {DEMO} --from shop/web-1 "
+                            "--to shop/api-2 --port 9090 -o json | head -c 10; exit ${PIPESTATUS[0]}",
+                            shell=True, executable="/bin/bash", capture_output=True, text=True,
+                            timeout=60, cwd=REPO)
+    assert (result.returncode, result.stdout, result.stderr) == (1, '{\n  "actio', "")
