@@ -432,11 +432,9 @@ class Reconciler:
     def _deferred_shared_delete(self, key: WorkKey) -> bool:
         return key in self._book.deferred and key[0] in SHARED_TYPES and self.actual.desired(key) is None
 
-    def _tier_hold(self, removed: AbstractSet[str], added: AbstractSet[str]) -> Tuple[Set[str], List[ObjKey]]:
-        """Tags a pod keeps or does not gain for now, and what it waits for (tiers.py)."""
-        kept, waits = self.gates.tiers.hold(self.actual, removed)
-        later, gain_waits = self.gates.tiers.hold_gain(self.actual, added)
-        return kept | later, sorted(set(waits) | set(gain_waits))
+    def _tier_hold(self, removed: AbstractSet[str]) -> Tuple[Set[str], List[ObjKey]]:
+        """Tags a pod keeps for now, and what it waits for to drop them (tiers.py)."""
+        return self.gates.tiers.hold(self.actual, removed)
 
     def _managed_tag(self, tag: str) -> bool:
         """Tags a pod's VMI may lose: ours, or wanted by us (another cluster's are left alone)."""

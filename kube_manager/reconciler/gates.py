@@ -59,6 +59,8 @@ class Gates:
     def gate_add(self, actual: ActualState, holder: ObjKey, ref_field: str, target: ObjKey) -> Optional[ObjKey]:
         if ref_field == RULE_REFS and holder in self.tiers.policies:
             return self._being_tagged(sorted(endpoint_tags(actual.desired(target))))
+        if holder == self.aps_key:
+            return self.tiers.pair_missing(target)
         if holder != self.denyall_key or ref_field != RULE_REFS:
             return None
         owner = self._desired.deny_owner(target[1])

@@ -208,14 +208,12 @@ class PodTagger:
     """Brings the tags of one pod's VMIs to the pod's desired tags (`db.pods[key].tags`)."""
 
     def __init__(self, client: VmiApi, db: Database, view: View, managed: Callable[[str], bool],
-                 hold: Callable[[AbstractSet[str], AbstractSet[str]], Tuple[Set[str], List[ObjKey]]]) -> None:
+                 hold: Callable[[AbstractSet[str]], Tuple[Set[str], List[ObjKey]]]) -> None:
         self._client = client
         self._db = db
         self._view = view
         self._managed = managed
-        # of the tags a pod is to lose and to gain, those kept or not gained for now, and until what
-        # is written
-        self._hold = hold
+        self._hold = hold  # of the tags a pod is to lose, those kept for now, and until what is written
         self.index = VmiIndex()
 
     def vmi_pages(self, page_limit: int) -> Iterator[List[Dict[str, Any]]]:
@@ -299,8 +297,7 @@ class PodTagger:
             record.tagging = PENDING
             return outcome
         kept, outcome.holding = self._hold({t for v in vmis for t in self.index.tags[v] - desired
-                                            if _split(t)[0] == LABEL_TYPE and self._managed(t)},
-                                           {t for v in vmis for t in desired - self.index.tags[v]})
+                                            if _split(t)[0] == LABEL_TYPE and self._managed(t)})
         for vmi in vmis:
             changes = tag_changes(self.index.tags[vmi], desired, self._managed, skip=missing | kept)
             if not changes:
@@ -320,8 +317,7 @@ class PodTagger:
             outcome.done = False
         elif outcome.holding:
             record.tagging = PENDING
-            record.vmi_error = ("holds back " + ", ".join(sorted(kept))
-                                + " until the rules of the policy blocks using them are written")
+            record.vmi_error = "keeps " + ", ".join(sorted(kept)) + " until the tier deny rules using them are written"
         else:
             record.tagging = SYNCED
             record.vmi_error = ""

@@ -4,13 +4,13 @@ The blocks are `<cluster>--admin`, `<cluster>--isolation`, `<cluster>--baseline-
 `<cluster>--baseline`: ordered lists of pass and deny rules whose endpoints may use selector tags
 and the isolation tags; pods are tagged independently of the rules. Three windows would let a flow
 through that neither state lets through, or drop one both let through: a rule written with a tag
-the pods do not carry yet, a pod losing a tag a written rule still uses, and a pod gaining an
-isolation tag (which the isolation deny then matches) before the pair rules that let its allowed
-flows through are written. So (gates.py, pods.py): a rule joins a block only once no pod is still
-being given a tag its endpoints use; a pod keeps a label tag a block rule in the config API uses
-until every block object is as desired; and a pod gains an isolation tag only once the isolation
-block is as desired. Everything is read from the rule bodies, desired and actual: nothing is asked
-upstream.
+the pods do not carry yet, a pod losing a tag a written rule still uses, and the isolation deny in
+force before the pair rules that let the allowed flows between isolated pods through. So
+(gates.py, pods.py): a rule joins a block only once no pod is still being given a tag its endpoints
+use (the isolation deny, then, only once the pods carry their isolation tags); the isolation deny's
+policy joins the APS only after every pair rule has joined the isolation block; and a pod keeps a label tag a block
+rule in the config API uses until every block object is as desired. Everything is read from the
+rule bodies and ref lists, desired and actual: nothing is asked upstream.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from .compare import ENDPOINT_FIELDS, ObjKey
 from .reflists import RefListIndex
 
 RULE_REFS = "firewall_rule_refs"
-BLOCKS = ("admin", "isolation", "baseline-np", "baseline")
+BLOCKS = ("admin", "isolation", "isolation-deny", "baseline-np", "baseline")
 
 
 def endpoint_tags(body: Optional[Mapping[str, Any]]) -> Set[str]:
@@ -50,7 +50,7 @@ class TierDeny:
         self.policies: Tuple[ObjKey, ...] = tuple(
             ("firewall-policy", pm + (f"{cluster}--{block}",)) for block in BLOCKS)
         self.isolation: ObjKey = ("firewall-policy", pm + (f"{cluster}--isolation",))
-        self.isolation_tags = frozenset(f"label={cluster}-isolated-{side}" for side in ("ingress", "egress"))
+        self.isolation_deny: ObjKey = ("firewall-policy", pm + (f"{cluster}--isolation-deny",))
         # The isolation block's refs change one at a time (its body is not replaced): they are
         # read from its ref-list index, which gates.py keeps.
         self.isolation_refs = RefListIndex(RULE_REFS, "firewall-rule")
@@ -113,12 +113,11 @@ class TierDeny:
         waits = sorted(key for key in (*self.policies, *self.rules(actual)) if not actual.settled(key))
         return (kept, waits) if waits else (set(), [])
 
-    def hold_gain(self, actual: ActualState, added: AbstractSet[str]) -> Tuple[Set[str], List[ObjKey]]:
-        """Of the tags a pod is to gain, the isolation tags it gains only later (while the isolation
-        block is not as desired), and the objects it waits for."""
-        gained = set(added) & self.isolation_tags
-        if not gained or actual.desired(self.isolation) is None:
-            return set(), []
-        waits = sorted(key for key in (self.isolation, *self._rules(actual, self.isolation, True))
-                       if not actual.settled(key))
-        return (gained, waits) if waits else (set(), [])
+    def pair_missing(self, target: ObjKey) -> Optional[ObjKey]:
+        """For the isolation deny's policy joining the APS while a pair rule is still to join the
+        isolation block: the block (written when the pair rules join it)."""
+        if target != self.isolation_deny:
+            return None
+        held = self.isolation_refs.actual
+        missing = any(rule not in held for rule in self.isolation_refs.desired)
+        return self.isolation if missing else None

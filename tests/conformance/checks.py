@@ -87,7 +87,7 @@ def policy_owners(translation: Dict[str, Any]) -> Dict[str, str]:
     return owners
 
 
-ISOLATION_POLICY = f"{CLUSTER}--isolation"  # SPEC 14's pair rules and isolation deny
+ISOLATION_POLICIES = {"pass": f"{CLUSTER}--isolation", "deny": f"{CLUSTER}--isolation-deny"}  # SPEC 14's
 
 
 def check_pair(result: Dict[str, Any], sides, owners: Dict[str, str], semantics: str = "cluster-wide") -> Optional[str]:
@@ -110,7 +110,7 @@ def check_pair(result: Dict[str, Any], sides, owners: Dict[str, str], semantics:
     decider = result["policy"]
     both_isolated = semantics == "kubernetes" and bool(out_iso and in_iso)
     if both_isolated:
-        if decider != ISOLATION_POLICY or result["action"] != ("pass" if result["allowed"] else "deny"):
+        if decider != ISOLATION_POLICIES["pass" if result["allowed"] else "deny"]:
             return f"both ends isolated but decided by {result['rule']} of {decider}"
     elif result["allowed"]:
         if out_ok or in_ok:

@@ -44,7 +44,7 @@ def _allowed(result, src, dst, protocol, port):
     return evaluator.evaluate(evaluator.workload(*src), evaluator.workload(*dst), port, protocol).allowed
 
 
-@pytest.mark.parametrize("semantics, isolation", [("cluster-wide", []), ("kubernetes", [("0.5", "k8s--isolation")])])
+@pytest.mark.parametrize("semantics, isolation", [("cluster-wide", []), ("kubernetes", [("0.5", "k8s--isolation"), ("0.6", "k8s--isolation-deny")])])
 def test_the_blocks_take_their_places_in_the_aps_around_the_network_policy_tier(semantics, isolation):
     result = _run(cnp("guard", "Admin", 7, HOUSE_A, ingress=[{"action": "Deny", "from": FROM_B}]),
                   cnp("floor", "Baseline", 1000, HOUSE_A, ingress=[{"action": "Accept", "from": EVERYONE}]),

@@ -76,7 +76,7 @@ class ChainBuilder:
         peers: List[Tuple[Optional[object], End]] = [(None, ANYTHING)] if rule.peers is None else [
             (peer, self._peer(peer, out)) for peer in rule.peers]
         services: List[Service] = [ANY_SERVICE] if rule.ports is None else list(rule.ports)
-        items = []
+        items: List[Item] = []
         for raw, peer in peers:
             ends = [(peer, subject)] if rule.direction == INGRESS else [(subject, peer)]
             for service in services:

@@ -119,18 +119,21 @@ class ClusterNetworkPolicies:
         self._blocks.write({block: made[block] if self._valid(tier) else None
                             for tier, blocks in _BLOCKS_OF.items() for block in blocks})
         cluster = self._exact.emitter.cluster
-        self._log.cluster_policies_rendered(list(self._policies))  # each one's rules may have moved
-        self._statuses = {}
+        statuses: Dict[str, CnpStatus] = {}
         for name, policy in self._policies.items():
             chains = self._chains.get(policy.tier) if policy.tier in TIERS else self._chains.get(TIERS[0])
             errors = tuple(dict.fromkeys(chains.errors.get(name, ()) if chains else policy.errors))
             if policy.subject is None:
-                self._statuses[name] = CnpStatus(None, errors=errors)
+                statuses[name] = CnpStatus(None, errors=errors)
                 continue
             block = _BLOCKS_OF[policy.tier][-1]
             passes, denies = self._blocks.rules_of(name)
-            self._statuses[name] = CnpStatus(global_fq_name(shorten(block_policy_name(cluster, block))),
-                                             passes, denies, errors)
+            statuses[name] = CnpStatus(global_fq_name(shorten(block_policy_name(cluster, block))), passes, denies, errors)
+        # A policy whose rules moved (a rule of its items met a NetworkPolicy's, say) is reported
+        # for its record, as the policies of a re-rendered tier are; the others cost nothing.
+        self._log.cluster_policies_rendered(name for name, status in statuses.items()
+                                            if self._statuses.get(name) != status)
+        self._statuses = statuses
 
     @staticmethod
     def _log_new_errors(old: Optional[TierChains], new: Optional[TierChains]) -> None:

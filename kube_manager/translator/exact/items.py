@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
-from typing import FrozenSet, Iterable, Optional, Tuple, Union
+from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple, Union
 
 from ..bodies import Body
 from ..cidr import Network, network_key
@@ -71,7 +71,7 @@ class Item:
 
 def normal_networks(networks: Iterable[Network]) -> Tuple[Network, ...]:
     """Collapsed, in ascending address order (IPv4 first)."""
-    result = []
+    result: List[Network] = []
     for version in (4, 6):
         group = [n for n in networks if n.version == version]
         result.extend(ipaddress.collapse_addresses(group))  # type: ignore[type-var]
@@ -87,7 +87,7 @@ def networks_and(a: Tuple[Network, ...], b: Tuple[Network, ...]) -> Tuple[Networ
 def tags_conflict(tags: FrozenSet[str]) -> bool:
     """No pod can carry all of `tags`: a single-valued type with two values, or a namespace
     identity with another namespace's name label (every namespace carries its own, SPEC 2)."""
-    seen = {}
+    seen: Dict[str, str] = {}
     for tag in tags:
         tag_type, value = split_tag(tag)
         if tag_type == MULTI_VALUED_TYPE:
@@ -111,6 +111,7 @@ def meet_ends(a: End, b: End) -> Optional[End]:
     if isinstance(a, Addresses):
         a, b = b, a
     assert isinstance(a, Pods)
+    nets: Optional[Tuple[Network, ...]]
     if isinstance(b, Addresses):
         tags, nets = a.tags, b.networks
     else:

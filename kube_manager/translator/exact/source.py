@@ -2,9 +2,10 @@
 
 Under `policy_semantics = kubernetes` the APS holds, before every NetworkPolicy's firewall policy,
 the firewall policy `<cluster>--isolation` (sequence `0.5`): the pair rules (`<cluster>--pair-<12
-hex>`, sequences hashed from their names) and, last (`2.0`), the rule
+hex>`, sequences hashed from their names); then `<cluster>--isolation-deny` (`0.6`) with the rule
 `<cluster>--isolated-egress-to-isolated-ingress`, a deny from every egress-isolated pod to every
-ingress-isolated pod. Pods carry the isolation tags (`isolation.py`). Under `cluster-wide` nothing
+ingress-isolated pod. Two policies, so that the reconciler can put the deny in force only once the
+pair rules are (one ref list could not say which of its refs must go first). Pods carry the isolation tags (`isolation.py`). Under `cluster-wide` nothing
 of this exists, and the NetworkPolicies' output is the one of sections 2-5.
 
 The NetworkPolicy source tells this one of each rendering it applies; the flush then moves the
@@ -14,9 +15,10 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-from ..bodies import ADDRESS_GROUP, DENY, FIREWALL_POLICY, FIREWALL_RULE, Body, BodyFactory, FqName, global_fq_name
+from ..bodies import (ADDRESS_GROUP, DENY, FIREWALL_POLICY, FIREWALL_RULE, Body, BodyFactory, FqName,
+                      global_fq_name, sequenced_ref)
 from ..model import ParsedPolicy
-from ..naming import hashed_sequence
+from ..naming import hashed_sequence, rule_sequence
 from ..render import PolicyRendering
 from ..sequenced import SequencedRefs
 from ..shared import SharedObjects
@@ -28,8 +30,7 @@ from .pairs import PairRules
 
 KUBERNETES, CLUSTER_WIDE = "kubernetes", "cluster-wide"
 SEMANTICS = (KUBERNETES, CLUSTER_WIDE)
-ISOLATION_SEQUENCE = "0.5"
-ISOLATION_DENY_SEQUENCE = "2.0"
+ISOLATION_SEQUENCE, ISOLATION_DENY_SEQUENCE = "0.5", "0.6"
 PolicyKey = Tuple[str, str]
 
 
@@ -41,6 +42,10 @@ def semantics_problem(value: object) -> Optional[str]:
 
 def isolation_policy_name(cluster: str) -> str:
     return f"{cluster}--isolation"
+
+
+def isolation_deny_policy_name(cluster: str) -> str:
+    return f"{cluster}--isolation-deny"
 
 
 def isolation_deny_name(cluster: str) -> str:
@@ -78,10 +83,13 @@ class ExactEnforcement:
         deny = global_fq_name(isolation_deny_name(cluster))
         body = bodies.any_rule(deny, DENY, {"tags": [tags[EGRESS]]}, {"tags": [tags[INGRESS]]})
         self._store.put(FIREWALL_RULE, deny, body)
+        deny_policy = global_fq_name(isolation_deny_policy_name(cluster))
+        deny_body = bodies.firewall_policy(deny_policy, [sequenced_ref(deny, rule_sequence(0))])
+        self._store.put(FIREWALL_POLICY, deny_policy, deny_body)
+        aps_refs.set(deny_policy, ISOLATION_DENY_SEQUENCE, deny_body["fq_name"])
         policy = global_fq_name(isolation_policy_name(cluster))
         policy_body = bodies.firewall_policy(policy, [])
         refs = self._store.ref_list(FIREWALL_POLICY, policy, policy_body, FIREWALL_RULE)
-        refs.set(deny, ISOLATION_DENY_SEQUENCE, body["fq_name"])
         aps_refs.set(policy, ISOLATION_SEQUENCE, policy_body["fq_name"])
         return refs
 
@@ -194,7 +202,8 @@ def split_items(rendering: Optional[PolicyRendering]) -> Tuple[List[Tuple[FqName
     if rendering is None:
         return [], []
     groups = {":".join(fq_name): block.prefixes for fq_name, block in rendering.address_groups.items()}
-    egress, ingress = [], []
+    egress: List[Tuple[FqName, Item]] = []
+    ingress: List[Tuple[FqName, Item]] = []
     for i, (fq_name, body) in enumerate(zip(rendering.rules, rendering.rule_bodies)):
         src, dst = end_of(body["endpoint_1"], groups), end_of(body["endpoint_2"], groups)
         if src is None or dst is None:
