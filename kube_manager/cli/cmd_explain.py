@@ -16,6 +16,7 @@ import json
 import logging
 import sys
 
+from kube_manager.cli.cmd_translate import add_semantics_argument
 from kube_manager.explain.text import flow_errors, render
 from kube_manager.offline.manifests import ManifestError, load_manifests
 from kube_manager.offline.output import write_out
@@ -43,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text",
                         help="text (default): verdict, deciding rule and trace in a few lines; "
                              "json: the whole answer (SPEC section 6 keys)")
+    add_semantics_argument(parser)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -55,7 +57,8 @@ def main(args: argparse.Namespace) -> int:
         manifests = load_manifests(args.paths)
         translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
                                 cluster_name=args.cluster_name,
-                                cluster_network_policies=manifests.cluster_network_policies)
+                                cluster_network_policies=manifests.cluster_network_policies,
+                                semantics=args.semantics)
         result = Explainer(translation.to_dict(), manifests, args.cluster_name,
                            translation.selectors).explain(
             args.source, args.destination, args.port, args.protocol)

@@ -16,6 +16,8 @@ from kube_manager.offline.serialize import json_bytes, yaml_bytes
 from kube_manager.plumbing.gcpolicy import collector_paused
 
 USAGE_ERROR = 2
+# translator.exact.source.SEMANTICS (a test keeps them equal): the translator loads only when used
+SEMANTICS = ("kubernetes", "cluster-wide")
 FORMATS = ("table", "json", "yaml")
 
 
@@ -28,6 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="table (the Contrail wiki's tables, Markdown), json or yaml (default table)")
     parser.add_argument("--cluster-name", default="k8s",
                         help="the cluster_name the objects are named after (default k8s)")
+    add_semantics_argument(parser)
+
+
+def add_semantics_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--semantics", choices=SEMANTICS, default=SEMANTICS[0],
+                        help="how flows are decided (SPEC 14): kubernetes (both ends' chains must allow) or "
+                             "cluster-wide (a NetworkPolicy at either end may allow); default kubernetes")
 
 
 def render(translation: Any, output: str) -> bytes:
@@ -60,6 +69,7 @@ def _translate(args: argparse.Namespace) -> int:
         return USAGE_ERROR
     translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
                             cluster_name=args.cluster_name,
-                            cluster_network_policies=manifests.cluster_network_policies)
+                            cluster_network_policies=manifests.cluster_network_policies,
+                            semantics=args.semantics)
     write_out(render(translation, args.output))
     return 0

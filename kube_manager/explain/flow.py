@@ -31,8 +31,12 @@ IPAddress = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
 Prefix = Tuple[int, int, int]
 
 FLOW_PROTOCOLS = ("tcp", "udp", "sctp")
-# Protocol numbers a rule may use instead of names.
-_PROTOCOL_NUMBERS = {"6": "tcp", "17": "udp", "132": "sctp"}
+
+
+class NumericProtocol(ValueError):
+    """A rule names its protocol by number. Contrail reads `0` as `any` and tf-controller's config
+    API refuses numbers; the translator never writes one, so evaluating such a rule (as anything)
+    could only hide a bug."""
 _ANY = ("any",)
 
 
@@ -124,7 +128,8 @@ def _service(raw: Any) -> _Service:
     if not isinstance(raw, dict):
         return _Service("any", (0, 65535), (0, 65535))
     protocol = str(raw.get("protocol") or "any").lower()
-    protocol = _PROTOCOL_NUMBERS.get(protocol, protocol)
+    if protocol.isdigit():
+        raise NumericProtocol(f"numeric protocol {protocol!r} in a service (Contrail reads 0 as any)")
     if protocol != "any" and protocol not in FLOW_PROTOCOLS:
         protocol = ""
     return _Service(protocol, _port_range(raw.get("dst_ports")), _port_range(raw.get("src_ports")))

@@ -7,11 +7,11 @@ dropped from any other policy or from the APS only once the denyall policy holds
 is no longer wanted. Which NetworkPolicy a deny rule protects, and which tags its rules use, are
 part of the translator's published desired state: the gates never ask anyone upstream.
 
-The ClusterNetworkPolicy tier deny rules (`<cluster>--admin-deny`, `--baseline-deny`; tiers.py)
-protect no policy, but their endpoints may use piece selector tags: a write of such a rule (update,
-or its ref from the tier deny policy) waits for the pods still being given a tag its desired
-endpoints use, read from the rule body. A change re-pieces a Deny into rules added, rules updated in
-place and rules dropped: the additions go first, the updates next, the drops last.
+The rules of the ordered blocks (`<cluster>--admin`, `--isolation`, `--baseline-np`, `--baseline`;
+tiers.py) protect no policy, but their endpoints may use selector and isolation tags: a write of such
+a rule (update, or its ref from the block) waits for the pods still being given a tag its desired
+endpoints use, read from the rule body; additions go first, updates next, drops last. The isolation
+block's refs change one at a time, like the APS's and `<cluster>-denyall`'s, so it has an index too.
 """
 from __future__ import annotations
 
@@ -41,7 +41,8 @@ class Gates:
         self._deny_refs = RefListIndex("firewall_rule_refs", "firewall-rule")
         self.indexes: Dict[ObjKey, Dict[str, RefListIndex]] = {
             self.aps_key: {self._aps_refs.ref_field: self._aps_refs},
-            self.denyall_key: {self._deny_refs.ref_field: self._deny_refs}}
+            self.denyall_key: {self._deny_refs.ref_field: self._deny_refs},
+            self.tiers.isolation: {RULE_REFS: self.tiers.isolation_refs}}
         # Pods being tagged (ACTIVE), by the tags they are to carry and lack: deny rules wait for them.
         self._tagging: Dict[ObjKey, Tuple[str, ...]] = {}
         self._tagging_by_tag: Dict[str, Set[ObjKey]] = {}
@@ -58,6 +59,8 @@ class Gates:
     def gate_add(self, actual: ActualState, holder: ObjKey, ref_field: str, target: ObjKey) -> Optional[ObjKey]:
         if ref_field == RULE_REFS and holder in self.tiers.policies:
             return self._being_tagged(sorted(endpoint_tags(actual.desired(target))))
+        if holder == self.aps_key:
+            return self.tiers.pair_missing(target)
         if holder != self.denyall_key or ref_field != RULE_REFS:
             return None
         owner = self._desired.deny_owner(target[1])

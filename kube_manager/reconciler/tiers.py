@@ -1,12 +1,16 @@
-"""The ClusterNetworkPolicy tier deny policies and their rules, as make before break needs them.
+"""The ordered blocks of SPEC 14 and their rules, as make before break needs them.
 
-An Admin or Baseline Deny is a firewall rule of `<cluster>--admin-deny` or `<cluster>--baseline-deny`
-(SPEC 13) whose endpoints may use piece selector tags; pods are tagged independently of the rules.
-Two windows would let a denied flow pass: a rule rewritten to a tag the pods do not carry yet, and a
-pod losing a tag a written rule still uses. So (gates.py, pods.py): a write of a tier deny rule
-waits for the pods still being given the tags its desired endpoints use, and a pod keeps a label
-tag that a tier deny rule in the config API uses until every tier deny object is as desired.
-Everything is read from the rule bodies, desired and actual: nothing is asked upstream.
+The blocks are `<cluster>--admin`, `<cluster>--isolation`, `<cluster>--baseline-np` and
+`<cluster>--baseline`: ordered lists of pass and deny rules whose endpoints may use selector tags
+and the isolation tags; pods are tagged independently of the rules. Three windows would let a flow
+through that neither state lets through, or drop one both let through: a rule written with a tag
+the pods do not carry yet, a pod losing a tag a written rule still uses, and the isolation deny in
+force before the pair rules that let the allowed flows between isolated pods through. So
+(gates.py, pods.py): a rule joins a block only once no pod is still being given a tag its endpoints
+use (the isolation deny, then, only once the pods carry their isolation tags); the isolation deny's
+policy joins the APS only after every pair rule has joined the isolation block; and a pod keeps a label tag a block
+rule in the config API uses until every block object is as desired. Everything is read from the
+rule bodies and ref lists, desired and actual: nothing is asked upstream.
 """
 from __future__ import annotations
 
@@ -16,8 +20,10 @@ from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
 
 from .actual import ActualState
 from .compare import ENDPOINT_FIELDS, ObjKey
+from .reflists import RefListIndex
 
 RULE_REFS = "firewall_rule_refs"
+BLOCKS = ("admin", "isolation", "isolation-deny", "baseline-np", "baseline")
 
 
 def endpoint_tags(body: Optional[Mapping[str, Any]]) -> Set[str]:
@@ -37,17 +43,24 @@ def _rule_keys(body: Optional[Mapping[str, Any]]) -> Iterable[ObjKey]:
 
 
 class TierDeny:
-    """The two tier deny policies of one cluster and the rules they refer to (desired or actual)."""
+    """The blocks of one cluster and the rules they refer to (desired or actual)."""
 
     def __init__(self, cluster: str) -> None:
         pm = tuple(DEFAULT_POLICY_MANAGEMENT)
         self.policies: Tuple[ObjKey, ...] = tuple(
-            ("firewall-policy", pm + (f"{cluster}--{tier}-deny",)) for tier in ("admin", "baseline"))
+            ("firewall-policy", pm + (f"{cluster}--{block}",)) for block in BLOCKS)
+        self.isolation: ObjKey = ("firewall-policy", pm + (f"{cluster}--isolation",))
+        self.isolation_deny: ObjKey = ("firewall-policy", pm + (f"{cluster}--isolation-deny",))
+        # The isolation block's refs change one at a time (its body is not replaced): they are
+        # read from its ref-list index, which gates.py keeps.
+        self.isolation_refs = RefListIndex(RULE_REFS, "firewall-rule")
         # per policy and side (desired, actual): the body last read and the rules it refers to
         # (bodies are replaced, never changed, so one identity check says whether it is still true)
         self._read: Dict[Tuple[ObjKey, bool], Tuple[Optional[Mapping[str, Any]], Set[ObjKey]]] = {}
 
     def _rules(self, actual: ActualState, policy: ObjKey, desired: bool) -> Set[ObjKey]:
+        if policy == self.isolation:
+            return set(self.isolation_refs.desired if desired else self.isolation_refs.actual)
         body = actual.desired(policy) if desired else actual.get(policy)
         cached = self._read.get((policy, desired))
         if cached is None or cached[0] is not body:
@@ -99,3 +112,12 @@ class TierDeny:
             return set(), []
         waits = sorted(key for key in (*self.policies, *self.rules(actual)) if not actual.settled(key))
         return (kept, waits) if waits else (set(), [])
+
+    def pair_missing(self, target: ObjKey) -> Optional[ObjKey]:
+        """For the isolation deny's policy joining the APS while a pair rule is still to join the
+        isolation block: the block (written when the pair rules join it)."""
+        if target != self.isolation_deny:
+            return None
+        held = self.isolation_refs.actual
+        missing = any(rule not in held for rule in self.isolation_refs.desired)
+        return self.isolation if missing else None

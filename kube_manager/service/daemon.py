@@ -74,7 +74,8 @@ class Daemon:
 
     def __init__(self, settings: OperatorSettings, *, metrics: Optional[Metrics] = None) -> None:
         self.settings = settings
-        self.pipeline = build_pipeline(settings.cluster.name, settings.cluster.owner)
+        self.pipeline = build_pipeline(settings.cluster.name, settings.cluster.owner,
+                                       semantics=settings.cluster.semantics)
         self.db = self.pipeline.db
         self.cache = self.pipeline.cache
         self.metrics = metrics or Metrics()

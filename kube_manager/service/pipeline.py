@@ -66,11 +66,11 @@ class Pipeline:
 
 
 def build_pipeline(cluster_name: str = "k8s", owner: str = "k8s", *, kinds: Iterable[Kind] = KINDS,
-                   db: Optional[Database] = None) -> Pipeline:
+                   db: Optional[Database] = None, semantics: str = "kubernetes") -> Pipeline:
     """The daemon's pipeline for one cluster, without a reconciler yet; KindError for a kind
     registered incompletely."""
     registry = KindRegistry(kinds)
     db = db if db is not None else Database()
-    translator = ClusterTranslator(cluster_name, owner)
+    translator = ClusterTranslator(cluster_name, owner, semantics=semantics)
     status = StatusBook(db, translator)
     return Pipeline(db, registry, translator, EventDispatcher(db, translator, kinds=registry, status=status), status)

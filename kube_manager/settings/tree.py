@@ -27,6 +27,9 @@ class ClusterSettings:
                         "cluster name in Contrail object names and tag values", "k8s")
     owner: str = setting("kubernetes_cluster_owner", "KUBERNETES", v.nonempty,
                          "owner annotation value: objects carrying it are this cluster's to change", "k8s")
+    semantics: str = setting("policy_semantics", "KUBERNETES", v.policy_semantics,
+                             "how flows are decided: 'kubernetes' (each end's chain must allow) or"
+                             " 'cluster-wide' (a policy at either end may allow)", "kubernetes")
 
 
 @dataclass

@@ -11,6 +11,8 @@ import os
 import re
 from typing import Callable, List, TypeVar
 
+from kube_manager.translator.exact.source import semantics_problem
+
 T = TypeVar("T")
 
 EMBEDDED = "embedded"   # vnc_endpoint_ip: run the in-memory config API in-process
@@ -191,6 +193,15 @@ def cluster_name(text: str) -> str:
     if not _CLUSTER_NAME.match(value):
         raise ValueError(f"{value!r} must be 1-63 letters, digits, '.', '_' or '-', "
                          "starting and ending with a letter or digit")
+    return value
+
+
+def policy_semantics(text: str) -> str:
+    """SPEC 14's `policy_semantics`: how the emitted objects decide a flow."""
+    value = text.strip()
+    problem = semantics_problem(value)
+    if problem:
+        raise ValueError(problem)
     return value
 
 

@@ -11,14 +11,15 @@ from .translation import Translation
 
 def translate(namespaces: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]],
               network_policies: Iterable[Mapping[str, Any]], *, cluster_name: str = "k8s",
-              owner: str = "k8s", cluster_network_policies: Iterable[Mapping[str, Any]] = ()) -> Translation:
+              owner: str = "k8s", cluster_network_policies: Iterable[Mapping[str, Any]] = (),
+              semantics: str = "kubernetes") -> Translation:
     """Translate plain manifests (as the API server returns them) in one go.
 
     Equal, by construction, to a ClusterTranslator fed the same objects: it is one, without the
-    change log the daemon needs.
+    change log the daemon needs. `semantics` is SPEC 14's `policy_semantics`.
     """
     with collector_paused():
-        translator = ClusterTranslator(cluster_name, owner, track_changes=False)
+        translator = ClusterTranslator(cluster_name, owner, track_changes=False, semantics=semantics)
         for namespace in namespaces:
             translator.upsert_namespace(namespace)
         for pod in pods:

@@ -34,10 +34,14 @@ from .bodies import (ADDRESS_GROUP, APPLICATION_POLICY_SET, FIREWALL_POLICY, FIR
 from .changes import ChangeLog, Changes
 from .cnp.model import KIND as CNP_KIND
 from .cnp.parse import cnp_key, parse_cnp
-from .cnp.render import CnpStatus, TierRenderer
+from .cnp.chain import ChainBuilder
+from .cnp.status import CnpStatus
 from .cnp.source import ClusterNetworkPolicies
 from .decode import SelectorView
 from .encoding import namespace_tag
+from .exact.isolation import Isolation
+from .exact.source import KUBERNETES, ExactEnforcement, semantics_problem
+from .exact.tiers import TierBlocks
 from .index import ClusterIndex, PodKey
 from .inputs import implicit_namespace, namespace_key, reported_key, parse_namespace, parse_pod
 from .marks import Marks
@@ -93,14 +97,16 @@ class ClusterTranslator:
     Bodies returned by `desired()` and `translation()` are shared and must not be modified.
     """
 
-    def __init__(self, cluster_name: str = "k8s", owner: str = "k8s", *, track_changes: bool = True) -> None:
-        problem = cluster_name_problem(cluster_name)
+    def __init__(self, cluster_name: str = "k8s", owner: str = "k8s", *, track_changes: bool = True,
+                 semantics: str = KUBERNETES) -> None:
+        problem = cluster_name_problem(cluster_name) or semantics_problem(semantics)
         if problem:
             raise ValueError(problem)
         if not isinstance(owner, str) or not owner:
             raise ValueError("the owner (kubernetes_cluster_owner) must be a non-empty string")
         self.cluster_name = cluster_name
         self.owner = owner
+        self.semantics = semantics
         self._bodies = BodyFactory(cluster_name, owner)
         renderer = PolicyRenderer(self._bodies)
         self._parse_cache = ParseCache()
@@ -110,19 +116,24 @@ class ClusterTranslator:
         self._log = ChangeLog(track_changes)
         self._store = DesiredObjects(self._log)
         self._shared = SharedObjects(self._store, self._bodies, self._membership, self._marks)
+        isolation = Isolation(cluster_name, self._index, self._marks)
         self._pod_tags = PodTags(self._index, self._shared, self._membership, renderer.application_tag,
-                                 self._marks, self._log)
+                                 self._marks, self._log, isolation)
         self._rejections = Rejections()  # objects refused, by (kind, namespace, name)
         self._explicit_namespaces: Dict[str, NamespaceInfo] = {}
         self._namespace_users: Dict[str, int] = {}  # pods and policies of each namespace
         aps_refs, deny_refs = self._create_cluster_objects(renderer.application_tag)
         self._published = DesiredState(self._store.by_type, live=track_changes, pod_tags=self._pod_tags.tags)
+        self._exact = ExactEnforcement(semantics, self._bodies, self._shared, self._store, aps_refs, isolation)
+        self._store.commit_refs()  # its block is part of the empty cluster's objects
         self._network_policies = NetworkPolicies(renderer, self._index, self._shared, self._store, aps_refs,
                                                  deny_refs, self._rejections, self._marks, self._log,
-                                                 self._published)
-        self._cluster_policies = ClusterNetworkPolicies(TierRenderer(renderer), self._index, self._shared, self._store,
-                                                        aps_refs, self._marks, self._log)
-        self._sources: Tuple[PolicySource, ...] = (self._network_policies, self._cluster_policies)
+                                                 self._published, self._exact.policy_applied)
+        blocks = TierBlocks(self._bodies, self._exact.emitter, self._shared, self._store, aps_refs,
+                            (self._exact.ref_group, self._exact.unref_group))
+        self._cluster_policies = ClusterNetworkPolicies(ChainBuilder(renderer), self._index, self._shared, blocks,
+                                                        self._exact, self._marks, self._log)
+        self._sources: Tuple[PolicySource, ...] = (self._network_policies, self._exact, self._cluster_policies)
 
     # --- Kubernetes events --------------------------------------------------------------------
 

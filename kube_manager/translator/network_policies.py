@@ -9,7 +9,7 @@ and the policies to re-render when the pods whose named ports they resolved chan
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, Optional, Set, Tuple
+from typing import Callable, Dict, Iterator, Optional, Set, Tuple
 
 from kube_manager.plumbing.kvlog import kv
 
@@ -56,6 +56,8 @@ class NetworkPolicies:
     _marks: Marks
     _log: ChangeLog
     _published: DesiredState  # its deny rules' owners and its tags, for the reconciler
+    # Told of every rendering applied (None: the policy is gone), for what depends on all of them.
+    _on_applied: Optional[Callable[[PolicyKey, Optional[ParsedPolicy], Optional[PolicyRendering]], None]] = None
     _policies: Dict[PolicyKey, ParsedPolicy] = field(default_factory=dict, init=False)
     _renderings: Dict[PolicyKey, PolicyRendering] = field(default_factory=dict, init=False)
     _names: NameRegistry = field(default_factory=NameRegistry, init=False)  # names rendered under <np>
@@ -177,6 +179,8 @@ class NetworkPolicies:
             self._renderings[key] = rendering
         if self._published.live:
             self._published.applied(key, old, rendering)
+        if self._on_applied is not None:
+            self._on_applied(key, self._policies.get(key), rendering)
         if suffixed:
             self._suffixed.add(key)
         else:

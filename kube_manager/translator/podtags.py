@@ -14,6 +14,7 @@ from typing import Dict, FrozenSet, Iterable, List, Tuple
 
 from .changes import ChangeLog
 from .encoding import namespace_tag
+from .exact.isolation import Isolation
 from .index import ClusterIndex, PodKey
 from .marks import Marks
 from .membership import SelectorMembership
@@ -31,6 +32,7 @@ class PodTags:
     _application_tag: str
     _marks: Marks
     _log: ChangeLog
+    _isolation: Isolation
     tags: Dict[PodKey, Tuple[str, ...]] = field(default_factory=dict, init=False)
 
     def flush(self) -> None:
@@ -100,6 +102,8 @@ class PodTags:
                 if pair in label_tags and in_scope(pair, pod.namespace, identity[1]):
                     tags.append(label_tags[pair])
             tags.extend(self._membership.tags_of(key))
+            if self._isolation.enabled:
+                tags.extend(self._isolation.tags_of(pod))
             found = tuple(tags)
             result = shared.get(found)
             if result is None:

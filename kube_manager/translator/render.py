@@ -78,6 +78,7 @@ class PolicyRendering:
     destinations: Tuple[PodSet, ...]  # pod sets whose named ports it resolved
     names: Tuple[str, ...]  # policy name, then rule names, before shortening
     errors: Tuple[str, ...]
+    ingress_rules: int = 0  # how many of `rules` (the first ones) are of ingress blocks
 
 
 @dataclass(slots=True)
@@ -369,9 +370,12 @@ class PolicyRenderer:
         for direction in spec.directions:
             prefixes[direction] = rule_prefix(self.cluster, namespace, direction, label)
         plans = self._plans
+        ingress_rules = 0
         for block in spec.blocks:
             plan = plans.get(id(block)) or self._plan(block)
             self._block_rules(policy, plan, prefixes[block.direction], own, view, work)
+            if block.direction == INGRESS:  # ingress blocks come first
+                ingress_rules = len(work.rules)
         deny_rules: List[Tuple[FqName, Body, str]] = []
         anything, any_service, rule = self.bodies.any_endpoint, self._any_service, self.bodies.rule
         for direction, prefix in prefixes.items():
@@ -390,4 +394,4 @@ class PolicyRenderer:
                                tuple(work.rule_bodies), deny_rules,
                                work.address_groups or _NO_GROUPS, work.tags, tuple(work.scoped_labels),
                                tuple(work.destinations),
-                               tuple(work.names), tuple(work.errors))
+                               tuple(work.names), tuple(work.errors), ingress_rules)

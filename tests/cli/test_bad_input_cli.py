@@ -42,7 +42,7 @@ def test_translate_json_lists_the_poisoned_objects_and_exits_0(run):
         {"kind": "NetworkPolicy", "namespace": "n", "name": "bad",
          "reason": "spec.policyTypes[0]: expected a string, got list; the policy is rejected whole"},
         {"kind": "Pod", "namespace": "n", "name": "b", "reason": "metadata.labels: expected an object, got list"}]
-    assert [p["fq_name"][-1] for p in result["firewall_policies"]] == ["k8s-allowall", "k8s-denyall", "k8s-n-ok"]
+    assert [p["fq_name"][-1] for p in result["firewall_policies"]] == ["k8s--isolation", "k8s--isolation-deny", "k8s-allowall", "k8s-denyall", "k8s-n-ok"]
     assert [w["name"] for w in result["workloads"]] == ["a", "c"]
 
 

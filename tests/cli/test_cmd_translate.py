@@ -140,7 +140,8 @@ def test_a_spec_nested_in_itself_is_bad_input_confined_to_its_policy(capsys, tmp
     result = json.loads(out)
     assert [(e["name"], e["reason"]) for e in result["errors"]] == [
         ("loop", "nested in itself (a YAML alias inside its own anchor) or too deeply to be read")]
-    assert sorted(p["fq_name"][-1] for p in result["firewall_policies"]) == ["k8s-allowall", "k8s-denyall", "k8s-dev-fine"]
+    assert sorted(p["fq_name"][-1] for p in result["firewall_policies"]) == [
+        "k8s--isolation", "k8s--isolation-deny", "k8s-allowall", "k8s-denyall", "k8s-dev-fine"]
 
 
 def test_the_console_command_runs():

@@ -34,9 +34,24 @@ def run(capsys, *argv: str):
     return status, captured.out, captured.err
 
 
-def test_cluster_wide_flow(manifest_dir, capsys):
+def test_under_kubernetes_semantics_the_same_flow_is_dropped_and_both_verdicts_agree(manifest_dir, capsys):
     status, out, err = run(capsys, "-f", str(manifest_dir), "--from", "y/a", "--to", "x/a",
                            "--port", "80", "--protocol", "TCP", "-o", "json")
+    assert status == 1, err
+    result = json.loads(out)
+    assert result["allowed"] is False and result["kubernetes_allowed"] is False and result["deviation"] is None
+    assert result["rule"] == "k8s--isolated-egress-to-isolated-ingress"
+
+
+def test_semantics_choices_are_the_translators():
+    from kube_manager.cli.cmd_translate import SEMANTICS as CHOICES
+    from kube_manager.translator.exact.source import SEMANTICS
+    assert CHOICES == SEMANTICS
+
+
+def test_cluster_wide_flow(manifest_dir, capsys):
+    status, out, err = run(capsys, "-f", str(manifest_dir), "--from", "y/a", "--to", "x/a",
+                           "--port", "80", "--protocol", "TCP", "-o", "json", "--semantics", "cluster-wide")
     assert status == 0, err
     result = json.loads(out)
     assert out == json.dumps(result, sort_keys=True, indent=2) + "\n"
@@ -94,7 +109,9 @@ def test_console_command(manifest_dir):
 
 
 def explain_demo(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kube_manager", "explain", "-f", str(DEMO), *argv],
+    """The demo relies on the cluster-wide deviation (its web pods' egress is isolated)."""
+    return subprocess.run([sys.executable, "-m", "kube_manager", "explain", "-f", str(DEMO), "--semantics",
+                           "cluster-wide", *argv],
                           capture_output=True, text=True, timeout=60)
 
 
@@ -120,7 +137,7 @@ def test_exit_status_answers_the_question():
 
 def test_text_output_is_verdict_rule_and_trace_in_a_few_lines(capsys):
     status, out, err = run(capsys, "-f", str(DEMO), "--from", "shop/web-1", "--to", "shop/api-2",
-                           "--port", "9090")
+                           "--port", "9090", "--semantics", "cluster-wide")
     assert status == 1
     lines = out.splitlines()
     assert lines[0] == ("shop/web-1 -> shop/api-2 TCP 9090: DROPPED by Contrail; Kubernetes would "

@@ -87,10 +87,15 @@ def policy_owners(translation: Dict[str, Any]) -> Dict[str, str]:
     return owners
 
 
-def check_pair(result: Dict[str, Any], sides, owners: Dict[str, str]) -> Optional[str]:
-    """Why this explain result is wrong, or None."""
+ISOLATION_POLICIES = {"pass": f"{CLUSTER}--isolation", "deny": f"{CLUSTER}--isolation-deny"}  # SPEC 14's
+
+
+def check_pair(result: Dict[str, Any], sides, owners: Dict[str, str], semantics: str = "cluster-wide") -> Optional[str]:
+    """Why this explain result is wrong, or None. Under `kubernetes` semantics there is no
+    cluster-wide cell; a flow between two isolated ends is decided by the isolation block."""
     out_iso, out_ok, in_iso, in_ok = sides
-    cluster_wide = bool((out_ok and in_iso and not in_ok) or (in_ok and out_iso and not out_ok))
+    cluster_wide = semantics == "cluster-wide" and bool((out_ok and in_iso and not in_ok)
+                                                        or (in_ok and out_iso and not out_ok))
     kubernetes = (not out_iso or bool(out_ok)) and (not in_iso or bool(in_ok))
     if result["kubernetes_allowed"] != kubernetes:
         return f"kubernetes_allowed {result['kubernetes_allowed']}, policy by policy {kubernetes}"
@@ -103,7 +108,11 @@ def check_pair(result: Dict[str, Any], sides, owners: Dict[str, str]) -> Optiona
     elif result["allowed"] != result["kubernetes_allowed"] or result["deviation"] is not None:
         return f"allowed {result['allowed']} but Kubernetes {result['kubernetes_allowed']}"
     decider = result["policy"]
-    if result["allowed"]:
+    both_isolated = semantics == "kubernetes" and bool(out_iso and in_iso)
+    if both_isolated:
+        if decider != ISOLATION_POLICIES["pass" if result["allowed"] else "deny"]:
+            return f"both ends isolated but decided by {result['rule']} of {decider}"
+    elif result["allowed"]:
         if out_ok or in_ok:
             if owners.get(decider) not in out_ok | in_ok:
                 return f"allowed by {result['rule']} of {decider}, not of {sorted(out_ok | in_ok)}"
@@ -130,10 +139,11 @@ class PairRun:
 
 
 def run_pairs(cluster: ManifestSet, per_policy: PerPolicy, translate: Callable[..., Any],
-              probes: Sequence[Probe]) -> PairRun:
+              probes: Sequence[Probe], semantics: str = "cluster-wide") -> PairRun:
     """Translate `cluster`, explain every ordered pair of ENDS for every probe, check each."""
     translation = translate(copy.deepcopy(cluster.namespaces), copy.deepcopy(cluster.pods),
-                            copy.deepcopy(cluster.network_policies), cluster_name=CLUSTER).to_dict()
+                            copy.deepcopy(cluster.network_policies), cluster_name=CLUSTER,
+                            semantics=semantics).to_dict()
     explainer = Explainer(translation, cluster)
     owners = policy_owners(translation)
     run = PairRun(translation)
@@ -146,7 +156,7 @@ def run_pairs(cluster: ManifestSet, per_policy: PerPolicy, translate: Callable[.
                     continue
                 result = explainer.explain(address(src), address(dst), port, protocol)
                 run.results[(src, dst, probe)] = result
-                problem = check_pair(result, per_policy.sides(src, dst, port, protocol), owners)
+                problem = check_pair(result, per_policy.sides(src, dst, port, protocol), owners, semantics)
                 if problem:
                     run.failures.append(f"{src} -> {dst} {port}/{protocol}: {problem}")
                     cells[(src, dst)] = "!"

@@ -75,9 +75,9 @@ def translate():
     return translate_function
 
 
-def run_case(case: Case, translate, probes: Sequence[Probe] = ALL_PROBES) -> PairRun:
+def run_case(case: Case, translate, probes: Sequence[Probe] = ALL_PROBES, semantics: str = "cluster-wide") -> PairRun:
     per_policy = PerPolicy.build(case.policies, lambda policies: manifests(case, policies))
-    return run_pairs(manifests(case), per_policy, translate, probes)
+    return run_pairs(manifests(case), per_policy, translate, probes, semantics)
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
@@ -91,6 +91,15 @@ def test_explain_agrees_with_kubernetes_except_cluster_wide(case: Case, translat
     deviations = [k for k, r in run.results.items() if r["deviation"] == CLUSTER_WIDE]
     if len(directions) < 2 and deviations:
         run.failures.append(f"only {directions} isolation, yet deviations at {deviations[:3]}")
+    if run.failures:
+        pytest.fail(run.report(case.name), pytrace=False)
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_under_kubernetes_semantics_explain_agrees_with_kubernetes_everywhere(case: Case, translate):
+    run = run_case(case, translate, semantics="kubernetes")
+    assert run.translation["errors"] == [], run.translation["errors"]
+    assert not [k for k, r in run.results.items() if r["deviation"] is not None]
     if run.failures:
         pytest.fail(run.report(case.name), pytrace=False)
 

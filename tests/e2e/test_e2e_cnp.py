@@ -59,7 +59,7 @@ def test_a_cluster_network_policy_created_changed_and_deleted_converges_to_trans
     # created: a Pass, an Accept on a named port, then a Deny of everyone else
     env.apply(protect_shop(10, [PASS_OPS, ACCEPT_TENANT_HTTP, DENY_ALL]))
     env.wait_converged()
-    assert env.vnc.api.lookup("firewall-policy", ["default-policy-management", "k8s--cnp-protect-shop"])
+    assert env.vnc.api.lookup("firewall-policy", ["default-policy-management", "k8s--admin"])
     wait_until(lambda: cluster_policies(daemon).get("protect-shop", {}).get("state") == "synced",
                "the introspect page showing it synced")
     row = cluster_policies(daemon)["protect-shop"]
@@ -84,8 +84,8 @@ def test_a_cluster_network_policy_created_changed_and_deleted_converges_to_trans
     # deleted: its objects go, the others stay
     env.delete("ClusterNetworkPolicy", "", "protect-shop")
     env.wait_converged()
-    assert env.vnc.api.lookup("firewall-policy", ["default-policy-management", "k8s--cnp-protect-shop"]) is None
-    assert env.vnc.api.lookup("firewall-policy", ["default-policy-management", "k8s--cnp-ops-monitoring"])
+    assert env.vnc.api.lookup("firewall-policy", ["default-policy-management", "k8s--admin"])  # ops-monitoring's
+    assert env.vnc.api.lookup("firewall-policy", ["default-policy-management", "k8s--baseline"])
     wait_until(lambda: set(cluster_policies(daemon)) == {"ops-monitoring", "baseline-deny"},
                "the deleted policy gone from the introspect page")
     assert daemon.stop() == 0
@@ -112,7 +112,7 @@ def test_a_daemon_started_without_the_crd_picks_it_up_at_a_resync():
         env.apply(protect_shop(10, [PASS_OPS, DENY_ALL]))
         daemon.resync()
         env.wait_converged()
-        assert env.vnc.api.lookup("firewall-policy", ["default-policy-management", "k8s--cnp-protect-shop"])
+        assert env.vnc.api.lookup("firewall-policy", ["default-policy-management", "k8s--admin"])
         wait_until(lambda: served(daemon) is True, "the connection page saying served")
         env.apply(protect_shop(10, [DENY_ALL]))  # watched from then on: no resync needed
         env.wait_converged()
@@ -120,7 +120,7 @@ def test_a_daemon_started_without_the_crd_picks_it_up_at_a_resync():
         # objects go, the resource is absent again, and nothing else is disturbed.
         env.kube.store.uninstall_crd("clusternetworkpolicies")
         env.wait_converged()
-        assert env.vnc.api.lookup("firewall-policy", ["default-policy-management", "k8s--cnp-protect-shop"]) is None
+        assert env.vnc.api.lookup("firewall-policy", ["default-policy-management", "k8s--admin"]) is None
         wait_until(lambda: served(daemon) is False, "the connection page saying not served again")
         assert daemon.stop() == 0
     finally:

@@ -99,9 +99,9 @@ policy_sets = st.lists(st.tuples(st.sampled_from(NAMESPACES), policy_spec()), mi
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(policy_sets)
-def test_random_policies_never_mismatch(policies):
+@given(policy_sets, st.sampled_from(["cluster-wide", "kubernetes"]))
+def test_random_policies_never_mismatch(policies, semantics):
     from kube_manager.translator import translate
     run = run_pairs(cluster(policies), PerPolicy.build(policies, cluster), translate,
-                    [TCP80, TCP81, UDP81, SCTP80])
+                    [TCP80, TCP81, UDP81, SCTP80], semantics)
     assert not run.failures, run.report(f"policies: {policies}")

@@ -74,31 +74,26 @@ def test_an_admin_deny_wins_over_an_allowing_network_policy_and_says_which_rule(
     assert "ClusterNetworkPolicy no-y: DENIES" in text
 
 
-def test_an_admin_accept_at_one_end_is_cluster_wide_against_a_network_policy_at_the_other():
+def test_an_admin_accept_at_one_end_never_opens_a_network_policy_deny_at_the_other():
     manifests = cluster([cnp("let-x-out", "Admin", "x", "egress", "Accept", "y")],
                         [DENY_ALL_INGRESS_Y])
     result = explain(manifests, "x/a", "y/b")
-    assert result["allowed"] is True and result["kubernetes_allowed"] is False
-    assert result["deviation"] == CLUSTER_WIDE
-    assert result["policies"] == ["let-x-out", "y/deny-all"]
-    assert "Admin tier ClusterNetworkPolicy let-x-out rule 0 accepts it at the source's egress" \
-        in result["reason"]
+    assert result["allowed"] is False and result["kubernetes_allowed"] is False
+    assert result["deviation"] is None
     assert result["kubernetes"]["egress"]["tier"] == "Admin"
     assert result["kubernetes"]["ingress"]["tier"] == "NetworkPolicy"
 
 
-def test_a_network_policy_allow_is_cluster_wide_against_a_baseline_deny_at_the_other_end():
+def test_a_network_policy_allow_never_opens_a_baseline_deny_at_the_other_end():
     egress = policy("x", "to-y", {"podSelector": {}, "policyTypes": ["Egress"],
                                   "egress": [{"to": [{"namespaceSelector": {}}]}]})
     manifests = cluster([cnp("base", "Baseline", "y", "ingress", "Deny", "x")], [egress])
     result = explain(manifests, "x/a", "y/a")
-    assert result["allowed"] is True and result["kubernetes_allowed"] is False
-    assert result["deviation"] == CLUSTER_WIDE and result["policies"] == ["x/to-y", "base"]
-    assert "is denied by Baseline tier ClusterNetworkPolicy base rule 0" in result["reason"]
-    # Without the NetworkPolicy, the Baseline Deny decides at both.
+    assert result["allowed"] is False and result["kubernetes_allowed"] is False
+    assert result["deviation"] is None
+    assert result["kubernetes"]["ingress"]["tier"] == "Baseline"
     alone = explain(cluster([cnp("base", "Baseline", "y", "ingress", "Deny", "x")]), "x/a", "y/a")
     assert alone["allowed"] is False and alone["deviation"] is None
-    assert alone["kubernetes"]["ingress"]["tier"] == "Baseline"
 
 
 def test_a_baseline_accept_never_beats_a_network_policy_deny_at_the_other_end():

@@ -22,8 +22,9 @@ def cluster(*policies: Dict[str, Any]) -> ManifestSet:
         network_policies=list(policies))
 
 
-def answer(manifests: ManifestSet, src: str, dst: str, port: int = 9090) -> Dict[str, Any]:
-    translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies)
+def answer(manifests: ManifestSet, src: str, dst: str, port: int = 9090,
+           semantics: str = "kubernetes") -> Dict[str, Any]:
+    translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies, semantics=semantics)
     return Explainer(translation.to_dict(), manifests, "k8s", translation.selectors).explain(
         src, dst, port, "TCP")
 
@@ -95,7 +96,8 @@ def test_an_ipblock_except():
 def test_a_cluster_wide_flow_names_allowing_and_isolating_policies_apart():
     isolate_a = policy("x", "a-isolated", {"podSelector": {"matchLabels": {"app": "a"}},
                                             "policyTypes": ["Egress"]})
-    result = answer(cluster(B_FROM_X, isolate_a), "x/a", "y/d")
+    assert answer(cluster(B_FROM_X, isolate_a), "x/a", "y/d")["allowed"] is False  # under kubernetes
+    result = answer(cluster(B_FROM_X, isolate_a), "x/a", "y/d", semantics="cluster-wide")
     assert (result["allowed"], result["kubernetes_allowed"]) == (True, False)
     assert result["deviation"] == "cluster-wide"
     assert result["policies"] == ["y/b-from-x", "x/a-isolated"]

@@ -8,12 +8,13 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, Dict, List, Optional
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conformance.contrail import (ANY, address_group, firewall_policy, group, rule, service, tags,
                                   translation, workload)
-from kube_manager.explain.flow import ContrailEvaluator, Workload
+from kube_manager.explain.flow import ContrailEvaluator, NumericProtocol, Workload
 
 APP = "application=k8s"
 A = workload("x", "a", "10.0.1.1", APP, "namespace=x", "pod=a")
@@ -119,14 +120,21 @@ def test_any_matches_outside_addresses_and_pods():
 
 def test_service_protocol_and_port_range():
     evaluator = single_policy(rule("tcp", ANY, ANY, svc=service("tcp", 80, 81)),
-                              rule("sctp", ANY, ANY, svc=service("132", 9000, 9000)),
+                              rule("sctp", ANY, ANY, svc=service("sctp", 9000, 9000)),
                               rule("any", tags("pod=b"), ANY, svc=service("any", 5, 5)))
     assert evaluator.evaluate(w(A), w(B), 80, "tcp").rule == "tcp"
     assert evaluator.evaluate(w(A), w(B), 81, "tcp").rule == "tcp"
     assert evaluator.evaluate(w(A), w(B), 82, "tcp").rule is None
     assert evaluator.evaluate(w(A), w(B), 80, "udp").rule is None
-    assert evaluator.evaluate(w(A), w(B), 9000, "sctp").rule == "sctp"   # protocol number
+    assert evaluator.evaluate(w(A), w(B), 9000, "sctp").rule == "sctp"
     assert evaluator.evaluate(w(B), w(A), 5, "udp").rule == "any"
+
+
+@pytest.mark.parametrize("number", ["0", "6", "132"])
+def test_a_numeric_protocol_is_refused(number):
+    """Contrail reads protocol 0 as any and tf-controller refuses numbers: no reading of one is right."""
+    with pytest.raises(NumericProtocol):
+        single_policy(rule("numbered", ANY, ANY, svc=service(number, 0, 65535)))
 
 
 def test_source_ports_must_cover_an_unknown_ephemeral_port():

@@ -39,9 +39,10 @@ def test_a_cluster_network_policy_becomes_a_record_and_desired_objects() -> None
     cache.on_event(CNP, "ADDED", cluster_policy("deny-tcp", priority=7, ingress=[DENY_ALL_TCP]))
     record = db.cluster_network_policies["deny-tcp"]
     assert (record.tier, record.priority, record.namespace, record.errors) == ("Admin", 7, "", [])
-    assert record.firewall_policy == [PM, "k8s--cnp-deny-tcp"]
-    assert record.rules == ["k8s--cnp-deny-tcp-ingress-0-0-0-0"]
-    assert (PM, "k8s--cnp-deny-tcp") in db.desired["firewall-policy"]
+    assert record.firewall_policy == [PM, "k8s--admin"]
+    (rule,) = record.rules
+    assert rule.startswith("k8s--admin-")
+    assert (PM, "k8s--admin") in db.desired["firewall-policy"]
     assert all((PM, rule) in db.desired["firewall-rule"] for rule in record.rules)
     assert record.state == PENDING
 
@@ -49,15 +50,16 @@ def test_a_cluster_network_policy_becomes_a_record_and_desired_objects() -> None
 def test_another_policy_of_the_tier_refreshes_the_rules_it_changed() -> None:
     db, cache = listed()
     cache.on_event(CNP, "ADDED", cluster_policy("deny-tcp", priority=10, ingress=[DENY_ALL_TCP]))
-    assert len(rule_names(db, "deny-tcp")) == 1
+    (deny,) = rule_names(db, "deny-tcp")
     cache.on_event(CNP, "ADDED", cluster_policy("pass-web", priority=5, ingress=[PASS_80]))
-    # The Deny is emitted minus the Pass before it: ports 1-79 and 81-65535, two rules now.
-    assert rule_names(db, "deny-tcp") == ["k8s--cnp-deny-tcp-ingress-0-0-0-0", "k8s--cnp-deny-tcp-ingress-0-0-0-1"]
-    assert rule_names(db, "pass-web") == []  # a Pass emits nothing itself
+    # The Pass comes first in the block, continued by the lower tiers; the Deny is the same rule.
+    assert rule_names(db, "deny-tcp") == [deny]
+    passed = rule_names(db, "pass-web")
+    assert passed and all((PM, rule) in db.desired["firewall-rule"] for rule in passed)
     cache.on_event(CNP, "DELETED", cluster_policy("pass-web"))
     assert "pass-web" not in db.cluster_network_policies
-    assert rule_names(db, "deny-tcp") == ["k8s--cnp-deny-tcp-ingress-0-0-0-0"]
-    assert (PM, "k8s--cnp-deny-tcp-ingress-0-0-0-1") not in db.desired["firewall-rule"]
+    assert rule_names(db, "deny-tcp") == [deny]
+    assert not [rule for rule in passed if (PM, rule) in db.desired["firewall-rule"]]
 
 
 def test_the_change_report_names_the_policies_of_the_re_rendered_tier_only() -> None:
@@ -110,7 +112,7 @@ def test_a_malformed_one_is_rejected_alone_and_shown() -> None:
     # Fixed: no longer rejected, its error gone.
     cache.on_event(CNP, "MODIFIED", cluster_policy("bad-tier", tier="Baseline", ingress=[DENY_ALL_TCP]))
     fixed = db.cluster_network_policies["bad-tier"]
-    assert fixed.state == PENDING and fixed.errors == [] and fixed.firewall_policy == [PM, "k8s--cnp-bad-tier"]
+    assert fixed.state == PENDING and fixed.errors == [] and fixed.firewall_policy == [PM, "k8s--baseline"]
     assert {e["name"] for e in db.errors} == {"Not_A_Name"}
 
 

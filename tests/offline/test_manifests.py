@@ -102,7 +102,7 @@ def test_standard_input_mixes_with_files():
 
 def test_explain_reads_standard_input():
     done = cli("explain", "-f", "-", "--from", "shop/web-1", "--to", "shop/api-1", "--port", "9090", "-o", "json",
-               stdin=as_json_list([DEMO]))
+               "--semantics", "cluster-wide", stdin=as_json_list([DEMO]))  # the demo's web egress is isolated
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["allowed"] is True
 

@@ -84,7 +84,8 @@ def test_what_is_kept_of_each_object_is_its_uuid_and_the_desired_fields_shared_w
     second = setup(api=first.api).start()
     second.converge()
     for s in (first, second):
-        indexed = {s.rec.aps_key: "firewall_policy_refs", s.rec.denyall_key: "firewall_rule_refs"}
+        indexed = {s.rec.aps_key: "firewall_policy_refs", s.rec.denyall_key: "firewall_rule_refs",
+                   s.rec.gates.tiers.isolation: "firewall_rule_refs"}
         for obj_type, objects in s.cluster.db.actual.items():
             for fq_name, kept in objects.items():
                 desired = s.cluster.db.desired[obj_type][fq_name]

@@ -23,7 +23,8 @@ def test_the_keys_are_the_fields_of_the_tree_in_the_four_sections_of_spec_9() ->
 def test_every_key_set_on_the_command_line_lands_in_its_branch(tmp_path: Path) -> None:
     """One value per key, each different from its default; it must be read back at the key's path."""
     text = {name: "" for name in KEYS}
-    text.update(cluster_name="c1", kubernetes_cluster_owner="o1", kubernetes_api_server="emulated",
+    text.update(cluster_name="c1", kubernetes_cluster_owner="o1", policy_semantics="cluster-wide",
+                kubernetes_api_server="emulated",
                 kubernetes_api_port="0", kubernetes_api_secure_port="6444", kubernetes_ca_cert=str(tmp_path / "k"),
                 kubeconfig=str(tmp_path / "k"), token="tok-1234", emulated_manifests=str(tmp_path),
                 emulated_cni="false", watch_silence_timeout="61", leader_elect="false",

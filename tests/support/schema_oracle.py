@@ -146,9 +146,11 @@ def assert_translation_valid(result: Dict[str, Any]) -> None:
 
 
 def run(namespaces: Iterable = (), pods: Iterable = (), policies: Iterable = (),
-        cluster: str = "k8s") -> Dict[str, Any]:
-    """Translate and check every object against the official schema."""
-    result = translate(list(namespaces), list(pods), list(policies), cluster_name=cluster).to_dict()
+        cluster: str = "k8s", semantics: str = "cluster-wide") -> Dict[str, Any]:
+    """Translate and check every object against the official schema. By default under
+    `cluster-wide` semantics, which write sections 2-5 alone (`kubernetes` adds its own blocks)."""
+    result = translate(list(namespaces), list(pods), list(policies), cluster_name=cluster,
+                       semantics=semantics).to_dict()
     assert_translation_valid(result)
     return result
 

@@ -68,7 +68,7 @@ def test_policy_types_holding_a_list_rejects_that_policy_whole_and_nothing_else(
     result = translate([], [], [bad, policy("n", "ok", {"podSelector": {}})]).to_dict()
     assert [e["reason"] for e in result["errors"]] == [
         "spec.policyTypes[0]: expected a string, got list; the policy is rejected whole"]
-    assert [p["fq_name"][-1] for p in result["firewall_policies"]] == ["k8s-allowall", "k8s-denyall", "k8s-n-ok"]
+    assert [p["fq_name"][-1] for p in result["firewall_policies"]] == ["k8s--isolation", "k8s--isolation-deny", "k8s-allowall", "k8s-denyall", "k8s-n-ok"]
 
 
 @pytest.mark.parametrize("field, value, reason", [
@@ -110,7 +110,7 @@ def test_an_unexpected_error_rendering_one_policy_rejects_only_that_policy(monke
     translator.upsert_policy(policy("n", "ok", {"podSelector": {}}))
     translator.flush()
     result = translator.translation().to_dict()
-    assert [p["fq_name"][-1] for p in result["firewall_policies"]] == ["k8s-allowall", "k8s-denyall", "k8s-n-ok"]
+    assert [p["fq_name"][-1] for p in result["firewall_policies"]] == ["k8s--isolation", "k8s--isolation-deny", "k8s-allowall", "k8s-denyall", "k8s-n-ok"]
     assert result["errors"] == [{"kind": "NetworkPolicy", "namespace": "n", "name": "boom",
                                  "reason": "internal error: KeyError: 'a translator bug'"}]
     assert translator.policy_objects("n", "boom") is None

@@ -215,8 +215,8 @@ def test_pod_tags_follow_labels_namespace_labels_and_selectors():
 
 def test_a_policy_naming_a_label_re_tags_only_the_pods_it_can_select():
     """SPEC 2: one policy change costs pod changes in proportion to what it selects, not to how many
-    pods of the cluster carry the label."""
-    t = ClusterTranslator()
+    pods of the cluster carry the label (isolation tags apart: cluster-wide semantics)."""
+    t = ClusterTranslator(semantics="cluster-wide")
     for ns in ("a", "b", "c"):
         t.upsert_namespace(namespace(ns, team="x" if ns == "c" else "y"))
         t.upsert_pod(pod(ns, "cache", labels={"app": "cache"}))

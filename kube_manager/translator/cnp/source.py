@@ -1,45 +1,52 @@
-"""ClusterNetworkPolicies as a policy source of the incremental translator (SPEC 13).
+"""ClusterNetworkPolicies as a policy source of the incremental translator (SPEC 13, 14).
 
-A policy event marks its tier (both tiers when the policy moves between them or cannot be placed),
-and the flush re-renders only the marked tiers: a rule's objects depend on every rule before it in
-its tier, and on nothing outside it. Each re-rendered tier is applied as differences through the
-shared objects (tags, `<cidr>` address groups) and the desired objects (its rules, policies, own
-address groups, refs in the APS). A tier that read pods (named ports, the IPs of pods a network
-rule leaves out) is marked again whenever pods or namespace labels change.
+A policy event marks its tier (both tiers when the policy moves between them or cannot be placed);
+the flush rebuilds the marked tiers' item lists (`chain.py`) and, when a list or some
+NetworkPolicy changed since the last write, writes the blocks again (`exact.product`,
+`exact.tiers`): a block's rules depend on both tiers and on every NetworkPolicy allow. A tier
+that resolved named ports is marked again whenever pods or namespace labels change.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Tuple
+from types import MappingProxyType
+from typing import Dict, Iterator, List, Optional
 
 from kube_manager.plumbing.kvlog import kv
 
-from ..bodies import ADDRESS_GROUP, FIREWALL_POLICY, FIREWALL_RULE, Body, FqName
 from ..changes import ChangeLog
 from ..index import ClusterIndex
 from ..marks import Marks
 from ..model import PodInfo
 from ..rejections import describe_object, object_logger
-from ..sequenced import SequencedRefs
 from ..shared import SharedObjects
-from ..store import DesiredObjects
-from .model import KIND, TIERS, ParsedCnp
-from .render import CnpStatus, TierRenderer, TierRendering, status_errors
+from ..bodies import global_fq_name
+from ..exact.product import Lists, Product
+from ..exact.source import KUBERNETES, ExactEnforcement
+from ..exact.tiers import TierBlocks, block_policy_name
+from ..naming import shorten
+from .chain import DIRECTIONS, ChainBuilder, TierChains
+from .model import ADMIN, BASELINE, KIND, TIERS, ParsedCnp
+from .status import CnpStatus, status_errors
+
+_BLOCKS_OF = MappingProxyType({ADMIN: ("admin",), BASELINE: ("baseline-np", "baseline")})  # a tier's blocks
 
 
 @dataclass(eq=False, repr=False)
 class ClusterNetworkPolicies:
-    """The ClusterNetworkPolicy source: parsed policies in, the tiers' objects out."""
+    """The ClusterNetworkPolicy source: parsed policies in, the tier blocks out."""
 
-    _renderer: TierRenderer
+    _builder: ChainBuilder
     _index: ClusterIndex
     _shared: SharedObjects
-    _store: DesiredObjects
-    _aps_refs: SequencedRefs
+    _blocks: TierBlocks
+    _exact: ExactEnforcement
     _marks: Marks
     _log: ChangeLog
     _policies: Dict[str, ParsedCnp] = field(default_factory=dict, init=False)
-    _renderings: Dict[str, TierRendering] = field(default_factory=dict, init=False)
+    _chains: Dict[str, TierChains] = field(default_factory=dict, init=False)
+    _statuses: Dict[str, CnpStatus] = field(default_factory=dict, init=False)
+    _written: Optional[int] = field(default=None, init=False)  # the NetworkPolicy generation last written
 
     # --- events -------------------------------------------------------------------------------
 
@@ -59,8 +66,8 @@ class ClusterNetworkPolicies:
             self._marks.tiers.update(dict.fromkeys([policy.tier] if policy.tier in TIERS else TIERS))
 
     def pod_changed(self, old: Optional[PodInfo], new: Optional[PodInfo]) -> None:
-        for tier, rendering in self._renderings.items():
-            if rendering.pod_dependent:
+        for tier, chains in self._chains.items():
+            if chains.pod_dependent:
                 self._marks.tiers[tier] = None
 
     def namespace_relabelled(self) -> None:
@@ -70,74 +77,69 @@ class ClusterNetworkPolicies:
 
     def status(self, name: str) -> Optional[CnpStatus]:
         """What the named policy emitted and its errors, as of the last flush; None when unknown."""
-        if name not in self._policies:
-            return None
-        for rendering in self._renderings.values():
-            found = rendering.statuses.get(name)
-            if found is not None:
-                return found
-        return None
+        return self._statuses.get(name) if name in self._policies else None
 
     def errors(self) -> Iterator[Dict[str, str]]:
-        for tier in TIERS:
-            if tier in self._renderings:
-                yield from status_errors(self._renderings[tier].statuses)
+        yield from status_errors(self._statuses)
 
     # --- flushing -----------------------------------------------------------------------------
 
     def flush(self) -> None:
         marks = self._marks
-        if not marks.tiers:
-            return
         dirty, marks.tiers = marks.tiers, {}
-        changes = []
         for tier in dirty:
             # A policy rejected whole has no tier; its errors are kept with the Admin tier's.
             policies = [p for p in self._policies.values() if p.tier == tier or (tier == TIERS[0] and p.tier not in TIERS)]
-            new = self._renderer.render(tier, policies, self._index) if policies else None
-            old = self._renderings.pop(tier, None)
+            new = self._builder.build(policies, self._index) if policies else None
+            old = self._chains.pop(tier, None)
             if new is not None:
-                self._renderings[tier] = new
-            changes.append((old, new))
-            # Every policy of a re-rendered tier may have new objects or errors (a Deny is emitted
-            # minus the rules before it): the change report names them, for their records.
-            self._log.cluster_policies_rendered([p.name for p in policies] + list(old.statuses if old else ()))
+                self._chains[tier] = new
+                self._shared.apply(None, new)
+            if old is not None:
+                self._shared.apply(old, None)
+            self._log.cluster_policies_rendered([p.name for p in policies] + list(old.errors if old else ()))
             self._log_new_errors(old, new)
-        self._apply(changes)
+        present = any(self._valid(tier) for tier in TIERS)
+        if not dirty and (not present or self._written == self._exact.generation):
+            return
+        self._exact.tiers_present(present)
+        self._write()
+        self._written = self._exact.generation
 
-    def _apply(self, changes: List[Tuple[Optional[TierRendering], Optional[TierRendering]]]) -> None:
-        """Move the re-rendered tiers from old to new, all together: a policy moving between tiers
-        keeps its firewall policy, and every new reference is taken before an old one is released
-        (make before break)."""
-        for _, new in changes:
-            self._shared.apply(None, new)
-        for old, _ in changes:
-            self._shared.apply(old, None)
-        store = self._store
-        for resource_type in (FIREWALL_RULE, FIREWALL_POLICY, ADDRESS_GROUP):
-            kept: Dict[FqName, Body] = {}
-            for _, new in changes:
-                kept.update(new.objects[resource_type] if new is not None else {})
-            store.put_all(resource_type, kept.items())
-            for old, _ in changes:
-                for fq_name in old.objects[resource_type] if old is not None else ():
-                    if fq_name not in kept:
-                        store.drop(resource_type, fq_name)
-        refs: Dict[FqName, str] = {}
-        for _, new in changes:
-            refs.update(new.aps_refs if new is not None else {})
-        for fq_name, sequence in refs.items():
-            self._aps_refs.set(fq_name, sequence, store.by_type[FIREWALL_POLICY][fq_name]["fq_name"])
-        for old, _ in changes:
-            for fq_name in old.aps_refs if old is not None else ():
-                if fq_name not in refs:
-                    self._aps_refs.discard(fq_name)
+    def _valid(self, tier: str) -> bool:
+        return any(p.tier == tier and p.subject is not None for p in self._policies.values())
+
+    def _write(self) -> None:
+        def lists(tier: str) -> Dict[str, List]:
+            chains = self._chains.get(tier)
+            return {d: [(c.item, c.action) for c in chains.chains[d]] if chains else [] for d in DIRECTIONS}
+        product = Product(Lists(lists(ADMIN), lists(BASELINE), self._exact.network_policy_items()),
+                          self._exact.isolation_tags, self._exact.semantics == KUBERNETES)
+        made = product.blocks()
+        self._blocks.write({block: made[block] if self._valid(tier) else None
+                            for tier, blocks in _BLOCKS_OF.items() for block in blocks})
+        cluster = self._exact.emitter.cluster
+        statuses: Dict[str, CnpStatus] = {}
+        for name, policy in self._policies.items():
+            chains = self._chains.get(policy.tier) if policy.tier in TIERS else self._chains.get(TIERS[0])
+            errors = tuple(dict.fromkeys(chains.errors.get(name, ()) if chains else policy.errors))
+            if policy.subject is None:
+                statuses[name] = CnpStatus(None, errors=errors)
+                continue
+            block = _BLOCKS_OF[policy.tier][-1]
+            passes, denies = self._blocks.rules_of(name)
+            statuses[name] = CnpStatus(global_fq_name(shorten(block_policy_name(cluster, block))), passes, denies, errors)
+        # A policy whose rules moved (a rule of its items met a NetworkPolicy's, say) is reported
+        # for its record, as the policies of a re-rendered tier are; the others cost nothing.
+        self._log.cluster_policies_rendered(name for name, status in statuses.items()
+                                            if self._statuses.get(name) != status)
+        self._statuses = statuses
 
     @staticmethod
-    def _log_new_errors(old: Optional[TierRendering], new: Optional[TierRendering]) -> None:
-        logged = {(name, r) for name, s in (old.statuses.items() if old is not None else ()) for r in s.errors}
-        for name, status in new.statuses.items() if new is not None else ():
-            for reason in status.errors:  # each reason once
+    def _log_new_errors(old: Optional[TierChains], new: Optional[TierChains]) -> None:
+        logged = {(name, r) for name, reasons in (old.errors.items() if old is not None else ()) for r in reasons}
+        for name, reasons in new.errors.items() if new is not None else ():
+            for reason in dict.fromkeys(reasons):  # each reason once
                 if (name, reason) not in logged:
                     object_logger(KIND, "", name).warning("%s: %s", describe_object((KIND, "", name)), reason,
                                                           extra=kv(reason=reason))

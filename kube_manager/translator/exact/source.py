@@ -1,0 +1,214 @@
+"""Exact enforcement as a policy source of the incremental translator (SPEC 14).
+
+Under `policy_semantics = kubernetes` the APS holds, before every NetworkPolicy's firewall policy,
+the firewall policy `<cluster>--isolation` (sequence `0.5`): the pair rules (`<cluster>--pair-<12
+hex>`, sequences hashed from their names); then `<cluster>--isolation-deny` (`0.6`) with the rule
+`<cluster>--isolated-egress-to-isolated-ingress`, a deny from every egress-isolated pod to every
+ingress-isolated pod. Two policies, so that the reconciler can put the deny in force only once the
+pair rules are (one ref list could not say which of its refs must go first). Pods carry the isolation tags (`isolation.py`). Under `cluster-wide` nothing
+of this exists, and the NetworkPolicies' output is the one of sections 2-5.
+
+The NetworkPolicy source tells this one of each rendering it applies; the flush then moves the
+isolation tags and the pair rules of those policies only.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+from ..bodies import (ADDRESS_GROUP, DENY, FIREWALL_POLICY, FIREWALL_RULE, Body, BodyFactory, FqName,
+                      global_fq_name, sequenced_ref)
+from ..model import ParsedPolicy
+from ..naming import hashed_sequence, rule_sequence
+from ..render import PolicyRendering
+from ..sequenced import SequencedRefs
+from ..shared import SharedObjects
+from ..store import DesiredObjects
+from .emit import Emitter, Rule, end_of
+from .isolation import EGRESS, INGRESS, Isolation, Selection, selections_of
+from .items import Item
+from .pairs import PairRules
+
+KUBERNETES, CLUSTER_WIDE = "kubernetes", "cluster-wide"
+SEMANTICS = (KUBERNETES, CLUSTER_WIDE)
+ISOLATION_SEQUENCE, ISOLATION_DENY_SEQUENCE = "0.5", "0.6"
+PolicyKey = Tuple[str, str]
+
+
+def semantics_problem(value: object) -> Optional[str]:
+    if value not in SEMANTICS:
+        return f"policy semantics {value!r} must be one of {', '.join(SEMANTICS)}"
+    return None
+
+
+def isolation_policy_name(cluster: str) -> str:
+    return f"{cluster}--isolation"
+
+
+def isolation_deny_policy_name(cluster: str) -> str:
+    return f"{cluster}--isolation-deny"
+
+
+def isolation_deny_name(cluster: str) -> str:
+    return f"{cluster}--isolated-egress-to-isolated-ingress"
+
+
+class ExactEnforcement:
+    """The isolation tags and the pair block; inert under `cluster-wide`."""
+
+    def __init__(self, semantics: str, bodies: BodyFactory, shared: SharedObjects, store: DesiredObjects,
+                 aps_refs: SequencedRefs, isolation: Isolation) -> None:
+        problem = semantics_problem(semantics)
+        if problem:
+            raise ValueError(problem)
+        self.semantics = semantics
+        self._shared = shared
+        self._store = store
+        self._isolation = isolation
+        self._pending: Dict[PolicyKey, Tuple[Optional[ParsedPolicy], Optional[PolicyRendering]]] = {}
+        self._renderings: Dict[PolicyKey, PolicyRendering] = {}
+        self._items: Dict[PolicyKey, Tuple[PolicyRendering, Tuple[List[Item], List[Item]]]] = {}
+        self.generation = 0  # counts the flushes that changed some NetworkPolicy
+        self._selections: Dict[PolicyKey, Tuple[Selection, ...]] = {}
+        self._groups: Dict[FqName, int] = {}
+        self.emitter = Emitter(bodies, shared.origins, isolation.is_tag)
+        self._pairs = PairRules(self.emitter, self._put, self._drop)
+        self._refs: Optional[SequencedRefs] = None
+        if semantics == KUBERNETES:
+            self._refs = self._create_block(bodies, aps_refs)
+
+    def _create_block(self, bodies: BodyFactory, aps_refs: SequencedRefs) -> SequencedRefs:
+        self._isolate(True)
+        tags = self._isolation.tags
+        cluster = bodies.cluster_name
+        deny = global_fq_name(isolation_deny_name(cluster))
+        body = bodies.any_rule(deny, DENY, {"tags": [tags[EGRESS]]}, {"tags": [tags[INGRESS]]})
+        self._store.put(FIREWALL_RULE, deny, body)
+        deny_policy = global_fq_name(isolation_deny_policy_name(cluster))
+        deny_body = bodies.firewall_policy(deny_policy, [sequenced_ref(deny, rule_sequence(0))])
+        self._store.put(FIREWALL_POLICY, deny_policy, deny_body)
+        aps_refs.set(deny_policy, ISOLATION_DENY_SEQUENCE, deny_body["fq_name"])
+        policy = global_fq_name(isolation_policy_name(cluster))
+        policy_body = bodies.firewall_policy(policy, [])
+        refs = self._store.ref_list(FIREWALL_POLICY, policy, policy_body, FIREWALL_RULE)
+        aps_refs.set(policy, ISOLATION_SEQUENCE, policy_body["fq_name"])
+        return refs
+
+    def _isolate(self, enabled: bool) -> None:
+        """Keep the isolation tags on the isolated pods, or on none."""
+        if enabled == self._isolation.enabled:
+            return
+        for tag in self._isolation.tags.values():
+            if enabled:
+                self._shared.ref_tag(tag, None)
+            else:
+                self._shared.unref_tag(tag)
+        self._isolation.enable(enabled)
+        self._isolation.mark_moved()
+
+    def tiers_present(self, present: bool) -> None:
+        """ClusterNetworkPolicy tiers exist (or not): their blocks meet the isolation tags."""
+        self._isolate(present or self.semantics == KUBERNETES)
+
+    @property
+    def isolation_tags(self) -> Dict[str, str]:
+        return self._isolation.tags
+
+    def network_policy_items(self) -> Dict[str, List[Item]]:
+        """Every NetworkPolicy allow, as items, per direction (in policy key order)."""
+        found: Dict[str, List[Item]] = {EGRESS: [], INGRESS: []}
+        for key in sorted(self._renderings):
+            rendering = self._renderings[key]
+            cached = self._items.get(key)
+            if cached is None or cached[0] is not rendering:
+                egress, ingress = split_items(rendering)
+                cached = self._items[key] = (rendering, ([i for _, i in egress], [i for _, i in ingress]))
+            found[EGRESS].extend(cached[1][0])
+            found[INGRESS].extend(cached[1][1])
+        return found
+
+    # --- events -------------------------------------------------------------------------------
+
+    def policy_applied(self, key: PolicyKey, policy: Optional[ParsedPolicy],
+                       rendering: Optional[PolicyRendering]) -> None:
+        """The NetworkPolicy source applied `rendering` (None: the policy is gone or rejected)."""
+        self._pending[key] = (policy if rendering is not None else None, rendering)
+
+    def pod_changed(self, old: object, new: object) -> None:
+        """Pair rules depend on renderings only; their selector tags follow pods by themselves."""
+
+    def namespace_relabelled(self) -> None:
+        """As pod_changed."""
+
+    def errors(self) -> List[Dict[str, str]]:
+        return []
+
+    # --- flushing -----------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, {}
+        self.generation += 1
+        for key, (policy, rendering) in pending.items():
+            if rendering is not None:
+                self._renderings[key] = rendering
+            else:
+                self._renderings.pop(key, None)
+                self._items.pop(key, None)
+            new = selections_of(policy.selection, policy.spec.directions) if policy is not None else ()
+            self._isolation.moved(key[0], self._selections.pop(key, ()), new)
+            if new:
+                self._selections[key] = new
+            if self._refs is not None:
+                self._pairs.update(key, *split_items(rendering))
+        self._isolation.mark_moved()
+
+    def _put(self, rule: Rule) -> None:
+        assert self._refs is not None
+        for tag, definition in rule.tags:
+            self._shared.ref_tag(tag, definition)
+        for fq_name, body in rule.groups:
+            self.ref_group(fq_name, body)
+        self._store.put(FIREWALL_RULE, rule.fq_name, rule.body)
+        self._refs.set(rule.fq_name, hashed_sequence(rule.fq_name[1]), rule.body["fq_name"])
+
+    def _drop(self, rule: Rule) -> None:
+        assert self._refs is not None
+        self._refs.discard(rule.fq_name)
+        self._store.drop(FIREWALL_RULE, rule.fq_name)
+        for tag, _ in rule.tags:
+            self._shared.unref_tag(tag)
+        for fq_name, _ in rule.groups:
+            self.unref_group(fq_name)
+
+    def ref_group(self, fq_name: FqName, body: Body) -> None:
+        """One more rule uses an address group `<cluster>--net-...`."""
+        count = self._groups.get(fq_name, 0)
+        self._groups[fq_name] = count + 1
+        if not count:
+            self._store.put(ADDRESS_GROUP, fq_name, body)
+
+    def unref_group(self, fq_name: FqName) -> None:
+        count = self._groups[fq_name] - 1
+        if count:
+            self._groups[fq_name] = count
+        else:
+            del self._groups[fq_name]
+            self._store.drop(ADDRESS_GROUP, fq_name)
+
+
+def split_items(rendering: Optional[PolicyRendering]) -> Tuple[List[Tuple[FqName, Item]], List[Tuple[FqName, Item]]]:
+    """A rendering's pass rules as items: (egress, ingress)."""
+    if rendering is None:
+        return [], []
+    groups = {":".join(fq_name): block.prefixes for fq_name, block in rendering.address_groups.items()}
+    egress: List[Tuple[FqName, Item]] = []
+    ingress: List[Tuple[FqName, Item]] = []
+    for i, (fq_name, body) in enumerate(zip(rendering.rules, rendering.rule_bodies)):
+        src, dst = end_of(body["endpoint_1"], groups), end_of(body["endpoint_2"], groups)
+        if src is None or dst is None:
+            continue
+        ports = body["service"]["dst_ports"]
+        item = Item(src, dst, (body["service"]["protocol"], ports["start_port"], ports["end_port"]), True)
+        (ingress if i < rendering.ingress_rules else egress).append((fq_name, item))
+    return egress, ingress
