@@ -67,8 +67,10 @@ class Pages:
 
     def __init__(self, db: Database, *, redactor: Redactor, registry: Optional[CollectorRegistry],
                  explain: Optional[ExplainFn], config_api_probe: Optional[ConfigApiProbe],
-                 health_policy: HealthSettings, clock: Callable[[], float]) -> None:
+                 health_policy: HealthSettings, clock: Callable[[], float],
+                 semantics: str = "kubernetes") -> None:
         self.db = db
+        self.semantics = semantics
         self.redactor = redactor
         self.registry = registry
         self.explain_page = ExplainPage(explain)
@@ -118,9 +120,11 @@ class Pages:
         if request.wants_json():
             return Response.json(200, {
                 "lists": [{"path": p.path, "title": p.title, "count": counts[p.path]} for p in LIST_PAGES],
-                "errors": len(self.db.errors), "liveness": [c.to_dict() for c in live], "role": leader_role(self.db)})
+                "errors": len(self.db.errors), "liveness": [c.to_dict() for c in live], "role": leader_role(self.db),
+                "policy_semantics": self.semantics})
         return self.render("index.html", title="kube-manager introspect", counts=counts,
                            errors=len(self.db.errors), live=live, role=leader_role(self.db),
+                           semantics=self.semantics,
                            uptime=_duration(self.clock() - self.db.started_at))
 
     def list_page(self, page: ListPage, request: Request) -> Response:
