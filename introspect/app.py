@@ -89,7 +89,7 @@ def create_app(db: Database, *, registry: Optional[CollectorRegistry] = None,
                config: Optional[Any] = None, explain: Optional[ExplainFn] = None,
                config_api_probe: Optional[ConfigApiProbe] = None,
                health_policy: HealthSettings = HealthSettings(),
-               clock: Callable[[], float] = time.time) -> IntrospectApp:
+               clock: Callable[[], float] = time.time, semantics: str = "kubernetes") -> IntrospectApp:
     """The introspect application over `db`.
 
     - registry: the `Metrics.registry` served at /metrics (404 there when None).
@@ -100,7 +100,9 @@ def create_app(db: Database, *, registry: Optional[CollectorRegistry] = None,
       with a message on bad input; `introspect.explain.db_explainer(db, cluster_name)` builds it.
     - config_api_probe: `() -> bool`, True when the config API answers now (raise or return False
       otherwise); without it /readyz trusts `db.vnc_connection.connected`.
+    - semantics: the daemon's `policy_semantics`, shown on the index.
     """
     pages = Pages(db, redactor=Redactor(config), registry=registry, explain=explain,
-                  config_api_probe=config_api_probe, health_policy=health_policy, clock=clock)
+                  config_api_probe=config_api_probe, health_policy=health_policy, clock=clock,
+                  semantics=semantics)
     return IntrospectApp(pages)

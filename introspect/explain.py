@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from kube_manager.plumbing import gcpolicy
 from kube_manager.records.db import Database, PodRecord
 from kube_manager.offline.manifests import Manifests
-from kube_manager.explain.explainer import Explainer
+from kube_manager.explain.explainer import KUBERNETES, Explainer
 from kube_manager.plumbing.gcpolicy import collector_paused
 
 log = logging.getLogger(__name__)
@@ -130,7 +130,7 @@ def db_manifests(db: Database, pods: Optional[List[PodRecord]] = None) -> Manife
                      network_policies=policies, cluster_network_policies=cluster_policies)
 
 
-def db_explainer(db: Database, cluster_name: str) -> ExplainFn:
+def db_explainer(db: Database, cluster_name: str, semantics: str = KUBERNETES) -> ExplainFn:
     """An explain callable over the live DB: the desired Contrail objects against the cached
     Kubernetes objects. Indexing the DB costs seconds at ten thousand pods, so the index is kept
     for as long as `db.generation` (bumped by the cache at every change) stays the same, and any
@@ -146,7 +146,7 @@ def db_explainer(db: Database, cluster_name: str) -> ExplainFn:
         explainer = cached.get(db.generation)
         if explainer is None:
             cached.clear()
-            explainer = cached[db.generation] = _build_explainer(db, cluster_name)
+            explainer = cached[db.generation] = _build_explainer(db, cluster_name, semantics)
         compiled = explainer.kubernetes.compiled
         try:
             return explainer.explain(source, destination, port, protocol)
@@ -157,7 +157,7 @@ def db_explainer(db: Database, cluster_name: str) -> ExplainFn:
     return explain
 
 
-def _build_explainer(db: Database, cluster_name: str) -> Explainer:
+def _build_explainer(db: Database, cluster_name: str, semantics: str) -> Explainer:
     """The index, built with the cyclic garbage collector paused, then frozen out of its reach.
 
     Every object of the index survives, so collecting while building only costs time (half of the
@@ -167,6 +167,7 @@ def _build_explainer(db: Database, cluster_name: str) -> Explainer:
     initial lists). The index holds no reference cycles, so when a change replaces it, reference
     counting frees it although it is frozen (a test checks)."""
     with collector_paused():
-        explainer = Explainer(db_translation(db, cluster_name), db_manifests(db), cluster_name, db.selectors)
+        explainer = Explainer(db_translation(db, cluster_name), db_manifests(db), cluster_name, db.selectors,
+                              semantics)
     gcpolicy.settle()
     return explainer

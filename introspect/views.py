@@ -68,8 +68,10 @@ class Pages:
 
     def __init__(self, db: Database, *, redactor: Redactor, registry: Optional[CollectorRegistry],
                  explain: Optional[ExplainFn], config_api_probe: Optional[ConfigApiProbe],
-                 health_policy: HealthSettings, clock: Callable[[], float]) -> None:
+                 health_policy: HealthSettings, clock: Callable[[], float],
+                 semantics: str = "kubernetes") -> None:
         self.db = db
+        self.semantics = semantics
         self.redactor = redactor
         self.registry = registry
         self.explain_page = ExplainPage(explain)
@@ -120,11 +122,11 @@ class Pages:
             return Response.json(200, {
                 "lists": [{"path": p.path, "title": p.title, "count": counts[p.path]} for p in LIST_PAGES],
                 "errors": len(self.db.errors), "liveness": [c.to_dict() for c in live], "role": leader_role(self.db),
-                "version": VERSION, "python": python_version()})
+                "version": VERSION, "python": python_version(), "policy_semantics": self.semantics})
         return self.render("index.html", title="kube-manager introspect", counts=counts,
                            errors=len(self.db.errors), live=live, role=leader_role(self.db),
                            uptime=_duration(self.clock() - self.db.started_at), version=VERSION,
-                           python=python_version())
+                           python=python_version(), semantics=self.semantics)
 
     def list_page(self, page: ListPage, request: Request) -> Response:
         request.check_params([f.param for f in page.filters] + ["format", "limit", "offset"])

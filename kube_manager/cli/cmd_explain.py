@@ -16,7 +16,7 @@ import json
 import logging
 import sys
 
-from kube_manager.cli.cmd_translate import add_semantics_argument
+from kube_manager.cli.options import add_semantics_argument
 from kube_manager.explain.text import flow_errors, render
 from kube_manager.offline.manifests import ManifestError, load_manifests
 from kube_manager.offline.output import write_out
@@ -41,10 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--protocol", default="TCP", help="TCP, UDP or SCTP (default TCP)")
     parser.add_argument("--cluster-name", default="k8s",
                         help="the cluster_name the objects are named after (default k8s)")
+    add_semantics_argument(parser)
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text",
                         help="text (default): verdict, deciding rule and trace in a few lines; "
                              "json: the whole answer (SPEC section 6 keys)")
-    add_semantics_argument(parser)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -60,7 +60,7 @@ def main(args: argparse.Namespace) -> int:
                                 cluster_network_policies=manifests.cluster_network_policies,
                                 semantics=args.semantics)
         result = Explainer(translation.to_dict(), manifests, args.cluster_name,
-                           translation.selectors).explain(
+                           translation.selectors, semantics=args.semantics).explain(
             args.source, args.destination, args.port, args.protocol)
     except (ManifestError, ExplainError) as exc:
         print(f"contrail-kube-manager explain: {exc}", file=sys.stderr)

@@ -1,4 +1,5 @@
-"""`contrail-kube-manager translate -f PATH... [-o table|json|yaml] [--cluster-name NAME]` (SPEC 8).
+"""`contrail-kube-manager translate -f PATH... [-o table|json|yaml] [--cluster-name NAME]
+[--semantics kubernetes|cluster-wide]` (SPEC 8, 14).
 
 Offline: reads Namespace, Pod, NetworkPolicy and ClusterNetworkPolicy manifests and prints the Contrail objects the daemon
 would write for them. The same input always gives byte-identical output, so the result can be
@@ -10,14 +11,13 @@ import argparse
 import sys
 from typing import Any
 
+from kube_manager.cli.options import add_semantics_argument
 from kube_manager.offline.manifests import ManifestError, load_manifests
 from kube_manager.offline.output import write_out
 from kube_manager.offline.serialize import json_bytes, yaml_bytes
 from kube_manager.plumbing.gcpolicy import collector_paused
 
 USAGE_ERROR = 2
-# translator.exact.source.SEMANTICS (a test keeps them equal): the translator loads only when used
-SEMANTICS = ("kubernetes", "cluster-wide")
 FORMATS = ("table", "json", "yaml")
 
 
@@ -31,12 +31,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster-name", default="k8s",
                         help="the cluster_name the objects are named after (default k8s)")
     add_semantics_argument(parser)
-
-
-def add_semantics_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--semantics", choices=SEMANTICS, default=SEMANTICS[0],
-                        help="how flows are decided (SPEC 14): kubernetes (both ends' chains must allow) or "
-                             "cluster-wide (a NetworkPolicy at either end may allow); default kubernetes")
 
 
 def render(translation: Any, output: str) -> bytes:

@@ -1,4 +1,5 @@
-"""`contrail-kube-manager what-if -f CLUSTER... --change CHANGE...`: review a change before applying it.
+"""`contrail-kube-manager what-if -f CLUSTER... (--change CHANGE... | --switch-semantics)`: review a
+change before applying it.
 
 Applies the manifests of CHANGE to those of CLUSTER (each object added or replacing the one of the
 same kind, namespace and name; one annotated `contrail-kube-manager/what-if: delete` deletes it)
@@ -6,6 +7,10 @@ and prints which flows change verdict, under Contrail and under Kubernetes, as a
 one row per set of sources, set of destinations, protocol and port range with the same change.
 The table is bounded (`--max-rows`, names per cell cut at `--max-names`); `-o json` lists every
 changed flow. Exit status 0 (whatever changed), 2 on bad usage or input.
+
+`--switch-semantics` instead compares the cluster under `policy_semantics = cluster-wide` and
+`kubernetes` (SPEC 14): the rows are the flows the switch closes (Contrail `allowed -> DROPPED`,
+Kubernetes unchanged: they relied on the cluster-wide deviation), the check before migrating.
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from typing import Dict, List, Tuple
 from kube_manager.offline.manifests import ManifestError, load_manifests
 from kube_manager.offline.output import write_out
 from kube_manager.explain.whatif import DELETE_ANNOTATION, DELETE_VALUE, FlowChange, WhatIfError
+from kube_manager.cli.options import add_semantics_argument
 
 USAGE_ERROR = 2
 TRANSLATOR_LOGGER = "kube_manager.translator"
@@ -28,13 +34,17 @@ Row = Tuple[Tuple[str, ...], Tuple[str, ...], FlowChange]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-f", "--filename", dest="paths", metavar="PATH", nargs="+", action="extend",
                         required=True, help="the cluster's manifests (files or directories)")
-    parser.add_argument("--change", dest="change", metavar="PATH", nargs="+", action="extend",
-                        required=True,
-                        help="manifests to apply: added, or replacing the object of the same kind, "
-                             f"namespace and name; annotated {DELETE_ANNOTATION}: {DELETE_VALUE} "
-                             "to delete it")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--change", dest="change", metavar="PATH", nargs="+", action="extend",
+                      help="manifests to apply: added, or replacing the object of the same kind, "
+                           f"namespace and name; annotated {DELETE_ANNOTATION}: {DELETE_VALUE} "
+                           "to delete it")
+    what.add_argument("--switch-semantics", action="store_true",
+                      help="compare the cluster under policy_semantics cluster-wide and kubernetes: "
+                           "the flows switching to kubernetes closes")
     parser.add_argument("--cluster-name", default="k8s",
                         help="the cluster_name the objects are named after (default k8s)")
+    add_semantics_argument(parser)
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text",
                         help="text (default): a bounded truth table; json: every changed flow")
     parser.add_argument("--max-rows", type=int, default=40, help="table rows shown (default 40)")
@@ -72,9 +82,9 @@ def _names(names: Tuple[str, ...], limit: int) -> str:
 
 
 def render(rows: List[Row], flows: int, pairs: int, affected: int, max_rows: int,
-           max_names: int) -> str:
-    lines = [f"{flows} flow(s) (pair, protocol, port range) change verdict ({pairs} pairs with "
-             f"an affected end checked, {affected} affected pods)"]
+           max_names: int, heading: str = "") -> str:
+    lines = [f"{heading}{flows} flow(s) (pair, protocol, port range) change verdict ({pairs} pairs "
+             f"with an affected end checked, {affected} affected pods)"]
     if not rows:
         return lines[0] + "\n"
     lines.append("from | to | protocol ports | Contrail | Kubernetes")
@@ -90,25 +100,33 @@ def render(rows: List[Row], flows: int, pairs: int, affected: int, max_rows: int
 
 
 def main(args: argparse.Namespace) -> int:
-    from kube_manager.explain.whatif import what_if  # the translator is large; load it here
+    # The translator is large: load it only here.
+    from kube_manager.explain.whatif import CLUSTER_WIDE, KUBERNETES, semantics_switch, what_if
 
     translator_log = logging.getLogger(TRANSLATOR_LOGGER)
     level = translator_log.level
     translator_log.setLevel(logging.ERROR)  # rejections are `translate`'s to report
     try:
-        result = what_if(load_manifests(args.paths), load_manifests(args.change),
-                         args.cluster_name)
+        if args.switch_semantics:
+            result = semantics_switch(load_manifests(args.paths), args.cluster_name)
+        else:
+            result = what_if(load_manifests(args.paths), load_manifests(args.change),
+                             args.cluster_name, args.semantics)
     except (ManifestError, WhatIfError, ValueError) as exc:
         print(f"contrail-kube-manager what-if: {exc}", file=sys.stderr)
         return USAGE_ERROR
     finally:
         translator_log.setLevel(level)
+    heading = (f"switching policy_semantics from {CLUSTER_WIDE} to {KUBERNETES}: "
+               if args.switch_semantics else "")
     if args.output == "json":
         write_out(json.dumps({"pairs_checked": result.pairs_checked,
+                              "semantics": ({"before": CLUSTER_WIDE, "after": KUBERNETES}
+                                            if args.switch_semantics else args.semantics),
                               "affected_pods": result.affected_pods,
                               "changes": [c.to_dict() for c in result.changes]},
                              sort_keys=True, indent=2) + "\n")
     else:
         write_out(render(group(result.changes), len(result.changes), result.pairs_checked,
-                         result.affected_pods, max(1, args.max_rows), max(1, args.max_names)))
+                         result.affected_pods, max(1, args.max_rows), max(1, args.max_names), heading))
     return 0

@@ -2,16 +2,17 @@
 
 Contrail's verdict comes from evaluating the translator's objects (flow.py); the Kubernetes verdict
 from the manifests themselves (k8s_semantics.py), tiers included, so the two are independent. They
-may differ in exactly one way by design, the seed's *cluster-wide action enforcement* (SPEC
-sections 6 and 13): the APS evaluates a flow once for both ends, so what allows it at one end
-(an Admin tier Accept, a NetworkPolicy, a Baseline tier Accept) admits it although a tier evaluated
-later in the APS drops it at the other end. That is reported as `"deviation": "cluster-wide"` with
-the policies involved. Any other difference is a translator bug and is reported as
+agree on every flow under `policy_semantics = kubernetes` (SPEC 14). Under `cluster-wide` they may
+differ in exactly one way by design, the seed's *cluster-wide action enforcement* (SPEC 6): a
+NetworkPolicy allowing a flow at one end admits it although the other end's NetworkPolicies
+isolate that end and allow nothing. That is reported as `"deviation": "cluster-wide"` with the
+policies involved. Any other difference is a translator bug and is reported as
 `"deviation": "mismatch"`, so tests and operators see it at once.
 
 Every answer also carries the `trace` (trace.py): per side, every policy selecting the pod, in the
-APS evaluation order, block by block, with what did not match; and `selectors`, what each selector
-tag of the two ends stands for (decode.py).
+APS evaluation order, block by block, with what did not match; `stands_for`, what the deciding rule
+stands for when the tiers or `kubernetes` semantics wrote it (stands_for.py); and `selectors`, what
+each selector or isolation tag of the two ends stands for (decode.py).
 
 `Explainer` indexes both sides once; the introspect page and the conformance test keep one and ask
 it many flows. `explain()` is the one-shot form used by the CLI.
@@ -27,8 +28,10 @@ from kube_manager.explain.flow import FLOW_PROTOCOLS, ContrailEvaluator, Decisio
 from kube_manager.explain.k8s_cnp import ADMIN, BASELINE
 from kube_manager.explain.k8s_semantics import (NETWORK_POLICY_TIER, Endpoint, KubernetesModel,
                                                 SideVerdict, Verdict)
+from kube_manager.explain.stands_for import allows_words, drops_words, isolation_tags, stands_for
 from kube_manager.explain.trace import trace
 
+KUBERNETES = "kubernetes"
 CLUSTER_WIDE = "cluster-wide"
 MISMATCH = "mismatch"
 
@@ -89,20 +92,6 @@ def parse_port(port: Any) -> int:
     return number
 
 
-def aps_rank(side: SideVerdict) -> int:
-    """Where what decides one side stands in the APS (SPEC 13's order): Admin Deny rules, Admin
-    Accepts, NetworkPolicy pass rules, their default denies, Baseline Deny rules, Baseline Accepts,
-    the allow-all. The APS evaluates a flow once for both ends, so the side of lower rank decides."""
-    tier, allowed = side.tier, side.allowed
-    if tier == ADMIN:
-        return 1 if allowed else 0
-    if tier == NETWORK_POLICY_TIER:
-        return 2 if allowed else 3
-    if tier == BASELINE:
-        return 5 if allowed else 4
-    return 6
-
-
 def deciders(side: SideVerdict) -> List[str]:
     """The policies deciding one side: the ClusterNetworkPolicy of the deciding rule, or the
     NetworkPolicies allowing the flow, or else isolating the pod; none for the default."""
@@ -114,15 +103,19 @@ def deciders(side: SideVerdict) -> List[str]:
     return []
 
 
+def _decided_by_network_policies(side: SideVerdict, allowed: bool) -> bool:
+    return side.tier == NETWORK_POLICY_TIER and side.allowed == allowed
+
+
 def _cluster_wide_sides(verdict: Verdict) -> Optional[Tuple[str, SideVerdict, str, SideVerdict]]:
-    """The SPEC 6 and 13 condition: one end allows the flow, the other drops it, and what allows it
-    comes first in the APS. Returns (allowing side, its verdict, dropping side, its verdict), or
-    None when the condition does not hold."""
+    """The SPEC 6 condition: one end's NetworkPolicies allow the flow, the other end's isolate it
+    and allow nothing. Returns (allowing side, its verdict, dropping side, its verdict), or None
+    when the condition does not hold (the tiers are exact in both semantics)."""
     egress, ingress = verdict.egress, verdict.ingress
     for allowing_name, allowing, dropping_name, dropping in (
             ("the source's egress", egress, "the destination's ingress", ingress),
             ("the destination's ingress", ingress, "the source's egress", egress)):
-        if allowing.allowed and not dropping.allowed and aps_rank(allowing) < aps_rank(dropping):
+        if _decided_by_network_policies(allowing, True) and _decided_by_network_policies(dropping, False):
             return allowing_name, allowing, dropping_name, dropping
     return None
 
@@ -141,10 +134,13 @@ class Explainer:
 
     def __init__(self, translation: Mapping[str, Any], manifests: ManifestSet,
                  cluster_name: Optional[str] = None,
-                 selectors: Optional[Mapping[str, Any]] = None) -> None:
+                 selectors: Optional[Mapping[str, Any]] = None, semantics: str = KUBERNETES) -> None:
         """`selectors`: selector tag -> the object it was hashed from (`Translation.selectors`,
-        or the daemon's live view), to decode the tags an answer shows."""
+        or the daemon's live view), to decode the tags an answer shows; `semantics`: the
+        `policy_semantics` the translation was made with."""
+        self.semantics = semantics
         self.contrail = ContrailEvaluator(translation, cluster_name)
+        self.cluster = self.contrail.application_tag.partition("=")[2]
         self.kubernetes = KubernetesModel.build(
             manifests.namespaces, manifests.pods, manifests.network_policies,
             manifests.cluster_network_policies)
@@ -190,7 +186,7 @@ class Explainer:
                                           protocol_name)
         verdict = self.kubernetes.verdict(source.endpoint, destination.endpoint, number,
                                           protocol_name.upper())
-        deviation, policies = _deviation(decision, verdict)
+        deviation, policies = _deviation(decision, verdict, self.semantics)
         steps = trace(self.kubernetes, source.endpoint, destination.endpoint, number,
                       protocol_name.upper(), self.order_key)
         return {
@@ -205,6 +201,8 @@ class Explainer:
             "rule_fq_name": list(decision.rule_fq_name) if decision.rule_fq_name else None,
             "policy": decision.policy,
             "action": decision.action,
+            "stands_for": stands_for(decision.rule, decision.policy, verdict, self.cluster),
+            "semantics": self.semantics,
             "deviation": deviation,
             "policies": policies,
             "kubernetes": {"egress": verdict.egress.to_dict(),
@@ -217,9 +215,16 @@ class Explainer:
                                          for name in self.kubernetes.rejected_whole(
                                              end.endpoint.pod.namespace)}
                                         | set(self.kubernetes.cluster_rejected_whole())),
-            "selectors": decode_tags(sorted(source.workload.tags | destination.workload.tags),
-                                     self.selectors),
+            "selectors": self._decoded(source.workload.tags | destination.workload.tags),
         }
+
+    def _decoded(self, tags: Any) -> Dict[str, Dict[str, Any]]:
+        """What the selector and isolation tags among `tags` stand for."""
+        found = decode_tags(sorted(tags), self.selectors)
+        for tag, text in isolation_tags(self.cluster).items():
+            if tag in tags:
+                found[tag] = {"selector": None, "text": text}
+        return dict(sorted(found.items()))
 
     def order_key(self, policy: str) -> Tuple[int, str]:
         """Sort key of a NetworkPolicy ("ns/name") in the APS evaluation order."""
@@ -247,10 +252,11 @@ def _is_network(text: str) -> bool:
     return True
 
 
-def _deviation(decision: Decision, verdict: Verdict) -> Tuple[Optional[str], List[str]]:
+def _deviation(decision: Decision, verdict: Verdict,
+               semantics: str) -> Tuple[Optional[str], List[str]]:
     if decision.allowed == verdict.allowed:
         return None, []
-    involved = cluster_wide_policies(verdict)
+    involved = cluster_wide_policies(verdict) if semantics == CLUSTER_WIDE else None
     if decision.allowed and involved is not None:
         return CLUSTER_WIDE, involved
     return MISMATCH, sorted({name for side in (verdict.egress, verdict.ingress)
@@ -269,14 +275,15 @@ def _reason(decision: Decision, verdict: Verdict, deviation: Optional[str],
     sides = _cluster_wide_sides(verdict)
     if deviation == CLUSTER_WIDE and sides is not None:
         allowing_side, allowing, dropping_side, dropping = sides
-        return (f"{contrail}; Kubernetes would drop it: {_allows_words(allowing)} at "
-                f"{allowing_side}, but {dropping_side} {_drops_words(dropping)}; Contrail honours "
-                f"an allowing policy cluster-wide")
+        return (f"{contrail}; Kubernetes would drop it: {allows_words(allowing)} at "
+                f"{allowing_side}, but {dropping_side} {drops_words(dropping)}; under "
+                f"policy_semantics cluster-wide Contrail honours an allowing NetworkPolicy "
+                f"cluster-wide (kubernetes semantics would drop it)")
     if deviation == MISMATCH:
         return (f"{contrail}; Kubernetes would {'allow' if verdict.allowed else 'drop'} it: "
                 f"the translation disagrees with the NetworkPolicies and ClusterNetworkPolicies "
                 f"(a bug)")
-    blocked = [f"{name} {_drops_words(side)}"
+    blocked = [f"{name} {drops_words(side)}"
                for name, side in (("the source's egress", verdict.egress),
                                   ("the destination's ingress", verdict.ingress))
                if not side.allowed]
@@ -285,35 +292,14 @@ def _reason(decision: Decision, verdict: Verdict, deviation: Optional[str],
     return contrail
 
 
-def _rule_words(side: SideVerdict) -> str:
-    decision = side.decision
-    assert decision is not None  # called for a side a ClusterNetworkPolicy tier decides
-    name = f" ({decision.rule})" if decision.rule else ""
-    return (f"{decision.tier} tier ClusterNetworkPolicy {decision.policy} rule "
-            f"{decision.index}{name}")
-
-
-def _allows_words(side: SideVerdict) -> str:
-    if side.decision is not None:
-        return f"{_rule_words(side)} accepts it"
-    return f"{', '.join(side.allowing)} {'allows' if len(side.allowing) == 1 else 'allow'} it"
-
-
-def _drops_words(side: SideVerdict) -> str:
-    decision = side.decision
-    if decision is not None:
-        why = f" (it fails closed: {decision.fail_closed})" if decision.fail_closed else ""
-        return f"is denied by {_rule_words(side)}{why}"
-    return f"is isolated by {', '.join(side.isolating)} and none of them allows it"
-
-
 def explain(translation: Mapping[str, Any], manifests: ManifestSet, src: Any, dst: Any,
             port: Any, protocol: Any, cluster_name: Optional[str] = None,
-            selectors: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+            selectors: Optional[Mapping[str, Any]] = None,
+            semantics: str = KUBERNETES) -> Dict[str, Any]:
     """One-shot explain; builds the indexes each call (keep an `Explainer` for repeated flows)."""
-    return Explainer(translation, manifests, cluster_name, selectors).explain(src, dst, port,
-                                                                              protocol)
+    return Explainer(translation, manifests, cluster_name, selectors, semantics).explain(
+        src, dst, port, protocol)
 
 
-__all__ = ["CLUSTER_WIDE", "MISMATCH", "ExplainError", "Explainer", "aps_rank",
+__all__ = ["CLUSTER_WIDE", "KUBERNETES", "MISMATCH", "ExplainError", "Explainer",
            "cluster_wide_policies", "deciders", "explain", "parse_port", "parse_protocol"]

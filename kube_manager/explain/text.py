@@ -62,6 +62,8 @@ def render(result: Mapping[str, Any]) -> str:
              f"{contrail} by Contrail; Kubernetes would {kubernetes} it"]
     if result.get("rule"):
         lines.append(f"deciding rule: {result['rule']} in {result['policy']} ({result['action']})")
+        if result.get("stands_for"):
+            lines.append(f"  which stands for {result['stands_for']}")
     elif not result.get("under_aps", True):
         lines.append("deciding rule: none (neither end is under the cluster's APS)")
     else:

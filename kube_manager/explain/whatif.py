@@ -19,6 +19,12 @@ Which ports. For one pair, the verdicts are constant between the port boundaries
 that match the pair (Contrail) and of the blocks and tier rules of the policies selecting its ends
 (Kubernetes, named ports resolved on the destination), so one port per class is evaluated per protocol.
 
+Switching semantics. `semantics_switch` compares one cluster under two `policy_semantics` (SPEC
+14): the Kubernetes verdicts are the same on both sides, and the Contrail verdicts that change are
+the flows the switch opens or closes. From `cluster-wide` to `kubernetes` it closes exactly the
+flows that rely on the cluster-wide deviation, which is what an operator checks before migrating.
+Every pod is affected, since either end of any pair may be isolated.
+
 Pure: manifests in, result out. `apply_change` defines the change format (see its docstring).
 """
 from __future__ import annotations
@@ -32,6 +38,7 @@ from .k8s_cnp import ADMIN, BASELINE, ClusterPort
 from .k8s_semantics import Endpoint, KubernetesModel, PeerBlocks, Pod, PortRule
 from kube_manager.translator.batch import translate
 
+KUBERNETES, CLUSTER_WIDE = "kubernetes", "cluster-wide"
 DELETE_ANNOTATION = "contrail-kube-manager/what-if"
 DELETE_VALUE = "delete"
 KINDS = ("Namespace", "Pod", "NetworkPolicy", "ClusterNetworkPolicy")
@@ -127,10 +134,11 @@ class WhatIf:
 class _State:
     """One side of the comparison: the translation's evaluator and the Kubernetes model."""
 
-    def __init__(self, manifests: Any, cluster_name: str) -> None:
+    def __init__(self, manifests: Any, cluster_name: str, semantics: str) -> None:
         translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
                                 cluster_name=cluster_name,
-                                cluster_network_policies=manifests.cluster_network_policies).to_dict()
+                                cluster_network_policies=manifests.cluster_network_policies,
+                                semantics=semantics).to_dict()
         self.translation = translation
         self.contrail = ContrailEvaluator(translation, cluster_name)
         self.kubernetes = KubernetesModel.build(manifests.namespaces, manifests.pods,
@@ -273,15 +281,34 @@ def _outside_addresses(states: Sequence[_State], pod_ips: Set[Any]) -> List[_End
     return found
 
 
-def what_if(cluster: Any, change: Any, cluster_name: str = "k8s") -> WhatIf:
+def what_if(cluster: Any, change: Any, cluster_name: str = "k8s",
+            semantics: str = KUBERNETES) -> WhatIf:
     """Every flow whose Contrail or Kubernetes verdict differs once `change` is applied to
-    `cluster` (see `apply_change`); raises WhatIfError for a change that cannot apply."""
+    `cluster` (see `apply_change`), both translated under `semantics`; raises WhatIfError for a
+    change that cannot apply."""
     applied, touched = apply_change(cluster, change)
-    before, after = _State(cluster, cluster_name), _State(applied, cluster_name)
-    # Pods of both states: a pod the change adds or deletes has no verdict to compare.
+    before, after = _State(cluster, cluster_name, semantics), _State(applied, cluster_name, semantics)
+    pods = _common_pods(before, after)
+    return _compare(before, after, pods, _affected_pods(touched, pods))
+
+
+def semantics_switch(cluster: Any, cluster_name: str = "k8s", before: str = CLUSTER_WIDE,
+                     after: str = KUBERNETES) -> WhatIf:
+    """Every flow of `cluster` whose Contrail verdict differs between the `before` and `after`
+    policy semantics (the Kubernetes verdicts do not change)."""
+    old, new = _State(cluster, cluster_name, before), _State(cluster, cluster_name, after)
+    pods = _common_pods(old, new)
+    return _compare(old, new, pods, set(pods))
+
+
+def _common_pods(before: _State, after: _State) -> Dict[Tuple[str, str], Any]:
+    """Pods of both states: a pod the change adds or deletes has no verdict to compare."""
     pods = _pod_ips(before.translation)
-    pods = {key: ip for key, ip in _pod_ips(after.translation).items() if pods.get(key, 0) == ip}
-    affected = _affected_pods(touched, pods)
+    return {key: ip for key, ip in _pod_ips(after.translation).items() if pods.get(key, 0) == ip}
+
+
+def _compare(before: _State, after: _State, pods: Dict[Tuple[str, str], Any],
+             affected: Set[Tuple[str, str]]) -> WhatIf:
     ends = [_End(key, ip) for key, ip in sorted(pods.items())]
     near = [end for end in ends if end.pod in affected]
     others = ends + _outside_addresses((before, after), {ip for ip in pods.values() if ip})
@@ -301,4 +328,4 @@ def _pod_ips(translation: Mapping[str, Any]) -> Dict[Tuple[str, str], Any]:
 
 
 __all__ = ["DELETE_ANNOTATION", "DELETE_VALUE", "FlowChange", "WhatIf",
-           "WhatIfError", "apply_change", "what_if"]
+           "WhatIfError", "apply_change", "semantics_switch", "what_if"]

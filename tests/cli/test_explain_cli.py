@@ -43,12 +43,6 @@ def test_under_kubernetes_semantics_the_same_flow_is_dropped_and_both_verdicts_a
     assert result["rule"] == "k8s--isolated-egress-to-isolated-ingress"
 
 
-def test_semantics_choices_are_the_translators():
-    from kube_manager.cli.cmd_translate import SEMANTICS as CHOICES
-    from kube_manager.translator.exact.source import SEMANTICS
-    assert CHOICES == SEMANTICS
-
-
 def test_cluster_wide_flow(manifest_dir, capsys):
     status, out, err = run(capsys, "-f", str(manifest_dir), "--from", "y/a", "--to", "x/a",
                            "--port", "80", "--protocol", "TCP", "-o", "json", "--semantics", "cluster-wide")

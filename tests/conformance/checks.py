@@ -144,7 +144,7 @@ def run_pairs(cluster: ManifestSet, per_policy: PerPolicy, translate: Callable[.
     translation = translate(copy.deepcopy(cluster.namespaces), copy.deepcopy(cluster.pods),
                             copy.deepcopy(cluster.network_policies), cluster_name=CLUSTER,
                             semantics=semantics).to_dict()
-    explainer = Explainer(translation, cluster)
+    explainer = Explainer(translation, cluster, semantics=semantics)
     owners = policy_owners(translation)
     run = PairRun(translation)
     for probe in probes:

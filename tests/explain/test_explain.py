@@ -59,7 +59,7 @@ def contrail() -> Dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def explainer() -> Explainer:
-    return Explainer(contrail(), manifests())
+    return Explainer(contrail(), manifests(), semantics=CLUSTER_WIDE)
 
 
 def test_cluster_wide_deviation_names_the_policies(explainer):
@@ -154,5 +154,5 @@ def test_bad_input_is_a_clear_error(explainer, src, dst, port, protocol, message
 
 
 def test_one_shot_function_matches_the_explainer(explainer):
-    assert explain(contrail(), manifests(), "y/a", "x/a", "80", "tcp") == \
+    assert explain(contrail(), manifests(), "y/a", "x/a", "80", "tcp", semantics=CLUSTER_WIDE) == \
         explainer.explain("y/a", "x/a", 80, "TCP")

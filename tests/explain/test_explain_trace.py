@@ -25,7 +25,7 @@ def cluster(*policies: Dict[str, Any]) -> ManifestSet:
 def answer(manifests: ManifestSet, src: str, dst: str, port: int = 9090,
            semantics: str = "kubernetes") -> Dict[str, Any]:
     translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies, semantics=semantics)
-    return Explainer(translation.to_dict(), manifests, "k8s", translation.selectors).explain(
+    return Explainer(translation.to_dict(), manifests, "k8s", translation.selectors, semantics).explain(
         src, dst, port, "TCP")
 
 
