@@ -17,6 +17,7 @@ from .k8s_semantics import NETWORK_POLICY_TIER, SideVerdict, Verdict
 BLOCK_MEANING = {
     "admin": "the Admin tier at one end met with the other end's whole chain",
     "isolation": "a flow between two isolated ends",
+    "isolation-deny": "a flow between two isolated ends",
     "baseline-np": "a NetworkPolicy allowing at one end met with the Baseline tier at the other",
     "baseline": "the Baseline tier at one end met with the other end's chain",
 }
@@ -74,7 +75,7 @@ def stands_for(rule: Optional[str], policy: Optional[str], verdict: Verdict,
     block = policy[len(prefix):]
     chains = (f"the source's egress {side_words(verdict.egress)}; the destination's ingress "
               f"{side_words(verdict.ingress)}")
-    if block == "isolation":
+    if block in ("isolation", "isolation-deny"):
         if rule == isolation_deny_rule(cluster):
             return ("the isolation deny: the source is isolated for egress and the destination "
                     "for ingress, and no egress rule at the source meets an ingress rule at the "

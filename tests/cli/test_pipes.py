@@ -17,12 +17,12 @@ apiVersion: networking.k8s.io/v1
 metadata: {name: allow-all, namespace: shop}
 spec: {podSelector: {}, policyTypes: [Ingress], ingress: [{}]}
 """
-FLOW = ["--from", "shop/web-1", "--port", "9090"]
+FLOW = ["--from", "monitoring/prometheus-0", "--to", "shop/api-1"]
 
 CASES = [  # (arguments after -f DEMO, exit status)
-    (["explain", *FLOW, "--to", "shop/api-1", "-o", "json"], 0),
-    (["explain", *FLOW, "--to", "shop/api-1"], 0),
-    (["explain", *FLOW, "--to", "shop/api-2", "-o", "json"], 1),
+    (["explain", *FLOW, "--port", "9100", "-o", "json"], 0),
+    (["explain", *FLOW, "--port", "9100"], 0),
+    (["explain", *FLOW, "--port", "9090", "-o", "json"], 1),
     (["translate", "-o", "json"], 0),
     (["translate", "-o", "table"], 0),
     (["what-if", "--change", "{change}"], 0),

@@ -104,13 +104,13 @@ def test_sync_state_follows_the_states_of_its_objects() -> None:
     cache.status.objects_progressed(states, None)
     assert db.cluster_network_policies["deny-tcp"].state == SYNCED
     assert db.cluster_network_policies["bad"].state == REJECTED
-    rule = ("firewall-rule", (PM, "k8s--cnp-deny-tcp-ingress-0-0-0-0"))
+    rule = ("firewall-rule", (PM, db.cluster_network_policies["deny-tcp"].rules[0]))
     states.of[rule] = PARKED
     db.parked[rule] = "BadRequest: refused"
     cache.status.objects_progressed(states, [rule])
     record = db.cluster_network_policies["deny-tcp"]
     assert record.state == PARKED and record.write_errors == [
-        "firewall-rule default-policy-management:k8s--cnp-deny-tcp-ingress-0-0-0-0: BadRequest: refused"]
+        f"firewall-rule default-policy-management:{rule[1][-1]}: BadRequest: refused"]
 
 
 @pytest.mark.parametrize("trimmer, manifest", [
