@@ -12,14 +12,25 @@ object with a reason), so that one bad object never stops the events after it (S
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Mapping, Optional, Set
+from typing import Any, Dict, Iterable, Mapping, Optional, Protocol, Set
 
-from kube_manager.records.db import Database, Key, ObjKey
+from kube_manager.records.db import Database, Key, ObjKey, PolicyRecord
 from kube_manager.kube.kinds import StateSource
 from kube_manager.translator import Changes, ClusterTranslator
 from kube_manager.translator.validation import metadata_problem
 
 _META_KEYS = ("name", "namespace", "uid", "labels", "resourceVersion")
+POLICY_META_KEYS = _META_KEYS + ("generation",)  # a policy's: Events and conditions cite it (SPEC 15)
+
+
+class PolicyObserver(Protocol):
+    """Told where a policy record's state or errors are set (kube_manager/status: Events and
+    conditions in Kubernetes); status flows downstream from the records."""
+
+    def observe(self, record: PolicyRecord, settled: bool) -> None:
+        """`settled`: the state is the reconciler's word (pushed), not left from before a flush."""
+
+    def forget(self, record: PolicyRecord) -> None: ...
 
 
 @dataclass
@@ -31,6 +42,16 @@ class Context:
     errors_stale: bool = False  # some error may have come or gone since the last read
     # Keys rejected as of the last read of the errors, by kind ("Pod": {(namespace, name)}).
     rejected: Dict[str, Set[Key]] = field(default_factory=dict)
+    observer: Optional[PolicyObserver] = None
+
+    def observe(self, record: PolicyRecord, settled: bool) -> None:
+        """A policy record's state or errors were just set: the one place the status hears of it."""
+        if self.observer is not None:
+            self.observer.observe(record, settled)
+
+    def forget(self, record: PolicyRecord) -> None:
+        if self.observer is not None:
+            self.observer.forget(record)
 
     def read_errors(self) -> None:
         """Read the translator's errors again if some may have changed."""
@@ -59,10 +80,15 @@ def namespaced_key(obj: Mapping[str, Any]) -> Key:
     return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
 
 
-def trim_metadata(obj: Mapping[str, Any]) -> Dict[str, Any]:
-    """The metadata every trimmer keeps: identity, labels and version."""
+def trim_metadata(obj: Mapping[str, Any], keys: Iterable[str] = _META_KEYS) -> Dict[str, Any]:
+    """The metadata every trimmer keeps: identity, labels and version (and what `keys` adds)."""
     meta = metadata(obj)
-    return {key: meta[key] for key in _META_KEYS if meta.get(key) is not None}
+    return {key: meta[key] for key in keys if meta.get(key) is not None}
+
+
+def generation_of(obj: Mapping[str, Any]) -> int:
+    generation = metadata(obj).get("generation")
+    return generation if isinstance(generation, int) and not isinstance(generation, bool) else 0
 
 
 def validate_namespaced(obj: Mapping[str, Any]) -> Optional[str]:

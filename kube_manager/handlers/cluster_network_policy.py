@@ -25,7 +25,7 @@ from kube_manager.observability.logging_setup import kv
 from kube_manager.translator import Changes
 from kube_manager.translator.validation import object_name_problem
 
-from .base import Context, Handler, mapping, metadata, trim_metadata
+from .base import POLICY_META_KEYS, Context, Handler, generation_of, mapping, metadata, trim_metadata
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def trim_cluster_network_policy(obj: Dict[str, Any]) -> Dict[str, Any]:
     """metadata and the spec exactly as the server gives it; not the status (the conditions that
     implementations write would wake everyone for nothing)."""
     trimmed = {"apiVersion": CLUSTER_NETWORK_POLICIES.api_version, "kind": CLUSTER_NETWORK_POLICIES.kind,
-               "metadata": trim_metadata(obj)}
+               "metadata": trim_metadata(obj, POLICY_META_KEYS)}
     if "spec" in mapping(obj):
         trimmed["spec"] = obj["spec"]
     return trimmed
@@ -80,6 +80,7 @@ class ClusterNetworkPolicyHandler(Handler):
         spec = mapping(obj.get("spec"))
         tier, priority = spec.get("tier"), spec.get("priority")
         record.uid = str(metadata(obj).get("uid") or "")
+        record.generation = generation_of(obj)
         record.spec, record.manifest = spec, obj
         record.tier = tier if isinstance(tier, str) else ""
         record.priority = priority if isinstance(priority, int) and not isinstance(priority, bool) else None
@@ -92,6 +93,7 @@ class ClusterNetworkPolicyHandler(Handler):
         self.translator.remove_cluster_network_policy(name)
         self.context.errors_stale = True
         if record is not None:
+            self.context.forget(record)
             log.info("ClusterNetworkPolicy deleted", extra=kv(name=name))
 
     def failed(self, obj: Dict[str, Any], exc: Exception) -> None:
@@ -129,6 +131,7 @@ class ClusterNetworkPolicyHandler(Handler):
         self.context.errors_stale |= errors != record.errors
         record.errors = errors
         self._states_dirty.add(name)
+        self.context.observe(record, settled=False)
 
     def states_changed(self, source: StateSource, changed: Optional[Iterable[ObjKey]]) -> None:
         """The reconciler pushed: sync states from the states of the objects each emits (all, or
@@ -153,6 +156,7 @@ class ClusterNetworkPolicyHandler(Handler):
             else:
                 settled = states == {SYNCED}
                 record.state = (REJECTED if record.errors else SYNCED) if settled else PENDING
+            self.context.observe(record, settled=True)
 
 
 KIND = Kind(CLUSTER_NETWORK_POLICIES, list_cluster_network_policies, trim_cluster_network_policy, validate_cluster_network_policy, ClusterNetworkPolicyHandler)

@@ -20,7 +20,7 @@ from kube_manager.observability.logging_setup import kv
 from kube_manager.translator import Changes
 from kube_manager.translator.bodies import FIREWALL_POLICY, FIREWALL_RULE, FqName
 
-from .base import Context, Handler, mapping, metadata, trim_metadata, validate_namespaced
+from .base import POLICY_META_KEYS, Context, Handler, generation_of, mapping, metadata, trim_metadata, validate_namespaced
 
 log = logging.getLogger(__name__)
 # A NetworkPolicy's objects: its firewall policy, and its pass and deny rules (in that order). The
@@ -30,7 +30,7 @@ PolicyObjectNames = Tuple[FqName, Tuple[FqName, ...]]
 def trim_network_policy(obj: Dict[str, Any]) -> Dict[str, Any]:
     """metadata and the spec exactly as the server gives it (its sha256 is an annotation)."""
     trimmed = {"apiVersion": NETWORK_POLICIES.api_version, "kind": NETWORK_POLICIES.kind,
-               "metadata": trim_metadata(obj)}
+               "metadata": trim_metadata(obj, POLICY_META_KEYS)}
     if "spec" in mapping(obj):
         trimmed["spec"] = obj["spec"]
     return trimmed
@@ -57,6 +57,7 @@ class NetworkPolicyHandler(Handler):
             record = self.db.network_policies[key] = PolicyRecord(str(meta.get("uid") or ""), key[0], key[1])
             self._states_dirty.add(key)
         record.uid = str(meta.get("uid") or "")
+        record.generation = generation_of(obj)
         record.spec = spec if isinstance(spec, dict) else {}
         record.manifest = obj
         self.translator.upsert_policy(obj)
@@ -68,6 +69,7 @@ class NetworkPolicyHandler(Handler):
         self.translator.delete_policy(*key)
         self.context.errors_stale |= record is not None and bool(record.errors)
         if record is not None:
+            self.context.forget(record)
             log.info("NetworkPolicy deleted", extra=kv(namespace=key[0], name=key[1]))
 
     def failed(self, obj: Dict[str, Any], exc: Exception) -> None:
@@ -97,22 +99,27 @@ class NetworkPolicyHandler(Handler):
             record = self.db.network_policies.get(key)
             if record is None:
                 continue
-            names = self._objects_of.get(key)
-            if names is None:
-                record.state = REJECTED if record.errors else PENDING
-                continue
-            objects = list(_object_keys(names))
-            states = {source.state_of(k) for k in objects}
-            record.write_errors = [f"{k[0]} {':'.join(k[1])}: {self.db.parked[k]}"
-                                   for k in objects if k in self.db.parked]
-            if PARKED in states:
-                record.state = PARKED
-            elif RETRYING in states:
-                record.state = RETRYING
-            elif states == {SYNCED}:
-                record.state = REJECTED if record.errors else SYNCED
-            else:
-                record.state = PENDING
+            self._settle(source, key, record)
+            self.context.observe(record, settled=True)
+
+    def _settle(self, source: StateSource, key: Key, record: PolicyRecord) -> None:
+        """A record's state from the states of its objects."""
+        names = self._objects_of.get(key)
+        if names is None:
+            record.state = REJECTED if record.errors else PENDING
+            return
+        objects = list(_object_keys(names))
+        states = {source.state_of(k) for k in objects}
+        record.write_errors = [f"{k[0]} {':'.join(k[1])}: {self.db.parked[k]}"
+                               for k in objects if k in self.db.parked]
+        if PARKED in states:
+            record.state = PARKED
+        elif RETRYING in states:
+            record.state = RETRYING
+        elif states == {SYNCED}:
+            record.state = REJECTED if record.errors else SYNCED
+        else:
+            record.state = PENDING
 
     # --- after a flush ------------------------------------------------------------------------
 
@@ -140,11 +147,12 @@ class NetworkPolicyHandler(Handler):
         if objects is None:
             record.firewall_policy, record.rules = [], []
             record.state = REJECTED
-            return
-        record.firewall_policy = list(objects.firewall_policy)
-        record.rules = [fq[-1] for fq in objects.rules + objects.deny_rules]  # SPEC 10: deny rules too
-        if record.state == REJECTED:
-            record.state = PENDING
+        else:
+            record.firewall_policy = list(objects.firewall_policy)
+            record.rules = [fq[-1] for fq in objects.rules + objects.deny_rules]  # SPEC 10: deny rules too
+            if record.state == REJECTED:
+                record.state = PENDING
+        self.context.observe(record, settled=False)
 
 
 def _object_keys(names: PolicyObjectNames) -> Iterator[ObjKey]:

@@ -90,6 +90,7 @@ class PolicyRecord:
     state: str = PENDING
     errors: List[str] = field(default_factory=list)
     write_errors: List[str] = field(default_factory=list)   # why its parked objects were refused
+    generation: int = 0  # metadata.generation: moved by each change of the spec
 
 
 @dataclass

@@ -28,7 +28,7 @@ from typing import Any, Dict, Iterable, List, Optional, Protocol, Set, Tuple
 from kube_manager.records.db import Database, Key, ObjKey
 from kube_manager.plumbing.gcpolicy import collector_paused
 from kube_manager.handlers import KINDS
-from kube_manager.handlers.base import Context
+from kube_manager.handlers.base import Context, PolicyObserver
 from kube_manager.kube.kinds import KindError, KindHandler, KindRegistry, StateSource
 from kube_manager.kube.watcher import ADDED, DELETED, LISTED, MODIFIED, RELISTED
 from kube_manager.observability.logging_setup import kv
@@ -129,6 +129,10 @@ class EventDispatcher:
             handler.upsert(obj)
         except Exception as exc:  # the refusal, or the last line of defence: a bug, confined to this object
             handler.failed(obj, exc)
+
+    def observe_policies(self, observer: Optional[PolicyObserver]) -> None:
+        """Tell `observer` wherever a policy record's state or errors are set (SPEC 15's status)."""
+        self._context.observer = observer
 
     @property
     def initial_lists_done(self) -> bool:
