@@ -90,6 +90,7 @@ class EventRecorder:
         self._window = window
         self._recorded: Dict[AggregationKey, _Recorded] = {}
         self._prune_at = 1024  # entries: past it the stale ones go (amortised: it doubles)
+        self._stamp = 0  # the last name's nanoseconds
 
     def record(self, facts: PolicyFacts, spec: EventSpec) -> None:
         now = self._clock()
@@ -102,7 +103,9 @@ class EventRecorder:
             if len(self._recorded) >= self._prune_at:
                 self._forget_older_than(now - self._window)
             namespace = facts.namespace or CLUSTER_EVENTS_NAMESPACE
-            recorded = self._recorded[key] = _Recorded(namespace, f"{facts.name}.{int(now * 1e9):x}", 1, now)
+            # Unique even for Events of one instant (the clock's resolution is coarser than its unit).
+            self._stamp = max(int(now * 1e9), self._stamp + 1)
+            recorded = self._recorded[key] = _Recorded(namespace, f"{facts.name}.{self._stamp:x}", 1, now)
         self._send(EventWrite(recorded.namespace, recorded.name, self._body(facts, spec, recorded, now),
                               recorded.count, micro_time(now), spec.reason))
 
