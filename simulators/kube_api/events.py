@@ -12,14 +12,13 @@ counts the requests that reached the store, faults included.
 """
 from __future__ import annotations
 
-import json
 import re
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
 import gevent
 
-from simulators.kube_api.errors import ApiError
+from simulators.kube_api.errors import ApiError, copy_json, namespaced_body
 
 API_VERSION = "events.k8s.io/v1"
 KIND = "Event"
@@ -64,7 +63,7 @@ class EventStore:
         event = self._events.get((namespace, name))
         if event is None:
             raise ApiError(404, "NotFound", f'events.events.k8s.io "{name}" not found')
-        return _copy(event)
+        return copy_json(event)
 
     def patch(self, namespace: str, name: str, patch: Any) -> Dict[str, Any]:
         if not isinstance(patch, dict):
@@ -74,13 +73,13 @@ class EventStore:
 
     def list(self, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
         """The Events (of `namespace` when given), by namespace and name."""
-        return [_copy(event) for key, event in sorted(self._events.items()) if namespace in (None, key[0])]
+        return [copy_json(event) for key, event in sorted(self._events.items()) if namespace in (None, key[0])]
 
     def _store(self, key: Tuple[str, str], event: Dict[str, Any]) -> Dict[str, Any]:
         self._rv += 1
         event["metadata"]["resourceVersion"] = str(self._rv)
         self._events[key] = event
-        return _copy(event)
+        return copy_json(event)
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -105,22 +104,9 @@ def event_route(path: str) -> Optional[Tuple[Optional[str], str]]:
 
 
 def _checked(namespace: str, body: Any) -> Dict[str, Any]:
-    if not isinstance(body, dict) or body.get("kind", KIND) != KIND:
-        raise ApiError(400, "BadRequest", "the body must be an Event")
-    event = _copy(body)
-    event["kind"], event["apiVersion"] = KIND, API_VERSION
-    meta = event.get("metadata")
-    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
-        raise ApiError(422, "Invalid", "Event: metadata.name is required")
-    if meta.get("namespace") not in (None, "", namespace):
-        raise ApiError(400, "BadRequest", "the namespace of the object does not match the namespace in the URL")
-    meta["namespace"] = namespace
+    event = namespaced_body(KIND, API_VERSION, namespace, body)
     if not event.get("eventTime") or not event.get("reportingController") or not event.get("action"):
         raise ApiError(422, "Invalid", "Event: eventTime, reportingController and action are required")
     if len(str(event.get("note", "")).encode()) > 1024:
         raise ApiError(422, "Invalid", "Event: note must have at most 1024 bytes")
     return event
-
-
-def _copy(obj: Any) -> Any:
-    return json.loads(json.dumps(obj))

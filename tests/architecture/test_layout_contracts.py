@@ -170,6 +170,14 @@ def test_data_flows_one_way_between_the_records_the_translator_and_the_reconcile
     assert _offenders(["kube_manager/translator"], upstream + ("kube_manager.reconciler",)) == []
 
 
+def test_status_flows_downstream_from_the_records() -> None:
+    """SPEC 15's status is told what the records hold (through a protocol): nothing upstream of it
+    imports kube_manager/status."""
+    upstream = ["kube_manager/kube", "kube_manager/handlers", "kube_manager/records", "kube_manager/translator",
+                "kube_manager/reconciler", "kube_manager/service/dispatcher.py"]
+    assert _offenders(upstream, ("kube_manager.status",)) == []
+
+
 def test_the_rule_checker_sees_a_lazy_import(tmp_path: Path) -> None:
     """The checks above would catch an import hidden in a function body."""
     source = tmp_path / "m.py"
