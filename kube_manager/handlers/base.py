@@ -86,6 +86,14 @@ def trim_metadata(obj: Mapping[str, Any], keys: Iterable[str] = _META_KEYS) -> D
     return {key: meta[key] for key in keys if meta.get(key) is not None}
 
 
+def trim_annotation(obj: Mapping[str, Any], trimmed: Dict[str, Any], name: str) -> Dict[str, Any]:
+    """`trimmed` keeping annotation `name` of `obj`, if it has one (the others would wake everyone)."""
+    annotations = mapping(metadata(obj).get("annotations"))
+    if name in annotations:
+        trimmed["metadata"]["annotations"] = {name: annotations[name]}
+    return trimmed
+
+
 def generation_of(obj: Mapping[str, Any]) -> int:
     generation = metadata(obj).get("generation")
     return generation if isinstance(generation, int) and not isinstance(generation, bool) else 0

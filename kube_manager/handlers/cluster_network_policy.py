@@ -25,7 +25,9 @@ from kube_manager.observability.logging_setup import kv
 from kube_manager.translator import Changes
 from kube_manager.translator.validation import object_name_problem
 
-from .base import POLICY_META_KEYS, Context, Handler, generation_of, mapping, metadata, trim_metadata
+from kube_manager.translator.match_logging import ANNOTATION as LOGGING_ANNOTATION
+
+from .base import POLICY_META_KEYS, trim_annotation, Context, Handler, generation_of, mapping, metadata, trim_metadata
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +47,7 @@ def trim_cluster_network_policy(obj: Dict[str, Any]) -> Dict[str, Any]:
                "metadata": trim_metadata(obj, POLICY_META_KEYS)}
     if "spec" in mapping(obj):
         trimmed["spec"] = obj["spec"]
-    return trimmed
+    return trim_annotation(obj, trimmed, LOGGING_ANNOTATION)
 
 
 def validate_cluster_network_policy(obj: Mapping[str, Any]) -> Optional[str]:
