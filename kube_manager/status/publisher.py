@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from kube_manager.records.db import PENDING, ClusterPolicyRecord, PolicyRecord
@@ -122,7 +122,7 @@ class StatusPublisher:
         if settled:
             self._settled[policy] = facts.generation
         elif self._settled.get(policy, facts.generation) != facts.generation and facts.has_objects:
-            facts = replace(facts, state=PENDING)
+            facts = facts._replace(state=PENDING)
         if before is None and not self.lists_in:
             self._announced[policy] = facts.generation
         self._facts[policy] = facts

@@ -9,7 +9,7 @@ conditions the object holds. No I/O here: the recorder and the outbox do that.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from kube_manager.records.db import PARKED, REJECTED, SYNCED
 
@@ -21,9 +21,9 @@ ACCEPTED, PROGRAMMED = "Accepted", "Programmed"
 NOTE_LIMIT = 1024  # bytes: the API server refuses a longer note
 
 
-@dataclass(frozen=True)
-class PolicyFacts:
-    """One NetworkPolicy or ClusterNetworkPolicy as its record states it."""
+class PolicyFacts(NamedTuple):
+    """One NetworkPolicy or ClusterNetworkPolicy as its record states it (a tuple: made for every
+    record at each push of sync states, a resync's included, so cheap to make and compare)."""
 
     kind: str              # NetworkPolicy | ClusterNetworkPolicy
     namespace: str         # "" for a ClusterNetworkPolicy

@@ -2,7 +2,6 @@
 record's facts calls for, and a ClusterNetworkPolicy's conditions."""
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Optional
 
 import pytest
@@ -12,8 +11,8 @@ from kube_manager.status.verdicts import (NOTE_LIMIT, PolicyFacts, conditions_of
                                           truncated)
 
 BASE = PolicyFacts("NetworkPolicy", "shop", "p", "u1", 1, SYNCED, (), (), True)
-BAD = replace(BASE, state=REJECTED, errors=("peer a: bad",))
-PARKED_ONE = replace(BASE, state=PARKED, write_errors=("firewall-rule r: 400 no",))
+BAD = BASE._replace(state=REJECTED, errors=("peer a: bad",))
+PARKED_ONE = BASE._replace(state=PARKED, write_errors=("firewall-rule r: 400 no",))
 
 
 @pytest.mark.parametrize("before, after, announce, expected", [
@@ -21,29 +20,29 @@ PARKED_ONE = replace(BASE, state=PARKED, write_errors=("firewall-rule r: 400 no"
     (None, BASE, True, [("Normal", "Synced", "Write")]),
     (None, BAD, False, [("Warning", "InvalidPolicy", "Translate")]),
     (BAD, BAD, False, []),                                     # nothing new: nothing said
-    (BAD, replace(BAD, errors=("peer a: bad", "port b: bad")), False, [("Warning", "InvalidPolicy", "Translate")]),
+    (BAD, BAD._replace(errors=("peer a: bad", "port b: bad")), False, [("Warning", "InvalidPolicy", "Translate")]),
     (BASE, PARKED_ONE, False, [("Warning", "WriteFailed", "Write")]),
-    (PARKED_ONE, replace(BASE, state=PENDING), False, []),     # cleared for a retry
-    (replace(BASE, state=PENDING), PARKED_ONE, False, [("Warning", "WriteFailed", "Write")]),  # refused again
-    (None, replace(BASE, state=PENDING), True, []),            # not programmed: no Synced yet
-    (None, replace(BASE, state=RETRYING), True, []),
+    (PARKED_ONE, BASE._replace(state=PENDING), False, []),     # cleared for a retry
+    (BASE._replace(state=PENDING), PARKED_ONE, False, [("Warning", "WriteFailed", "Write")]),  # refused again
+    (None, BASE._replace(state=PENDING), True, []),            # not programmed: no Synced yet
+    (None, BASE._replace(state=RETRYING), True, []),
     (None, BAD, True, [("Warning", "InvalidPolicy", "Translate"), ("Normal", "Synced", "Write")]),  # partly: programmed
-    (None, replace(BAD, has_objects=False), True, [("Warning", "InvalidPolicy", "Translate")]),  # rejected whole
+    (None, BAD._replace(has_objects=False), True, [("Warning", "InvalidPolicy", "Translate")]),  # rejected whole
 ])
 def test_events_between(before: Optional[PolicyFacts], after: PolicyFacts, announce: bool, expected: list) -> None:
     assert [(e.type, e.reason, e.action) for e in events_between(before, after, announce)] == expected
 
 
-CNP = replace(BASE, kind="ClusterNetworkPolicy", namespace="", generation=4)
+CNP = BASE._replace(kind="ClusterNetworkPolicy", namespace="", generation=4)
 
 
 @pytest.mark.parametrize("facts, accepted, programmed", [
     (CNP, ("True", "Accepted"), ("True", "Programmed")),
-    (replace(CNP, state=PENDING), ("True", "Accepted"), ("False", "Pending")),
-    (replace(CNP, state=RETRYING), ("True", "Accepted"), ("False", "Pending")),
-    (replace(CNP, state=PARKED, write_errors=("r: 400 no",)), ("True", "Accepted"), ("False", "WriteFailed")),
-    (replace(CNP, state=REJECTED, errors=("x",)), ("False", "PartiallyInvalid"), ("True", "Programmed")),
-    (replace(CNP, state=REJECTED, errors=("x",), has_objects=False), ("False", "Invalid"), ("False", "Invalid")),
+    (CNP._replace(state=PENDING), ("True", "Accepted"), ("False", "Pending")),
+    (CNP._replace(state=RETRYING), ("True", "Accepted"), ("False", "Pending")),
+    (CNP._replace(state=PARKED, write_errors=("r: 400 no",)), ("True", "Accepted"), ("False", "WriteFailed")),
+    (CNP._replace(state=REJECTED, errors=("x",)), ("False", "PartiallyInvalid"), ("True", "Programmed")),
+    (CNP._replace(state=REJECTED, errors=("x",), has_objects=False), ("False", "Invalid"), ("False", "Invalid")),
 ])
 def test_conditions_of(facts: PolicyFacts, accepted: tuple, programmed: tuple) -> None:
     held = {c["type"]: c for c in conditions_of(facts)}
@@ -53,7 +52,7 @@ def test_conditions_of(facts: PolicyFacts, accepted: tuple, programmed: tuple) -
 
 
 def test_the_messages_name_the_rejected_parts_and_the_config_apis_message() -> None:
-    held = {c["type"]: c for c in conditions_of(replace(CNP, state=PARKED, errors=("spec.ingress[1]: bad",),
+    held = {c["type"]: c for c in conditions_of(CNP._replace(state=PARKED, errors=("spec.ingress[1]: bad",),
                                                         write_errors=("firewall-rule r: 400 no",)))}
     assert "spec.ingress[1]: bad" in held["Accepted"]["message"]
     assert held["Programmed"]["message"] == "firewall-rule r: 400 no"
