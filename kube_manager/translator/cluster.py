@@ -41,6 +41,7 @@ from .encoding import namespace_tag
 from .index import ClusterIndex, PodKey
 from .inputs import implicit_namespace, namespace_key, reported_key, parse_namespace, parse_pod
 from .marks import Marks
+from .match_logging import MatchLogging, annotation_of
 from .membership import SelectorMembership
 from .model import NamespaceInfo, ParsedPolicy, PodInfo
 from .naming import (ALLOWALL_SEQUENCE, DENYALL_SEQUENCE, allowall_policy_name, denyall_policy_name,
@@ -117,11 +118,12 @@ class ClusterTranslator:
         self._namespace_users: Dict[str, int] = {}  # pods and policies of each namespace
         aps_refs, deny_refs = self._create_cluster_objects(renderer.application_tag)
         self._published = DesiredState(self._store.by_type, live=track_changes, pod_tags=self._pod_tags.tags)
+        self._logging = MatchLogging()  # SPEC 15: which rules log their matches
         self._network_policies = NetworkPolicies(renderer, self._index, self._shared, self._store, aps_refs,
                                                  deny_refs, self._rejections, self._marks, self._log,
-                                                 self._published)
+                                                 self._published, self._logging)
         self._cluster_policies = ClusterNetworkPolicies(TierRenderer(renderer), self._index, self._shared, self._store,
-                                                        aps_refs, self._marks, self._log)
+                                                        aps_refs, self._marks, self._log, self._logging)
         self._sources: Tuple[PolicySource, ...] = (self._network_policies, self._cluster_policies)
 
     # --- Kubernetes events --------------------------------------------------------------------
@@ -135,10 +137,14 @@ class ClusterTranslator:
         self._rejections.discard((NAMESPACE_KIND, "", namespace.name))
         self._explicit_namespaces[namespace.name] = namespace
         self._sync_namespace(namespace.name)
+        if self._logging.set_namespace(namespace.name, annotation_of(manifest)):
+            self._network_policies.mark_namespace(namespace.name)
 
     def delete_namespace(self, name: str) -> None:
         self._rejections.discard((NAMESPACE_KIND, "", name))
         self._remove_namespace(name)
+        if self._logging.set_namespace(name, None):
+            self._network_policies.mark_namespace(name)
 
     def _remove_namespace(self, name: str) -> None:
         if self._explicit_namespaces.pop(name, None) is not None:
@@ -189,10 +195,13 @@ class ClusterTranslator:
         if self._rejections:
             self._rejections.discard((CNP_KIND, "", policy.name))
         self._cluster_policies.upsert(policy)
+        if self._logging.set_cluster_policy(policy.name, annotation_of(manifest)):
+            self._cluster_policies.mark(policy.name)
 
     def remove_cluster_network_policy(self, name: str) -> None:
         self._rejections.discard((CNP_KIND, "", name))
         self._cluster_policies.remove(name)
+        self._logging.set_cluster_policy(name, None)
 
     def _parse_namespaced(self, kind: str, parser: Callable[[Any, ParseCache], Parsed],
                           manifest: Mapping[str, Any]) -> Optional[Parsed]:

@@ -18,6 +18,7 @@ from ..bodies import ADDRESS_GROUP, FIREWALL_POLICY, FIREWALL_RULE, Body, FqName
 from ..changes import ChangeLog
 from ..index import ClusterIndex
 from ..marks import Marks
+from ..match_logging import MatchLogging
 from ..model import PodInfo
 from ..rejections import describe_object, object_logger
 from ..sequenced import SequencedRefs
@@ -38,6 +39,7 @@ class ClusterNetworkPolicies:
     _aps_refs: SequencedRefs
     _marks: Marks
     _log: ChangeLog
+    _logging: MatchLogging  # each policy's logging of matches, applied to each tier rendering
     _policies: Dict[str, ParsedCnp] = field(default_factory=dict, init=False)
     _renderings: Dict[str, TierRendering] = field(default_factory=dict, init=False)
 
@@ -53,6 +55,10 @@ class ClusterNetworkPolicies:
 
     def remove(self, name: str) -> None:
         self._mark(self._policies.pop(name, None))
+
+    def mark(self, name: str) -> None:
+        """Render the named policy's tier again (its logging of matches changed)."""
+        self._mark(self._policies.get(name))
 
     def _mark(self, policy: Optional[ParsedCnp]) -> None:
         if policy is not None:
@@ -95,6 +101,8 @@ class ClusterNetworkPolicies:
             # A policy rejected whole has no tier; its errors are kept with the Admin tier's.
             policies = [p for p in self._policies.values() if p.tier == tier or (tier == TIERS[0] and p.tier not in TIERS)]
             new = self._renderer.render(tier, policies, self._index) if policies else None
+            if new is not None:
+                self._logging.cluster_policies(new)
             old = self._renderings.pop(tier, None)
             if new is not None:
                 self._renderings[tier] = new
