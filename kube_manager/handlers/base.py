@@ -57,6 +57,14 @@ def trim_metadata(obj: Mapping[str, Any], *extra: str) -> Dict[str, Any]:
     return {key: meta[key] for key in _META_KEYS + extra if meta.get(key) is not None}
 
 
+def trim_annotation(obj: Mapping[str, Any], trimmed: Dict[str, Any], name: str) -> Dict[str, Any]:
+    """`trimmed` keeping annotation `name` of `obj`, if it has one (the others would wake everyone)."""
+    annotations = mapping(metadata(obj).get("annotations"))
+    if name in annotations:
+        trimmed["metadata"]["annotations"] = {name: annotations[name]}
+    return trimmed
+
+
 def validate_namespaced(obj: Mapping[str, Any]) -> Optional[str]:
     """A namespaced object's identity: a namespace (default `default`) and a name the API server
     would accept."""

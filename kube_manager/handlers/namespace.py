@@ -8,13 +8,16 @@ from kubernetes import client
 from kube_manager.records.db import Key, NamespaceRecord
 from kube_manager.kube.kinds import Kind
 from kube_manager.kube.resources import NAMESPACES
+from kube_manager.translator.match_logging import ANNOTATION as LOGGING_ANNOTATION
 from kube_manager.translator.validation import namespace_name_problem
 
-from .base import Handler, mapping, metadata, trim_metadata
+from .base import Handler, mapping, metadata, trim_annotation, trim_metadata
 
 
 def trim_namespace(obj: Dict[str, Any]) -> Dict[str, Any]:
-    return {"apiVersion": NAMESPACES.api_version, "kind": NAMESPACES.kind, "metadata": trim_metadata(obj)}
+    """Identity and labels, and the logging of its policies' matches (SPEC 15)."""
+    return trim_annotation(obj, {"apiVersion": NAMESPACES.api_version, "kind": NAMESPACES.kind,
+                                 "metadata": trim_metadata(obj)}, LOGGING_ANNOTATION)
 
 
 def validate_namespace(obj: Mapping[str, Any]) -> Optional[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter as Tally
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -40,6 +40,9 @@ class Metrics:
       `PUT`, `DELETE`); status the HTTP status code as a string, or `error` when no response came.
     - `watch_restarts`: resource as above; reason `expired` (410 Gone, re-list), `error`
       (connection or API error) or `timeout` (the client-side timeout fired).
+    - `kubernetes_events`: reason `InvalidPolicy` | `WriteFailed` | `Synced`; `status_failures`:
+      target `event` | `status`, reason `error` (refused, unreachable), `timeout` or `dropped`
+      (the outbox was full).
     """
 
     def __init__(self, registry: Optional[CollectorRegistry] = None) -> None:
@@ -76,10 +79,31 @@ class Metrics:
             f"{PREFIX}_leader_transitions", "Times this instance became the leader or stopped being it",
             registry=reg)
 
+        self.kubernetes_events = Counter(
+            f"{PREFIX}_kubernetes_events", "Events about policies written to the Kubernetes API (SPEC 15), "
+            "a series update counted as one", ["reason"], registry=reg)
+        self.status_writes = Counter(
+            f"{PREFIX}_status_writes", "ClusterNetworkPolicy status writes (conditions) to the Kubernetes API",
+            registry=reg)
+        self.status_failures = Counter(
+            f"{PREFIX}_status_failures", "Events and status writes that failed or were dropped",
+            ["target", "reason"], registry=reg)
+
     def leader_transition(self, leading: bool) -> None:
         """The elector's hook: this instance started or stopped leading."""
         self.leader_is_leader.set(1 if leading else 0)
         self.leader_transitions.inc()
+
+    # The status outbox's (kube_manager.status.outbox.OutboxCounters).
+
+    def status_written(self, job: Any) -> None:
+        if job.target == "event":
+            self.kubernetes_events.labels(reason=job.reason).inc()
+        else:
+            self.status_writes.inc()
+
+    def status_failed(self, target: str, reason: str) -> None:
+        self.status_failures.labels(target=target, reason=reason).inc()
 
     # The reconciler's observer hooks (kube_manager.reconciler.core.Observer).
 

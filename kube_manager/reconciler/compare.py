@@ -195,10 +195,16 @@ def changed_fields(obj_type: str, desired: Mapping[str, Any], actual: Mapping[st
         if name in IDENTITY_FIELDS or name in skip or value is actual.get(name):
             continue
         equal = (same_refs(obj_type, name, desired, actual) if name.endswith("_refs")
-                 else same(value, actual.get(name)))
+                 else same(value, actual.get(name)) and (name != "action_list" or _same_logging(value, actual.get(name))))
         if not equal:
             changed[name] = value
     return changed
+
+
+def _same_logging(desired: Any, actual: Any) -> bool:
+    """A rule's `action_list.log` (SPEC 15), absent meaning false: a rule that stops logging is
+    written, though a subset comparison would take the server's `log: true` for something it adds."""
+    return bool(desired.get("log")) == bool(actual.get("log") if isinstance(actual, dict) else False)
 
 
 class AsDesired(Mapping[str, Any]):

@@ -50,6 +50,8 @@ from kube_manager.reconciler.core import Reconciler
 from kube_manager.settings import OperatorSettings
 from kube_manager.version import VERSION, python_version
 from kube_manager.observability.vnc_status import ConfigApiObserver
+from kube_manager.status.outbox import KubeApis, StatusOutbox
+from kube_manager.status.publisher import StatusPublisher, now_text
 from vnc_client.auth import KeystoneCredentials
 from vnc_client.client import VncClient
 from vnc_client.errors import VncError
@@ -83,6 +85,11 @@ class Daemon:
         self.client: Optional[VncClient] = None  # the current term's (epoch 0 before any: reads only)
         self._observer = ConfigApiObserver(self.db.vnc_connection, self.metrics)
         self.leadership = Leadership(settings, self.db.leader, on_transition=self.metrics.leader_transition)
+        # SPEC 15: Events and conditions, written by the leader through their own outbox
+        from introspect.redact import Redactor
+        self.status = StatusPublisher(StatusOutbox(self.metrics), now_text, redact=Redactor(settings).text)
+        self.cache.status.observers.append(self.status)  # Events and conditions, from the status book
+        self._kube_api: Any = None  # the watchers' Kubernetes client, shared by the elector and the status
         self._vnc_endpoints: List[str] = list(settings.vnc.endpoints)
         self._vnc_port = settings.vnc.port
         self.introspect_url = ""
@@ -147,7 +154,8 @@ class Daemon:
                                         keystone=settings.auth.keystone))
         self._start_introspect()
         self._spawn(self._await_lists)
-        self.leadership.start(self._start_watchers(self._kubernetes_url()))
+        self._kube_api = self._start_watchers(self._kubernetes_url())
+        self.leadership.start(self._kube_api)
         self._spawn(self._heartbeat)
 
     def _make_client(self, epoch: int) -> VncClient:
@@ -169,11 +177,13 @@ class Daemon:
             self.client.close()
         self.client = self._make_client(epoch)
         self.pipeline.connect(self.client, self.settings.reconciler, self.metrics)
+        self.status.lead(KubeApis.over(self._kube_api), lambda: self.leadership.gate.check(epoch), self.leadership.identity)
         log.info("leading: start-up resync", extra=kv(term=epoch))
         return self.leadership.term_end
 
     def _abandon_term(self) -> None:
         """Leadership lost: the term's work is dropped at once (its writes are refused already)."""
+        self.status.stand_by()
         self.pipeline.disconnect()
 
     def _lead(self) -> None:
@@ -275,6 +285,7 @@ class Daemon:
         # The cluster's state lives as long as the process: out of the collector's view, a
         # collection during an event no longer walks millions of long-lived objects.
         gcpolicy.settle()
+        self.status.lists_in = True
         self._lists_done.set()
 
     def _wait_for_lists(self, end: gevent.event.Event) -> bool:
@@ -402,6 +413,7 @@ class Daemon:
         self.leadership.halt()
         if self.reconciler is not None:
             self.reconciler.stop(self._stop_grace)
+        self.status.stand_by()
         self.leadership.release()  # after the last write: a standby takes over at its next try
         for stop in reversed(self._running.stoppers):
             try:

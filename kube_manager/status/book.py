@@ -21,7 +21,7 @@ from kube_manager.records.db import Database
 from kube_manager.translator import Changes, ClusterTranslator
 
 from .policies import ClusterNetworkPolicyBook, NetworkPolicyBook
-from .protocol import Key, ObjectStates, ObjKey, PolicyStatusListener
+from .protocol import Key, ObjectStates, ObjKey, PolicyObserver, PolicyStatusListener
 
 # What an event did to an object (`applied`).
 UPSERTED, DELETED, FAILED = "upserted", "deleted", "failed"
@@ -29,21 +29,24 @@ _NAMESPACE, _POD = "Namespace", "Pod"
 
 
 class StatusBook:
-    """See the module docstring. `listeners` hear of every policy state or errors change."""
+    """See the module docstring. `listeners` hear of every policy state or errors change,
+    `observers` of every settling of a policy's status and of each policy deleted."""
 
     def __init__(self, db: Database, translator: ClusterTranslator) -> None:
         self._db = db
         self._translator = translator
         self._desired = translator.published()
         self.listeners: List[PolicyStatusListener] = []
+        self.observers: List[PolicyObserver] = []
         self._errors_stale = False  # some error may have come or gone since the last read
         # Keys rejected as of the last read of the errors, by kind ("Pod": {(namespace, name)}).
         self._rejected: Dict[str, Set[Key]] = {}
         self._pods_touched: Set[Key] = set()  # upserted since the last flush
         self.network_policies = NetworkPolicyBook(translator, db.network_policies, db.parked, self.listeners,
-                                                  self._mark_errors_stale)
+                                                  self.observers, self._mark_errors_stale)
         self.cluster_network_policies = ClusterNetworkPolicyBook(
-            translator, db.cluster_network_policies, db.parked, self.listeners, self._mark_errors_stale)
+            translator, db.cluster_network_policies, db.parked, self.listeners, self.observers,
+            self._mark_errors_stale)
 
     # --- from the event dispatcher ----------------------------------------------------------------
 
@@ -61,6 +64,9 @@ class StatusBook:
         elif kind == self.cluster_network_policies.kind:
             self.cluster_network_policies.touched(key[1])
             self._errors_stale |= event == DELETED
+        if event == DELETED and kind in (self.network_policies.kind, self.cluster_network_policies.kind):
+            for observer in self.observers:
+                observer.policy_forgotten(kind, key)
 
     def _pod_upserted(self, key: Key) -> None:
         """A pod on the node's network has nothing to tag; any other keeps the tags of its name

@@ -23,7 +23,7 @@ from kube_manager.records.db import PARKED, PENDING, REJECTED, RETRYING, SYNCED,
 from kube_manager.translator import ClusterTranslator
 from kube_manager.translator.bodies import FIREWALL_POLICY, FIREWALL_RULE, FqName
 
-from .protocol import Key, ObjKey, ObjectStates, PolicyStatusListener
+from .protocol import Key, ObjKey, ObjectStates, PolicyObserver, PolicyStatusListener
 
 R = TypeVar("R", bound=PolicyRecord)
 K = TypeVar("K")
@@ -41,11 +41,13 @@ class PolicyBook(Generic[K, R]):
     kind = ""
 
     def __init__(self, translator: ClusterTranslator, records: Mapping[K, R], parked: Mapping[ObjKey, str],
-                 listeners: List[PolicyStatusListener], mark_errors_stale: Callable[[], None]) -> None:
+                 listeners: List[PolicyStatusListener], observers: List[PolicyObserver],
+                 mark_errors_stale: Callable[[], None]) -> None:
         self._translator = translator  # its pure reads answer for the flush just reported
         self._records = records
         self._parked = parked  # the reconciler's: why an object's last write was refused
         self._listeners = listeners
+        self._observers = observers
         self._errors_stale = mark_errors_stale
         self._touched: Set[K] = set()  # upserted, deleted or failed since the last flush
         self._objects_of: Dict[K, PolicyObjectNames] = TrackedDict()
@@ -89,11 +91,11 @@ class PolicyBook(Generic[K, R]):
         status = record.status
         if objects is None:
             status.firewall_policy, status.rules = [], []
-            self._settle(key, record, REJECTED, errors)
+            self._settle(key, record, REJECTED, errors, settled=False)
             return
         status.firewall_policy = list(objects[0])
         status.rules = [fq[-1] for fq in objects[1]]  # SPEC 10: deny rules too
-        self._settle(key, record, PENDING if status.state == REJECTED else status.state, errors)
+        self._settle(key, record, PENDING if status.state == REJECTED else status.state, errors, settled=False)
 
     # --- fed by the reconciler's progress -------------------------------------------------------
 
@@ -113,7 +115,7 @@ class PolicyBook(Generic[K, R]):
                 continue
             names = self._objects_of.get(key)
             if names is None:
-                self._settle(key, record, self._unrendered_state(record), record.errors)
+                self._settle(key, record, self._unrendered_state(record), record.errors, settled=True)
                 continue
             objects = list(_object_keys(names))
             found = {states.state_of(k) for k in objects}
@@ -123,7 +125,7 @@ class PolicyBook(Generic[K, R]):
                     break
             else:
                 state = (REJECTED if record.errors else SYNCED) if found == {SYNCED} else PENDING
-            self._settle(key, record, state, record.errors, write_errors)
+            self._settle(key, record, state, record.errors, write_errors, settled=True)
 
     def _unrendered_state(self, record: R) -> str:
         """The state of a policy that emits nothing (rejected whole)."""
@@ -132,8 +134,9 @@ class PolicyBook(Generic[K, R]):
     # --- the one place a policy's state or errors change ----------------------------------------
 
     def _settle(self, key: K, record: R, state: str, errors: List[str],
-                write_errors: Optional[List[str]] = None) -> None:
-        """The record's state, errors and (given) write errors; the listeners told of a change."""
+                write_errors: Optional[List[str]] = None, *, settled: bool) -> None:
+        """The record's state, errors and (given) write errors; the listeners told of a change,
+        the observers of each settling (`settled`: from the reconciler's progress)."""
         status = record.status
         before = (status.state, status.errors, status.write_errors)
         if errors != status.errors:
@@ -145,6 +148,8 @@ class PolicyBook(Generic[K, R]):
             for listener in self._listeners:
                 listener.policy_status_changed(self.kind, (record.namespace, record.name), state,
                                                errors + status.write_errors, record.generation)
+        for observer in self._observers:
+            observer.policy_observed(record, settled)
 
 
 def _object_keys(names: PolicyObjectNames) -> Iterator[ObjKey]:

@@ -45,6 +45,7 @@ from .exact.tiers import TierBlocks
 from .index import ClusterIndex, PodKey
 from .inputs import implicit_namespace, namespace_key, reported_key, parse_namespace, parse_pod
 from .marks import Marks
+from .match_logging import MatchLogging, annotation_of
 from .membership import SelectorMembership
 from .model import NamespaceInfo, ParsedPolicy, PodInfo
 from .naming import (ALLOWALL_SEQUENCE, DENYALL_SEQUENCE, allowall_policy_name, denyall_policy_name,
@@ -124,11 +125,12 @@ class ClusterTranslator:
         self._namespace_users: Dict[str, int] = {}  # pods and policies of each namespace
         aps_refs, deny_refs = self._create_cluster_objects(renderer.application_tag)
         self._published = DesiredState(self._store.by_type, live=track_changes, pod_tags=self._pod_tags.tags)
+        self._logging = MatchLogging()  # SPEC 15: which NetworkPolicy rules log their matches
         self._exact = ExactEnforcement(semantics, self._bodies, self._shared, self._store, aps_refs, isolation)
         self._store.commit_refs()  # its block is part of the empty cluster's objects
         self._network_policies = NetworkPolicies(renderer, self._index, self._shared, self._store, aps_refs,
                                                  deny_refs, self._rejections, self._marks, self._log,
-                                                 self._published, self._exact.policy_applied)
+                                                 self._published, self._logging, self._exact.policy_applied)
         blocks = TierBlocks(self._bodies, self._exact.emitter, self._shared, self._store, aps_refs,
                             (self._exact.ref_group, self._exact.unref_group))
         self._cluster_policies = ClusterNetworkPolicies(ChainBuilder(renderer), self._index, self._shared, blocks,
@@ -146,10 +148,14 @@ class ClusterTranslator:
         self._rejections.discard((NAMESPACE_KIND, "", namespace.name))
         self._explicit_namespaces[namespace.name] = namespace
         self._sync_namespace(namespace.name)
+        if self._logging.set_namespace(namespace.name, annotation_of(manifest)):
+            self._network_policies.mark_namespace(namespace.name)
 
     def delete_namespace(self, name: str) -> None:
         self._rejections.discard((NAMESPACE_KIND, "", name))
         self._remove_namespace(name)
+        if self._logging.set_namespace(name, None):
+            self._network_policies.mark_namespace(name)
 
     def _remove_namespace(self, name: str) -> None:
         if self._explicit_namespaces.pop(name, None) is not None:

@@ -17,6 +17,7 @@ from .bodies import FqName
 from .changes import ChangeLog
 from .collisions import NameRegistry
 from .index import ClusterIndex
+from .match_logging import MatchLogging
 from .marks import Marks, PolicyKey
 from .model import ParsedPolicy, PodInfo, PodScope
 from .published import DesiredState
@@ -56,6 +57,7 @@ class NetworkPolicies:
     _marks: Marks
     _log: ChangeLog
     _published: DesiredState  # its deny rules' owners and its tags, for the reconciler
+    _logging: MatchLogging  # the namespaces' logging of matches, applied to each rendering
     # Told of every rendering applied (None: the policy is gone), for what depends on all of them.
     _on_applied: Optional[Callable[[PolicyKey, Optional[ParsedPolicy], Optional[PolicyRendering]], None]] = None
     _policies: Dict[PolicyKey, ParsedPolicy] = field(default_factory=dict, init=False)
@@ -94,6 +96,10 @@ class NetworkPolicies:
                     self._marks.mark_policies(self._dependents_by_namespace.get(pod.namespace, ()))
         if self._cluster_dependents:
             self._marks.mark_policies(self._cluster_dependents)
+
+    def mark_namespace(self, namespace: str) -> None:
+        """The namespace's logging of matches changed: its policies are rendered again."""
+        self._marks.mark_policies([key for key in self._policies if key[0] == namespace])
 
     def namespace_relabelled(self) -> None:
         """A namespace with pods changed labels: named ports resolved across namespaces may move."""
@@ -165,7 +171,7 @@ class NetworkPolicies:
             return None
         label = collision_label(policy.namespace, policy.name) if suffixed else policy.name
         try:
-            rendering = self._renderer.render(policy, self._index, label)
+            rendering = self._logging.network_policy(self._renderer.render(policy, self._index, label), policy.namespace)
         except Exception as exc:  # a bug confined to this policy: rendered as rejected whole
             self._rejections.add((POLICY_KIND,) + key, exc)
             return None

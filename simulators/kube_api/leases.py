@@ -12,13 +12,12 @@ Faults for tests: `fail_writes_from(identity, mode)` makes every create or repla
 """
 from __future__ import annotations
 
-import json
 import time
 from typing import Any, Callable, Dict, Tuple
 
 import gevent
 
-from simulators.kube_api.errors import ApiError
+from simulators.kube_api.errors import ApiError, copy_json, namespaced_body
 
 API_VERSION = "coordination.k8s.io/v1"
 KIND = "Lease"
@@ -41,7 +40,7 @@ class LeaseStore:
         lease = self._leases.get((namespace, name))
         if lease is None:
             raise ApiError(404, "NotFound", f'leases.coordination.k8s.io "{name}" not found')
-        return _copy(lease)
+        return copy_json(lease)
 
     def create(self, namespace: str, body: Dict[str, Any]) -> Dict[str, Any]:
         lease = _checked(namespace, body)
@@ -104,27 +103,14 @@ class LeaseStore:
         lease["metadata"]["resourceVersion"] = str(self._rv)
         self._leases[key] = lease
         self.writes += 1
-        return _copy(lease)
+        return copy_json(lease)
 
 
 def _checked(namespace: str, body: Any) -> Dict[str, Any]:
-    if not isinstance(body, dict) or body.get("kind", KIND) != KIND:
-        raise ApiError(400, "BadRequest", "the body must be a Lease")
-    lease = _copy(body)
-    lease["kind"], lease["apiVersion"] = KIND, API_VERSION
-    meta = lease.get("metadata")
-    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
-        raise ApiError(422, "Invalid", "Lease: metadata.name is required")
-    if meta.get("namespace") not in (None, "", namespace):
-        raise ApiError(400, "BadRequest", "the namespace of the object does not match the namespace in the URL")
-    meta["namespace"] = namespace
+    lease = namespaced_body(KIND, API_VERSION, namespace, body)
     if not isinstance(lease.get("spec", {}), dict):
         raise ApiError(422, "Invalid", "Lease: spec must be an object")
     return lease
-
-
-def _copy(obj: Any) -> Any:
-    return json.loads(json.dumps(obj))
 
 
 def lease_route(path: str) -> "Tuple[str, str] | None":

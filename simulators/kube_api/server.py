@@ -14,7 +14,10 @@ over HTTP to the real `kubernetes` client, the way the real API server does wher
   server does;
 - get, create (POST), replace (PUT, with the resourceVersion precondition) and delete of one object,
   so that the client's write calls work too; errors are `Status` objects;
-- `coordination.k8s.io/v1` Leases (`leases`), so that several daemons can elect a leader.
+- `coordination.k8s.io/v1` Leases (`leases`), so that several daemons can elect a leader;
+- `events.k8s.io/v1` Events (`events`: create, get, patch, list), and the status subresource of
+  ClusterNetworkPolicies (GET, PUT, PATCH `.../clusternetworkpolicies/NAME/status`), so that the
+  demo shows what kube-manager reports in Kubernetes (SPEC 15).
 
 Runs on gevent.pywsgi in the calling hub (`EmulatedApiServer`); `runner.EmulatorRunner` starts it
 in the background for blocking code. `python -m simulators.kube_api.server -f DIR` serves
@@ -37,6 +40,7 @@ from urllib.parse import parse_qs
 from gevent.pywsgi import WSGIServer
 from gevent.queue import Empty
 
+from simulators.kube_api.events import event_route
 from simulators.kube_api.leases import lease_route
 from simulators.kube_api.store import (CLOSE, DROP, FREEZE, ApiError, Bookmark, KubeStore,
                                               Subscription, event_line, expired)
@@ -139,9 +143,15 @@ class EmulatorApp:
             lease = lease_route(path)
             if lease is not None:
                 return self._lease(method, *lease, environ, start_response)
-            route = match_route(path)
-            if route is None:
+            event = event_route(path)
+            if event is not None:
+                return self._event(method, *event, environ, start_response)
+            status = path.endswith("/status")
+            route = match_route(path[:-len("/status")] if status else path)
+            if route is None or (status and (route[0].namespaced or route[2] is None)):
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            if status:
+                return self._status(method, route, environ, start_response)
             return self._dispatch(method, route, _Query(environ), environ, start_response)
         except ApiError as exc:
             return _json(start_response, exc.code, exc.status())
@@ -179,6 +189,32 @@ class EmulatorApp:
         if name and method == "DELETE":
             return _json(start_response, 200, leases.delete(namespace, name))
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on leases")
+
+    def _event(self, method: str, namespace: Optional[str], name: str, environ: Dict[str, Any],
+               start_response: StartResponse) -> Any:
+        events = self.store.events
+        events.check()
+        if namespace is None and not name and method == "GET":
+            return _json(start_response, 200, _event_list(events.list()))
+        if namespace is not None and not name and method == "GET":
+            return _json(start_response, 200, _event_list(events.list(namespace)))
+        if namespace is not None and not name and method == "POST":
+            return _json(start_response, 201, events.create(namespace, _json_body(environ)))
+        if namespace is not None and name and method == "GET":
+            return _json(start_response, 200, events.get(namespace, name))
+        if namespace is not None and name and method == "PATCH":
+            return _json(start_response, 200, events.patch(namespace, name, _json_body(environ)))
+        raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on events")
+
+    def _status(self, method: str, route: Route, environ: Dict[str, Any], start_response: StartResponse) -> Any:
+        res, _namespace, name = route
+        assert name is not None
+        if method == "GET":
+            return _json(start_response, 200, self.store.get(res.name, "", name))
+        if method in ("PUT", "PATCH"):
+            return _json(start_response, 200, self.store.update_status(res.name, name, _json_body(environ),
+                                                                       patch=method == "PATCH"))
+        raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on {res.name}/status")
 
     def _list(self, res: Resource, namespace: Optional[str], query: _Query) -> Dict[str, Any]:
         store = self.store
@@ -257,6 +293,10 @@ class EmulatorApp:
             self.store.unsubscribe(sub)
 
 
+def _event_list(items: List[Dict[str, Any]]) -> Dict[str, Any]:
+    return {"kind": "EventList", "apiVersion": "events.k8s.io/v1", "metadata": {}, "items": items}
+
+
 def _item_key(item: Dict[str, Any]) -> Tuple[str, str]:
     meta = item["metadata"]
     return meta.get("namespace", ""), meta["name"]
@@ -294,7 +334,7 @@ def _reply(start_response: StartResponse, status: str, body: bytes,
     return [body]
 
 
-_STATUS_TEXT = {200: "OK", 201: "Created", 400: "Bad Request", 404: "Not Found",
+_STATUS_TEXT = {200: "OK", 201: "Created", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
                 405: "Method Not Allowed", 409: "Conflict", 410: "Gone",
                 422: "Unprocessable Entity"}
 

@@ -36,6 +36,7 @@ from kube_manager.observability.logging_setup import kv
 from kube_manager.kube.resources import BY_KIND, NAMESPACES, RESOURCES, Resource
 from kube_manager.offline.manifests import Manifests
 from simulators.kube_api.errors import ApiError
+from simulators.kube_api.events import EventStore, merge_patch
 from simulators.kube_api.leases import LeaseStore
 
 log = logging.getLogger(__name__)
@@ -120,6 +121,8 @@ class KubeStore:
         self._listeners: List[Listener] = []
         self._creations: Counter = Counter()
         self.leases = LeaseStore(self.namespace_exists)  # served apart: not watched, no shared resourceVersion
+        self.events = EventStore()  # the same
+        self.status_writes = 0  # writes through a status subresource, for tests
 
     # --- reading ---------------------------------------------------------------------------------
 
@@ -173,6 +176,8 @@ class KubeStore:
         meta.setdefault("uid", str(uuid.uuid5(
             _UID_NAMESPACE, f"{res.name}/{key[0]}/{key[1]}/{self._creations[(res.name, key)]}")))
         meta["creationTimestamp"] = _now()
+        if res.crd or res.name == "networkpolicies":  # the kinds whose generation kube-manager reads
+            meta["generation"] = 1
         return self._write(res, key, new, "ADDED")
 
     def update(self, obj: Dict[str, Any], check_version: bool = False) -> Dict[str, Any]:
@@ -192,6 +197,35 @@ class KubeStore:
                                             "the object has been modified")
         for kept in ("uid", "creationTimestamp"):
             new["metadata"][kept] = old["metadata"][kept]
+        if "generation" in old["metadata"]:  # moved by a change of the spec alone
+            new["metadata"]["generation"] = old["metadata"]["generation"] + (new.get("spec") != old.get("spec"))
+        if res.crd:  # the status subresource's: a write of the object leaves it alone
+            new.pop("status", None)
+            if "status" in old:
+                new["status"] = old["status"]
+        return self._write(res, key, new, "MODIFIED")
+
+    def update_status(self, resource: str, name: str, body: Dict[str, Any], *, patch: bool) -> Dict[str, Any]:
+        """A write through the status subresource of a cluster-scoped custom resource: a merge patch
+        or a replacement (with the resourceVersion precondition) that changes `status` alone and
+        leaves `metadata.generation` where it was."""
+        res = self._resource(resource)
+        key = self._key(res, "", name)
+        old = self._objects[res.name].get(key)
+        if old is None or not res.crd:
+            raise _not_found(res, name)
+        if not isinstance(body, dict):
+            raise ApiError(400, "BadRequest", "the body must be a JSON object")
+        given = (body.get("metadata") or {}).get("resourceVersion")
+        if not patch and given and given != old["metadata"]["resourceVersion"]:
+            raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {res.name} "{name}": '
+                                            "the object has been modified")
+        new = _copy(old)
+        status = merge_patch(old, body).get("status") if patch else body.get("status")
+        new.pop("status", None)
+        if status is not None:
+            new["status"] = status
+        self.status_writes += 1
         return self._write(res, key, new, "MODIFIED")
 
     def apply(self, obj: Dict[str, Any]) -> Dict[str, Any]:

@@ -146,6 +146,10 @@ class ConfigApiApp:
 
     def _create(self, route: Route, request: "_Request") -> Any:
         inner = _wrapped(route.obj_type, request.json(), required=True)
+        fq_name = inner.get("fq_name")
+        refusal = self.faults.refusal(str(fq_name[-1])) if isinstance(fq_name, list) and fq_name else None
+        if refusal is not None:
+            raise ApiError(*refusal)
         return {route.obj_type: self.api.create(route.obj_type, inner, request.base_url)}
 
     def _read(self, route: Route, request: "_Request") -> Any:

@@ -56,6 +56,7 @@ class FaultInjector:
         self._options = options
         self._random = random.Random(options.seed)
         self._queued: List[Tuple[str, int]] = []  # (kind, status) consumed first, in order
+        self._refused: Dict[str, Tuple[int, str]] = {}  # name part -> (4xx status, message)
 
     @property
     def options(self) -> ServerOptions:
@@ -82,10 +83,24 @@ class FaultInjector:
         with self._lock:
             self._queued.extend([(DROP, DROPPED)] * count)
 
+    def refuse_creates(self, name_part: str, status: int = 400, message: str = "refused") -> None:
+        """Answer every create of an object whose name contains `name_part` with `status` (a 4xx:
+        a refusal for good, which kube-manager parks) and `message`, until `clear`."""
+        if not 400 <= status <= 499:
+            raise ValueError(f"a refusal must be a 4xx status, got {status}")
+        with self._lock:
+            self._refused[name_part] = (status, message)
+
+    def refusal(self, name: str) -> Optional[Tuple[int, str]]:
+        """The refusal of a create of an object named `name`, if one was asked for."""
+        with self._lock:
+            return next((answer for part, answer in self._refused.items() if part in name), None)
+
     def clear(self) -> None:
-        """Forget queued faults and set both rates to 0 (latency stays)."""
+        """Forget queued faults and refusals and set both rates to 0 (latency stays)."""
         with self._lock:
             self._queued.clear()
+            self._refused.clear()
             self._options = replace(self._options, fail_rate=0.0, drop_rate=0.0)
 
     def decide(self) -> Tuple[Optional[str], int]:

@@ -170,6 +170,19 @@ def test_data_flows_one_way_between_the_records_the_translator_and_the_reconcile
     assert _offenders(["kube_manager/translator"], upstream + ("kube_manager.reconciler",)) == []
 
 
+def test_status_flows_downstream_from_the_records() -> None:
+    """SPEC 15's status is told what the records hold: nothing upstream of the status book imports
+    kube_manager/status (the reconciler knows its protocol alone: test_call_directions), and
+    Kubernetes hears of it (publisher, outbox, recorder, verdicts) from the book alone, through its
+    `PolicyObserver` protocol: neither the book nor anything upstream imports that side."""
+    upstream = ["kube_manager/kube", "kube_manager/handlers", "kube_manager/records", "kube_manager/translator"]
+    assert _offenders(upstream, ("kube_manager.status",)) == []
+    telling = tuple(f"kube_manager.status.{name}" for name in ("publisher", "outbox", "recorder", "verdicts"))
+    book = ["kube_manager/status/book.py", "kube_manager/status/policies.py", "kube_manager/status/protocol.py"]
+    assert _offenders(upstream + book + ["kube_manager/reconciler", "kube_manager/service/dispatcher.py"],
+                      telling) == []
+
+
 def test_the_rule_checker_sees_a_lazy_import(tmp_path: Path) -> None:
     """The checks above would catch an import hidden in a function body."""
     source = tmp_path / "m.py"

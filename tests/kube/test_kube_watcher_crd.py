@@ -67,7 +67,7 @@ def test_served_crd_is_listed_and_watched_with_status_trimmed() -> None:
         assert rec.state[(CNP.name, "", "late")] == {
             "apiVersion": CNP.api_version, "kind": CNP.kind, "spec": cnp("late")["spec"],
             "metadata": {key: value for key, value in kube.store.get(CNP.name, "", "late")["metadata"].items()
-                         if key in ("name", "uid", "resourceVersion")}}
+                         if key in ("name", "uid", "resourceVersion", "generation")}}
         status = db.kube_connections[CNP.name]
         assert not status.absent and status.url.endswith("/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies")
 

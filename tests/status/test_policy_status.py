@@ -119,3 +119,29 @@ def test_sync_state_follows_the_states_of_its_objects() -> None:
 ])
 def test_the_policy_trimmers_keep_the_generation_a_status_reports(trimmer: Any, manifest: Dict[str, Any]) -> None:
     assert trimmer(with_generation(manifest, 7))["metadata"]["generation"] == 7
+
+
+class Observer:
+    """A `PolicyObserver`, as the status publisher is one."""
+
+    def __init__(self) -> None:
+        self.heard: List[Tuple[str, str, bool]] = []
+
+    def policy_observed(self, record: Any, settled: bool) -> None:
+        self.heard.append((record.name, record.state, settled))
+
+    def policy_forgotten(self, kind: str, key: Tuple[str, str]) -> None:
+        self.heard.append((kind, key[1], False))
+
+
+def test_observers_hear_each_settling_whether_the_reconciler_spoke_and_each_deletion() -> None:
+    db, cache, _listener = listed()
+    observer = Observer()
+    cache.status.observers.append(observer)
+    cache.on_event(NP, "ADDED", with_generation(policy("a", "web", allow_from("client", "web")), 1))
+    assert observer.heard == [("web", PENDING, False)]  # a flush: not the reconciler's word
+    cache.status.objects_progressed(States(), None)
+    cache.status.objects_progressed(States(), None)  # nothing moved, yet heard: a new generation needs it
+    assert observer.heard[1:] == [("web", SYNCED, True), ("web", SYNCED, True)]
+    cache.on_event(NP, "DELETED", policy("a", "web", allow_from("client", "web")))
+    assert observer.heard[-1] == ("NetworkPolicy", "web", False)

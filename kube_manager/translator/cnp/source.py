@@ -61,6 +61,10 @@ class ClusterNetworkPolicies:
     def remove(self, name: str) -> None:
         self._mark(self._policies.pop(name, None))
 
+    def mark(self, name: str) -> None:
+        """Render the named policy's tier again (its logging of matches changed)."""
+        self._mark(self._policies.get(name))
+
     def _mark(self, policy: Optional[ParsedCnp]) -> None:
         if policy is not None:
             self._marks.tiers.update(dict.fromkeys([policy.tier] if policy.tier in TIERS else TIERS))

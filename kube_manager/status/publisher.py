@@ -1,0 +1,152 @@
+"""The status publisher: what the policies' records say, told to Kubernetes (SPEC 15).
+
+Fed downstream: a `PolicyObserver` (protocol.py) registered with the status book, it hears each
+settling of a policy's status from the book's one call site (policies.py, `PolicyBook._settle`),
+and each policy deleted. It keeps the facts last observed of each policy and acts only on a
+difference, so that a resync that changes nothing says nothing. It never polls the translator nor
+reads the cluster.
+
+Only the leader writes (`lead` when a term begins, `stand_by` when it ends): a standby keeps the
+facts and says nothing; a new term re-reports what stands (each rejected part and parked object,
+each ClusterNetworkPolicy's conditions) and then follows the differences.
+
+Synced is said once per generation: a policy's generation is taken as already announced when the
+publisher first sees it before the initial lists are in (a restart is no change of any spec), and
+is announced when a later generation, or a policy created since, is programmed.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from kube_manager.records.db import PENDING, ClusterPolicyRecord, PolicyRecord
+from kube_manager.status.outbox import StatusOutbox
+from kube_manager.status.recorder import EventRecorder
+from kube_manager.status.verdicts import PolicyFacts, conditions_of, events_between, merged_conditions
+
+log = logging.getLogger(__name__)
+
+PolicyId = Tuple[str, str, str]  # kind, namespace, name
+_CNP = ("policy.networking.k8s.io", "v1alpha2", "clusternetworkpolicies")
+_MERGE_PATCH = "application/merge-patch+json"
+
+
+def now_text() -> str:
+    """A Kubernetes Time (seconds), for `lastTransitionTime`."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def facts_of(record: PolicyRecord, redact: Callable[[str], str] = str) -> PolicyFacts:
+    """What `record` says; the config API's messages through `redact`, as on the pages."""
+    kind = "ClusterNetworkPolicy" if isinstance(record, ClusterPolicyRecord) else "NetworkPolicy"
+    return PolicyFacts(kind, record.namespace, record.name, record.uid, record.generation or 0, record.state,
+                       tuple(record.errors), tuple(map(redact, record.write_errors)), bool(record.firewall_policy))
+
+
+@dataclass(frozen=True)
+class ConditionsWrite:
+    """A ClusterNetworkPolicy's conditions, written through its status subresource when they
+    differ from what it holds (read first: a new leader knows nothing of what was written)."""
+
+    name: str
+    uid: str
+    conditions: Tuple[Dict[str, Any], ...]
+    now: Callable[[], str]
+
+    target = "status"
+
+    def describe(self) -> str:
+        return f"status of ClusterNetworkPolicy {self.name}"
+
+    def run(self, apis: Any, timeout: float) -> bool:
+        held = apis.custom.get_cluster_custom_object_status(*_CNP, self.name, _request_timeout=timeout)
+        if (held.get("metadata") or {}).get("uid") != self.uid:
+            raise LookupError("the ClusterNetworkPolicy was replaced meanwhile")
+        old = (held.get("status") or {}).get("conditions") or []
+        new = merged_conditions(old, self.conditions, self.now())
+        if _comparable(old) == _comparable(new):
+            return False  # what it holds already (a new term's first report, typically)
+        apis.custom.patch_cluster_custom_object_status(*_CNP, self.name, {"status": {"conditions": new}},
+                                                       _content_type=_MERGE_PATCH, _request_timeout=timeout)
+        return True
+
+
+def _comparable(conditions: List[Any]) -> List[Any]:
+    return sorted((sorted(c.items()) for c in conditions if isinstance(c, dict)), key=str)
+
+
+class StatusPublisher:
+    """See the module docstring."""
+
+    def __init__(self, outbox: StatusOutbox, clock_text: Callable[[], str] = now_text, *,
+                 redact: Callable[[str], str] = str) -> None:
+        """`redact`: what keeps secrets out of free text (the introspect pages' `Redactor.text`)."""
+        self._outbox = outbox
+        self._now = clock_text
+        self._redact = redact
+        self._facts: Dict[PolicyId, PolicyFacts] = {}
+        self._announced: Dict[PolicyId, int] = {}  # the generation whose Synced was said (or need not be)
+        self._settled: Dict[PolicyId, int] = {}  # the generation the reconciler last spoke of
+        self._conditions: Dict[PolicyId, Tuple[Dict[str, Any], ...]] = {}  # last queued, this term
+        self._recorder: Optional[EventRecorder] = None
+        self.lists_in = False  # set by the daemon once the initial lists are applied
+
+    # --- terms ---------------------------------------------------------------------------------
+
+    def lead(self, apis: Any, gate: Callable[[], None], identity: str) -> None:
+        """A term begins: report what stands, then every difference."""
+        self._outbox.open(apis, gate)
+        self._recorder = EventRecorder(self._outbox.put, identity)
+        self._conditions = {}
+        for policy, facts in self._facts.items():
+            self._say(policy, None, facts, False)
+
+    def stand_by(self) -> None:
+        self._outbox.close()
+        self._recorder = None
+
+    # --- fed by the status book (protocol.PolicyObserver) -----------------------------------------
+
+    def policy_observed(self, record: PolicyRecord, settled: bool) -> None:
+        """A policy's record may have changed state or errors. `settled`: its state is the
+        reconciler's word (pushed sync states); otherwise (a translator flush) a state left from an
+        earlier generation is taken as pending until the reconciler speaks."""
+        facts = facts_of(record, self._redact)
+        policy = (facts.kind, facts.namespace, facts.name)
+        before = self._facts.get(policy)
+        if before is not None and before.uid != facts.uid:
+            before = None  # deleted and created again under the same name: another object
+            self._announced.pop(policy, None)
+            self._settled.pop(policy, None)
+        if settled:
+            self._settled[policy] = facts.generation
+        elif self._settled.get(policy, facts.generation) != facts.generation and facts.has_objects:
+            facts = facts._replace(state=PENDING)
+        if before is None and not self.lists_in:
+            self._announced[policy] = facts.generation
+        self._facts[policy] = facts
+        if self._recorder is None:
+            return
+        announce = settled and facts.programmed and self._announced.get(policy) != facts.generation
+        if announce or before != facts:
+            self._say(policy, before, facts, announce)
+
+    def policy_forgotten(self, kind: str, key: Tuple[str, str]) -> None:
+        """A policy was deleted."""
+        policy = (kind, key[0], key[1])
+        for table in (self._facts, self._announced, self._settled, self._conditions):
+            table.pop(policy, None)
+
+    def _say(self, policy: PolicyId, before: Optional[PolicyFacts], facts: PolicyFacts, announce: bool) -> None:
+        assert self._recorder is not None
+        if announce:
+            self._announced[policy] = facts.generation
+        for spec in events_between(before, facts, announce):
+            self._recorder.record(facts, spec)
+        if facts.kind == "ClusterNetworkPolicy":
+            conditions = tuple(conditions_of(facts))
+            if self._conditions.get(policy) != conditions:
+                self._conditions[policy] = conditions
+                self._outbox.put(ConditionsWrite(facts.name, facts.uid, conditions, self._now))
