@@ -1,5 +1,5 @@
 """Logging of rule matches end to end (SPEC 15): the annotation `contrail-kube-manager/policy-logging`
-on a namespace or a ClusterNetworkPolicy, through `contrail-kube-manager run` (a real process), the
+on a namespace, through `contrail-kube-manager run` (a real process), the
 emulated API server and the embedded config API. A change of it writes exactly the rules it
 concerns; the config API then equals `translate` of the same manifests (which reads it too)."""
 from __future__ import annotations
@@ -11,8 +11,7 @@ import pytest
 
 from kube_manager.offline.manifests import Manifests
 from kube_manager.translator.match_logging import ANNOTATION
-from tests.support.builders import (HTTP_8080, allow_from, cluster_policy, cnp_port, cnp_rule, namespace,
-                                    namespace_named, pod, policy)
+from tests.support.builders import HTTP_8080, allow_from, namespace, pod, policy
 from tests.support.e2e_support import Environment
 from tests.support.status_support import events_about
 from tests.support.waiting import wait_until
