@@ -1,4 +1,4 @@
-"""The kind record: one per Kubernetes kind kube-manager watches (issue 9).
+"""The kind record: one per Kubernetes kind kube-manager watches.
 
 A `Kind` is everything the daemon knows about one kind, in one place:
 - `resource`: its REST resource (`kube/resources.py`), the name of its events, watch and metrics;

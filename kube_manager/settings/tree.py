@@ -68,7 +68,7 @@ class EmulationSettings:
 
 @dataclass
 class WatchSettings:
-    """The watchers' timeouts and backoff; the defaults are the production values (issue 4)."""
+    """The watchers' timeouts and backoff; the defaults are the production values."""
 
     # A quiet watch must still say something: neither an event nor a bookmark for this long is a
     # stuck connection (read timeout), and the watch is restarted. The API server bookmarks about

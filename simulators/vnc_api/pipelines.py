@@ -4,7 +4,7 @@
 `http_resource_*` and `_put_common` run them:
 - create: fq_name present and well formed (400), property and ref-attr types (400), type pre-alloc
   hook, fq_name unique per type (409), parent type (400), uuid given unique (409), refs to security
-  objects exist (404), parent exists (404, as issue 3 asks), other refs exist (400), type pre-create hook, tag-ref
+  objects exist (404), parent exists (404, as the contract asks), other refs exist (400), type pre-create hook, tag-ref
   rules (400);
 - update (PUT, ref-update, set-tag): object exists (404), property/ref-attr types (400), refs
   (404/400 as above), type pre-update hook, tag-ref rules; fields given replace the stored ones;
@@ -121,7 +121,7 @@ class WritePipelines:
         if parent_type:
             parent_uuid = self.store.uuid_for(parent_type, fq_name[:-1])
             if parent_uuid is None:
-                # Issue 3 asks for 404 here; the upstream server answers 400 with the same text.
+                # The contract asks for 404 here; the upstream server answers 400 with the same text.
                 raise not_found(f"Parent {fq_repr(fq_name[:-1])} type {parent_type} does not exist")
         refs.update(self.resolve_refs(rt, body, "create", security=False))
 
