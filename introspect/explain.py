@@ -15,6 +15,7 @@ from kube_manager.plumbing import gcpolicy
 from kube_manager.records.db import Database, PodRecord
 from kube_manager.offline.manifests import Manifests
 from kube_manager.explain.explainer import KUBERNETES, Explainer
+from kube_manager.explain.trace_tiers import CLUSTER_NETWORK_POLICY
 from kube_manager.plumbing.gcpolicy import collector_paused
 
 log = logging.getLogger(__name__)
@@ -25,24 +26,46 @@ DEFAULT_PROTOCOL = "TCP"
 
 
 def deciding_row(result: Mapping[str, Any]) -> Optional[Tuple[str, str, int]]:
-    """The trace row (side, policy, block index) of the Contrail rule that decided, for the page
-    to highlight: a block whose peer and port matched, in the policy the deciding rule belongs to,
-    on the side the rule's name says (`<cluster>-<ns>-<side>-<np>-<block>-...`, docs/mapping.md). None
-    when no rule decided, or the names do not say (a NetworkPolicy renamed for a collision)."""
+    """The trace row (side, policy, block index) the page highlights as deciding; None when no
+    rule block decided (a pod isolated and allowed by nothing, the default allow).
+
+    A NetworkPolicy's own rule says by its name which block it came from
+    (`<cluster>-<ns>-<side>-<np>-<block>-...`, docs/mapping.md). A rule of the cluster's blocks (a
+    tier block's, a pair rule; explain's `stands_for`) stands for the two ends' chains, so the row comes
+    from Kubernetes' verdict: the first side, egress then ingress, whose outcome is the flow's and
+    was decided by a rule (a ClusterNetworkPolicy's, or the first NetworkPolicy allowing it)."""
+    trace = result.get("trace") or []
     rule, policy = result.get("rule") or "", result.get("policy") or ""
-    for step in result.get("trace") or []:
+    for step in trace:
         namespace, _, name = str(step.get("policy", "")).rpartition("/")
-        for block in step.get("blocks") or []:
-            if not (block.get("peer") and block.get("port")):
+        if step.get("kind") == CLUSTER_NETWORK_POLICY or not policy.endswith(f"-{namespace}-{name}"):
+            continue
+        for block in _matching_blocks(step):
+            if f"-{namespace}-{step.get('side')}-{name}-{block.get('index')}-" in rule:
+                return (step["side"], step["policy"], block["index"])
+    if not result.get("stands_for"):  # a NetworkPolicy's own rule that no block stands behind
+        return None
+    verdicts = result.get("kubernetes") or {}
+    for side in ("egress", "ingress"):
+        verdict = verdicts.get(side) or {}
+        if verdict.get("allowed") != result.get("allowed"):
+            continue
+        decision, allowing = verdict.get("rule"), verdict.get("allowed_by") or ()
+        wanted = (decision["policy"], decision["index"]) if decision else (allowing[0], None) if allowing else None
+        if wanted is None:
+            continue
+        for step in trace:
+            if step.get("side") != side or step.get("policy") != wanted[0]:
                 continue
-            if step.get("kind") == "ClusterNetworkPolicy":
-                decided = policy.endswith(f"--cnp-{name}")
-            else:
-                decided = (policy.endswith(f"-{namespace}-{name}")
-                           and f"-{namespace}-{step.get('side')}-{name}-{block.get('index')}-" in rule)
-            if decided:
-                return (step.get("side"), step.get("policy"), block.get("index"))
+            for block in _matching_blocks(step):
+                if wanted[1] is None or block.get("index") == wanted[1]:
+                    return (side, step["policy"], block["index"])
     return None
+
+
+def _matching_blocks(step: Mapping[str, Any]) -> List[Mapping[str, Any]]:
+    """The blocks of a trace step whose peer and port both match the flow."""
+    return [block for block in step.get("blocks") or [] if block.get("peer") and block.get("port")]
 
 
 @dataclass

@@ -65,9 +65,9 @@ CLUSTER_SCOPE = PodScope(namespace_selector=EVERYTHING)
 
 
 class PodExpression(ABC):
-    """A set of pods no single selector describes: a ClusterNetworkPolicy rule minus the rules
-    before it (SPEC 13). It stands in Contrail as a selector tag kube-manager evaluates, so it says
-    which pods it holds and where to look for them."""
+    """A set of pods no single selector describes (pods of some tags whose IP is in some networks,
+    where a tier block meets pods with networks: SPEC 13, 14). It stands in Contrail as a selector
+    tag kube-manager evaluates, so it says which pods it holds and where to look for them."""
 
     namespace: Optional[str] = None  # never confined to one namespace, as selector tags go
 

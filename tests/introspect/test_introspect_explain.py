@@ -5,7 +5,10 @@ import pytest
 
 from introspect.app import create_app
 from introspect.explain import db_explainer, db_manifests, db_translation
+from kube_manager.explain.explainer import Explainer
 from kube_manager.handlers import KINDS
+from kube_manager.offline.manifests import load_manifests
+from kube_manager.translator import translate
 
 from tests.support.introspect_support import (FP_DB, R_DB_DENY, R_MON_DENY, R_MONITORING, R_WEB_TO_DB, XSS,
                                 build_db, call, policy_sequence)
@@ -298,3 +301,78 @@ def test_the_kubernetes_side_knows_the_cluster_network_policy_tiers(db):
             "namespaces kubernetes.io/metadata.name=tools; every port</td>") in text
     assert [c["metadata"]["name"] for c in db_manifests(db).cluster_network_policies] == [
         "bad", "deny-tenants"]
+
+
+PAIR_CLUSTER = """
+apiVersion: v1
+kind: Namespace
+metadata: {name: a}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: b}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, namespace: a, labels: {app: client}}
+status: {podIP: 10.1.0.1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: server, namespace: b, labels: {app: server}}
+status: {podIP: 10.2.0.1}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: client-out, namespace: a}
+spec:
+  podSelector: {}
+  policyTypes: [Egress]
+  egress: [{to: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: b}}}]}]
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: server-in, namespace: b}
+spec:
+  podSelector: {}
+  policyTypes: [Ingress]
+  ingress: [{from: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: a}}}]}]
+"""
+HOUSES = ("examples/cnp/cluster.yaml", "examples/cnp/admin-pass-then-deny.yaml",
+          "examples/cnp/baseline-default-deny.yaml")
+RAVENCLAW, SLYTHERIN, GRYFFINDOR = ("network-policy-conformance-ravenclaw/luna-lovegood-0",
+                                    "network-policy-conformance-slytherin/draco-malfoy-0",
+                                    "network-policy-conformance-gryffindor/harry-potter-0")
+
+
+def offline_explainer(paths):
+    """The real explainer over manifests, as `explain -f` builds it."""
+    manifests = load_manifests(paths)
+    translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
+                            cluster_network_policies=manifests.cluster_network_policies)
+    return Explainer(translation.to_dict(), manifests, "k8s", translation.selectors)
+
+
+@pytest.mark.parametrize("files, source, destination, rule_prefix, row", [
+    # A tier block's rule decides: the ClusterNetworkPolicy rule Kubernetes names is highlighted.
+    (HOUSES, RAVENCLAW, GRYFFINDOR, "k8s--admin-", ("ingress", "default-deny-between-houses", 1)),
+    (HOUSES, SLYTHERIN, GRYFFINDOR, "k8s--admin-", ("ingress", "protect-gryffindor", 1)),
+    (HOUSES, GRYFFINDOR, SLYTHERIN, "k8s--baseline-", ("ingress", "default-deny-between-houses", 0)),
+    # A pair rule stands for both ends' NetworkPolicies: the source's allowing block is highlighted.
+    (None, "a/client", "b/server", "k8s--pair-", ("egress", "a/client-out", 0)),
+])
+def test_a_rule_standing_for_both_chains_highlights_the_row_kubernetes_names(tmp_path, files, source, destination,
+                                                                             rule_prefix, row):
+    if files is None:
+        (tmp_path / "cluster.yaml").write_text(PAIR_CLUSTER)
+        files = (str(tmp_path / "cluster.yaml"),)
+    explainer = offline_explainer(files)
+    assert explainer.explain(source, destination, 80, "TCP")["rule"].startswith(rule_prefix)
+    page = create_app(build_db(), explain=explainer.explain)
+    text = call(page, f"/explain?from={source}&to={destination}&port=80&protocol=TCP").text
+    assert text.count('class="trace-step deciding"') == 1
+    highlighted = flat(text[text.index('id="deciding-row"'):])
+    highlighted = highlighted[:highlighted.index("</tr>")]
+    side, policy, index = row
+    assert f"<td>{side}</td>" in highlighted and policy in highlighted, highlighted
+    assert f"<td>{index} " in highlighted, highlighted
