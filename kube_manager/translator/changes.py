@@ -46,7 +46,10 @@ class Changes:
     ref_changes: Tuple[RefChange, ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.added or self.changed or self.removed or self.pods or self.policies)
+        """Whether the report says anything the reconciler must hear. A policy named with no object
+        changed counts: its new generation is programmed once the reconciler pushes the sync states
+        of its objects (which may all be in sync already), and only a report makes it push."""
+        return bool(self.added or self.changed or self.removed or self.pods or self.policies or self.cluster_policies)
 
 
 class ChangeLog:

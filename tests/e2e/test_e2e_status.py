@@ -131,9 +131,6 @@ def test_idle_resyncs_write_no_event_and_no_status(env: Environment) -> None:
     assert daemon.metric("kube_manager_status_writes_total") == writes
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: a spec change that leaves the tier blocks' rules "
-                   "identical (here a priority change) is not reported Programmed at its new generation "
-                   "until the next push of sync states")
 def test_conditions_follow_the_generation_of_the_spec(env: Environment) -> None:
     env.start_daemon()
     env.wait_converged()

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 from typing import List
 
+import pytest
+
 from kube_manager.service.dispatcher import EventDispatcher
 from kube_manager.records.db import PENDING, REJECTED, RETRYING, SYNCED, Database
 from kube_manager.handlers import KINDS
 from kube_manager.translator import ClusterTranslator, RefChange
-from tests.support.builders import HTTP_8080, allow_from, namespace, pod, policy
+from tests.support.builders import HTTP_8080, allow_from, cluster_policy, cnp_rule, namespace, namespace_named, pod, policy
 
 PM = "default-policy-management"
 
@@ -183,6 +185,55 @@ def test_policy_states_come_from_the_states_of_their_objects():
     states[("firewall-policy", (PM, "k8s-a-np"))] = RETRYING
     cache.status.objects_progressed(Source(), None)
     assert db.network_policies[("a", "np")].state == RETRYING
+
+
+class Reconciling(Sink):
+    """A sink that, like the reconciler, pushes the sync states after each report it hears
+    (every object synced)."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__()
+        self.cache = EventDispatcher(db, ClusterTranslator("k8s", "k8s"), self)
+
+    def objects_changed(self, keys) -> None:
+        super().objects_changed(keys)
+        self.cache.status.objects_progressed(self, list(keys))
+
+    def state_of(self, key):
+        return SYNCED
+
+
+class Observer:
+    """A status observer (the publisher's place): each observation's generation, and whether it
+    came from the reconciler's push of sync states."""
+
+    def __init__(self) -> None:
+        self.heard: List[tuple] = []
+
+    def policy_observed(self, record, settled: bool) -> None:
+        self.heard.append((record.name, record.generation, settled))
+
+    def policy_forgotten(self, kind, key) -> None:
+        pass
+
+
+@pytest.mark.parametrize("change", [
+    {"priority": 30},  # the tier blocks' rules stay as they were: no object changes
+    {"ingress": [cnp_rule("Accept", namespace_named("c"))]},
+])
+def test_a_new_generation_of_a_cluster_network_policy_is_settled_even_with_no_object_changed(change):
+    db = Database()
+    sink = Reconciling(db)
+    observer = Observer()
+    sink.cache.status.observers.append(observer)
+    listed(sink.cache)
+    sink.cache.on_event("namespaces", "ADDED", namespace("a"))
+    manifest = cluster_policy("guard", "Admin", 20, namespace_named("a"), ingress=[cnp_rule("Accept", namespace_named("b"))])
+    sink.cache.on_event("clusternetworkpolicies", "ADDED", dict(manifest, metadata=dict(manifest["metadata"], generation=1)))
+    assert ("guard", 1, True) in observer.heard
+    changed = dict(manifest, metadata=dict(manifest["metadata"], generation=2), spec={**manifest["spec"], **change})
+    sink.cache.on_event("clusternetworkpolicies", "MODIFIED", changed)
+    assert observer.heard[-1] == ("guard", 2, True)  # the reconciler's word on generation 2: Programmed
 
 
 class Recorder:
