@@ -2,11 +2,23 @@
 
 `contrail-kube-manager/policy-logging` on a namespace (`deny`, `allow` or `all`) logs the deny
 rules, the pass rules, or both, of its NetworkPolicies. Any other value is ignored and reported in
-the policy's errors. (The same annotation on a ClusterNetworkPolicy is not applied yet: its rules
-are the tier blocks' product rules, shared between policies.) Applied as a last pass over
-what the renderers emitted, so that it adds nothing to how rules are made: a rule that logs is its
-rendered body with another `action_list`, every other object is the same body as without logging,
-and a change of the annotation rewrites only the rules it concerns.
+the policy's errors. Applied as a last pass over what the renderers emitted, so that it adds
+nothing to how rules are made: a rule that logs is its rendered body with another `action_list`,
+every other object is the same body as without logging, and a change of the annotation rewrites
+only the rules it concerns.
+
+The same annotation on a ClusterNetworkPolicy (read into `ParsedCnp.logged`) logs the tier blocks'
+rules whose action that policy decides (`exact.tiers` applies it as the blocks are written). A
+block rule is the conjunction of one item of the source's egress chain and one of the
+destination's ingress chain (`exact.product`); each side's verdict is decided by the first item it
+matches that is not a Pass, since a Pass only hands the flow to what follows (the lower tiers, the
+NetworkPolicies, the default). The deciders of a rule are the ClusterNetworkPolicies of the items
+whose action is the rule's: when it passes, the Accepts of either side (none for a side passed by a
+NetworkPolicy, a Pass or the default); when it denies, the Deny that denies it (none when the
+NetworkPolicies' isolation does). So an Accept of A met with a Baseline Deny of B on the other side
+is B's deny rule, not A's allow rule; a Pass of A continued into the NetworkPolicies is theirs. Mode
+`deny` logs the deny rules a policy decides, `allow` the pass rules, `all` both; a rule decided by
+two policies (an Accept on each side) logs if either asks.
 """
 from __future__ import annotations
 
@@ -46,8 +58,17 @@ def logging(body: Body, actions: FrozenSet[str]) -> Body:
     return dict(body, action_list=_LOGGED[action]) if action in actions else body
 
 
+def decided_logging(body: Body, deciders: FrozenSet[str], logged: Mapping[str, FrozenSet[str]]) -> Body:
+    """A tier block rule's `body`, logging its matches when one of its `deciders` logs its action
+    (`logged`: a ClusterNetworkPolicy's name -> the actions whose rules it logs)."""
+    actions: FrozenSet[str] = frozenset()
+    for name in deciders:
+        actions = actions | logged.get(name, frozenset())
+    return logging(body, actions) if actions else body
+
+
 class MatchLogging:
-    """The annotation of each namespace and ClusterNetworkPolicy, and the pass that applies it."""
+    """The annotation of each namespace, and the pass that applies it to NetworkPolicies."""
 
     def __init__(self) -> None:
         self._namespaces: Dict[str, str] = {}

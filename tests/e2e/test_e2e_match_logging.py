@@ -1,7 +1,7 @@
 """Logging of rule matches end to end (SPEC 15): the annotation `contrail-kube-manager/policy-logging`
-on a namespace, through `contrail-kube-manager run` (a real process), the
+on a namespace or a ClusterNetworkPolicy, through `contrail-kube-manager run` (a real process), the
 emulated API server and the embedded config API. A change of it writes exactly the rules it
-concerns; the config API then equals `translate` of the same manifests (which reads it too)."""
+concerns; the config API then logs what `translate` of the same manifests (which reads it too) logs."""
 from __future__ import annotations
 
 import copy
@@ -11,9 +11,10 @@ import pytest
 
 from kube_manager.offline.manifests import Manifests
 from kube_manager.translator.match_logging import ANNOTATION
-from tests.support.builders import HTTP_8080, allow_from, namespace, pod, policy
+from kube_manager.translator import translate
+from tests.support.builders import HTTP_8080, allow_from, cluster_policy, cnp_rule, namespace, namespace_named, pod, policy
 from tests.support.e2e_support import Environment
-from tests.support.status_support import events_about
+from tests.support.status_support import conditions, events_about
 from tests.support.waiting import wait_until
 
 SHOP = namespace("shop", team="shop")
@@ -80,3 +81,47 @@ def test_a_namespace_s_annotation_logs_its_policies_rules_and_changes_only_those
     assert reported == {"api-from-web", "web-from-api"}
     wait_until(lambda: any("'sometimes'" in e["note"] for e in events_about(env, "NetworkPolicy", "api-from-web",
                                                                           "InvalidPolicy")), "the Event")
+
+
+GUARD = cluster_policy("guard-shop", "Admin", 20, namespace_named("shop"),
+                       ingress=[cnp_rule("Deny", namespace_named("ops"), name="no-ops"),
+                                cnp_rule("Accept", namespace_named("shop"), name="own")])
+FLOOR = cluster_policy("floor-ops", "Baseline", 10, namespace_named("ops"),
+                       ingress=[cnp_rule("Accept", namespace_named("shop")), cnp_rule("Deny", {"namespaces": {}})])
+
+
+def block_rules(env: Environment, action: str) -> Set[str]:
+    return {fq[-1] for fq, body in rules(env).items()
+            if fq[-1].startswith("k8s--") and body["action_list"]["simple_action"] == action}
+
+
+def decided(value: str) -> Set[str]:
+    """The rules `translate` logs with GUARD annotated `value` (the same objects as the daemon's)."""
+    result = translate(BASE.namespaces, BASE.pods, BASE.network_policies,
+                       cluster_network_policies=[annotated(GUARD, value), FLOOR]).to_dict()
+    return {rule["fq_name"][-1] for rule in result["firewall_rules"] if rule["action_list"].get("log")}
+
+
+def test_a_cluster_network_policy_s_annotation_logs_the_rules_it_decides_and_changes_only_those(env: Environment) -> None:
+    env.apply(GUARD, FLOOR)
+    daemon = env.start_daemon()
+    env.wait_converged()
+    deny, passing = decided("deny"), decided("allow")
+    assert deny and passing and deny | passing == decided("all") and logged(env) == set()
+    assert deny < block_rules(env, "deny") and passing < block_rules(env, "pass")  # not every block rule is guard's
+    assert change(env, annotated(GUARD, "deny"), deny) == deny
+    assert change(env, annotated(GUARD, "all"), deny | passing) == passing
+    assert change(env, annotated(GUARD, "allow"), passing) == deny
+    # A bad value: ignored (nothing logs), reported in the policy's errors, Event and Accepted condition.
+    assert change(env, annotated(GUARD, "sometimes"), set()) == passing
+    rows = daemon.get("/Snh_ClusterNetworkPolicyDatabaseList?format=json")["cluster_network_policies"]
+    errors = {row["name"]: row["errors"] for row in rows}
+    assert any(ANNOTATION in error and "'sometimes'" in error for error in errors["guard-shop"])
+    assert errors["floor-ops"] == []
+    wait_until(lambda: any("'sometimes'" in e["note"] for e in events_about(env, "ClusterNetworkPolicy", "guard-shop",
+                                                                          "InvalidPolicy")), "the Event")
+    wait_until(lambda: "'sometimes'" in conditions(env, "guard-shop").get("Accepted", {}).get("message", ""),
+               "the Accepted condition naming the bad value")
+    assert conditions(env, "guard-shop")["Accepted"]["status"] == "False"
+    # Removed: the bodies are the ones of before, only the rules it concerned written.
+    assert change(env, GUARD, set()) == set()

@@ -10,11 +10,11 @@ check, whether it is a cluster-wide cell: Kubernetes drops it because one end's 
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
 from kube_manager.explain.flow import ContrailEvaluator, Workload
-from kube_manager.explain.k8s_semantics import NETWORK_POLICY_TIER, Endpoint, KubernetesModel, SideVerdict
+from kube_manager.explain.k8s_semantics import NETWORK_POLICY_TIER, Endpoint, KubernetesModel, SideVerdict, Verdict
 from kube_manager.offline.manifests import Manifests
 from kube_manager.translator import translate
 
@@ -31,6 +31,7 @@ class Cell:
     kubernetes: bool
     rule: Optional[str]
     cluster_wide: bool  # a NetworkPolicy chain at one end allows what the other end's denies
+    verdict: Optional[Verdict] = field(default=None, compare=False)  # the reference model's, per side
 
     def __str__(self) -> str:
         return (f"{self.src} -> {self.dst} {self.port}/{self.protocol}: contrail {self.contrail} "
@@ -68,7 +69,7 @@ def cells(manifests: Manifests, semantics: str, probes: Sequence[Tuple[str, int]
                 cluster_wide = any(_decided_by_network_policies(a, True) and _decided_by_network_policies(b, False)
                                    for a, b in ((verdict.egress, verdict.ingress), (verdict.ingress, verdict.egress)))
                 found.append(Cell(src[0], dst[0], protocol, port, decision.allowed, verdict.allowed,
-                                  decision.rule, cluster_wide))
+                                  decision.rule, cluster_wide, verdict))
     return found
 
 

@@ -6,6 +6,8 @@ the reference model does; under `cluster-wide` they differ only where one end's 
 chain allows what the other end's NetworkPolicy chain denies (the tiers are exact in both)."""
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -13,8 +15,9 @@ from tests.support.builders import policy
 from tests.support.cnp_support import SUBJECTS, cluster, cnp, rules
 from kube_manager.offline.manifests import Manifests
 from kube_manager.translator import translate
+from kube_manager.translator.match_logging import ANNOTATION
 from tests.support.schema_oracle import assert_translation_valid
-from tests.support.semantics_support import wrong
+from tests.support.semantics_support import cells, wrong
 
 PROBES = [("TCP", 80), ("TCP", 8080), ("TCP", 75), ("UDP", 53), ("SCTP", 9003)]
 POD_SELECTORS = st.sampled_from([{}, {"matchLabels": {"app": "web"}}, {"matchLabels": {"app": "db"}},
@@ -82,3 +85,41 @@ def test_every_object_passes_the_schema(manifests, semantics):
                        cluster_network_policies=manifests.cluster_network_policies, semantics=semantics).to_dict()
     assert_translation_valid(result)
     assert {r["service"]["protocol"] for r in result["firewall_rules"]} <= {"any", "tcp", "udp", "sctp"}
+
+
+MODES = st.sampled_from([None, "deny", "allow", "all"])
+LOGGED_BY = {"deny": {False}, "allow": {True}, "all": {True, False}}  # the verdicts each mode logs
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(clusters(), st.data())
+def test_the_rule_deciding_a_flow_logs_when_a_policy_deciding_it_asks(manifests, data):
+    """SPEC 15 on the reference model: a flow's verdict at each end is decided by a
+    ClusterNetworkPolicy rule (an Accept or a Deny; a Pass decides nothing) or not. The Contrail
+    rule that decides the flow logs exactly when a policy deciding the verdict asks for that
+    verdict; when both ends deny, the rule stands for one of them (whichever Contrail meets first)."""
+    modes = {c["metadata"]["name"]: data.draw(MODES) for c in manifests.cluster_network_policies}
+    annotated = [c if modes[c["metadata"]["name"]] is None else
+                 {**c, "metadata": {**c["metadata"], "annotations": {ANNOTATION: modes[c["metadata"]["name"]]}}}
+                 for c in manifests.cluster_network_policies]
+    manifests = dataclasses.replace(manifests, cluster_network_policies=annotated)
+    result = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
+                       cluster_network_policies=annotated).to_dict()
+    logs = {rule["fq_name"][-1]: bool(rule["action_list"].get("log")) for rule in result["firewall_rules"]}
+
+    def asks(side, allowed):
+        decision = side.decision
+        return decision is not None and allowed in LOGGED_BY.get(modes[decision.policy] or "", ())
+
+    for cell in cells(manifests, "kubernetes", PROBES):
+        if cell.rule is None:
+            continue
+        verdict = cell.verdict
+        if cell.kubernetes:
+            expected = asks(verdict.egress, True) or asks(verdict.ingress, True)
+        else:
+            denying = [side for side in (verdict.egress, verdict.ingress) if not side.allowed]
+            expected = any(asks(side, False) for side in denying)
+            if len(denying) == 2 and expected and not all(asks(side, False) for side in denying):
+                continue  # the rule may stand for the end that does not ask
+        assert logs[cell.rule] == expected, (str(cell), modes)

@@ -17,7 +17,7 @@ from ..naming import EGRESS, INGRESS
 from ..ports import ANY_SERVICE, PROTOCOLS, Service
 from ..render import PodView, PolicyRenderer, ScopedLabel, TagOrigin
 from ..exact.items import ANYTHING, Addresses, End, Item, Pods, normal_networks
-from .model import DENY, CnpRule, Networks, ParsedCnp
+from .model import DENY, PASS, CnpRule, Networks, ParsedCnp
 
 DIRECTIONS = (INGRESS, EGRESS)
 
@@ -73,6 +73,7 @@ class ChainBuilder:
                out: TierChains) -> List[Item]:
         allow = rule.action != DENY
         origins = frozenset({policy.name})
+        deciders = frozenset() if rule.action == PASS else origins  # a Pass leaves it to what follows
         peers: List[Tuple[Optional[object], End]] = [(None, ANYTHING)] if rule.peers is None else [
             (peer, self._peer(peer, out)) for peer in rule.peers]
         services: List[Service] = [ANY_SERVICE] if rule.ports is None else list(rule.ports)
@@ -80,14 +81,14 @@ class ChainBuilder:
         for raw, peer in peers:
             ends = [(peer, subject)] if rule.direction == INGRESS else [(subject, peer)]
             for service in services:
-                items.extend(Item(src, dst, service, allow, origins) for src, dst in ends)
+                items.extend(Item(src, dst, service, allow, origins, deciders) for src, dst in ends)
             for name in rule.named_ports:
                 out.pod_dependent = True
                 destination = policy.subject if rule.direction == INGRESS else raw
                 assert isinstance(destination, PodScope)  # parse_cnp refuses named ports towards networks
                 for protocol, number, end in self._named(rule, name, destination, view, errors, out):
                     src, dst = (peer, end) if rule.direction == INGRESS else (subject, end)
-                    items.append(Item(src, dst, (protocol.lower(), number, number), allow, origins))
+                    items.append(Item(src, dst, (protocol.lower(), number, number), allow, origins, deciders))
         return items
 
     def _named(self, rule: CnpRule, name: str, destination: PodScope, view: PodView, errors: List[str],

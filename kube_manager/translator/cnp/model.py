@@ -8,7 +8,7 @@ subject sends or receives in its direction (a Deny or a Pass), as the API prescr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple, Union
+from typing import FrozenSet, Optional, Tuple, Union
 
 from ..cidr import Network
 from ..model import PodScope
@@ -53,7 +53,8 @@ class CnpRule:
 @dataclass(frozen=True)
 class ParsedCnp:
     """A ClusterNetworkPolicy after validation. `subject` None: rejected whole (bad tier, priority
-    or subject), reported in `errors` and rendering nothing."""
+    or subject), reported in `errors` and rendering nothing. `logged`: the Contrail actions whose
+    rules log their matches when this policy decides them (its logging annotation, SPEC 15)."""
 
     name: str
     uid: str
@@ -63,6 +64,7 @@ class ParsedCnp:
     subject: Optional[PodScope]
     rules: Tuple[CnpRule, ...] = ()  # ingress rules, then egress rules, each in manifest order
     errors: Tuple[str, ...] = ()
+    logged: FrozenSet[str] = frozenset()
 
     @property
     def order(self) -> Tuple[int, str]:

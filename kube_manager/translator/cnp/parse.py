@@ -14,6 +14,7 @@ from typing import Any, List, Mapping, Optional, Tuple
 from ..canonical import canonical_json, sha256_hex
 from ..cidr import network_key, parse_cidr
 from ..inputs import identity
+from ..match_logging import annotation_of, logged_actions
 from ..model import PodScope
 from ..naming import EGRESS, INGRESS
 from ..ports import MAX_PORT
@@ -185,7 +186,8 @@ def parse_cnp(manifest: Any) -> ParsedCnp:
     assert isinstance(name, str)
     raw_spec = manifest.get("spec")
     digest = sha256_hex(canonical_json(raw_spec))
-    errors: List[str] = []
+    logged, logging_problem = logged_actions(annotation_of(manifest), "")
+    errors: List[str] = [logging_problem] if logging_problem else []
     try:
         spec = as_object(raw_spec, "spec")
         tier = conform_field(spec, CNP_SPEC, "tier", "spec")
@@ -196,10 +198,10 @@ def parse_cnp(manifest: Any) -> ParsedCnp:
             raise InvalidInput(f"spec.priority: {priority!r} must be an integer from 0 to {MAX_PRIORITY}")
         subject = parse_subject(spec.get("subject"))
     except InvalidInput as exc:
-        return ParsedCnp(name, uid, digest, "", 0, None, (), (f"{exc}; the policy is rejected whole",))
+        return ParsedCnp(name, uid, digest, "", 0, None, (), (f"{exc}; the policy is rejected whole", *errors))
     unknown = sorted(str(k) for k in spec if k not in CNP_SPEC.fields)
     if unknown:
         errors.append(f"spec: unknown field {', '.join(repr(u) for u in unknown)}; ignored")
     rules = _rules(spec, errors)
-    return ParsedCnp(name, uid, digest, tier, priority, subject, rules, tuple(errors))
+    return ParsedCnp(name, uid, digest, tier, priority, subject, rules, tuple(errors), logged)
 

@@ -61,10 +61,6 @@ class ClusterNetworkPolicies:
     def remove(self, name: str) -> None:
         self._mark(self._policies.pop(name, None))
 
-    def mark(self, name: str) -> None:
-        """Render the named policy's tier again (its logging of matches changed)."""
-        self._mark(self._policies.get(name))
-
     def _mark(self, policy: Optional[ParsedCnp]) -> None:
         if policy is not None:
             self._marks.tiers.update(dict.fromkeys([policy.tier] if policy.tier in TIERS else TIERS))
@@ -121,7 +117,8 @@ class ClusterNetworkPolicies:
                           self._exact.isolation_tags, self._exact.semantics == KUBERNETES)
         made = product.blocks()
         self._blocks.write({block: made[block] if self._valid(tier) else None
-                            for tier, blocks in _BLOCKS_OF.items() for block in blocks})
+                            for tier, blocks in _BLOCKS_OF.items() for block in blocks},
+                           {name: policy.logged for name, policy in self._policies.items() if policy.logged})
         cluster = self._exact.emitter.cluster
         statuses: Dict[str, CnpStatus] = {}
         for name, policy in self._policies.items():

@@ -36,6 +36,7 @@ class Rule:
     tags: Tuple[Tuple[str, SelectorDef], ...]
     groups: Tuple[Tuple[FqName, Body], ...]
     origins: FrozenSet[str] = frozenset()  # the ClusterNetworkPolicies its items come from
+    deciders: FrozenSet[str] = frozenset()  # those deciding its action (items.Item)
 
 
 class Emitter:
@@ -77,12 +78,12 @@ class Emitter:
         name = f"{self.cluster}--{block}-{sha1_of_json([first, second, service, action])[:12]}"
         fq_name = global_fq_name(name)
         return Rule(fq_name, self.bodies.rule(fq_name, action, service, first, second),
-                    tuple(uses.tags.items()), tuple(uses.groups.items()), item.origins)
+                    tuple(uses.tags.items()), tuple(uses.groups.items()), item.origins, item.deciders)
 
 
 def rules_of(emitter: Emitter, block: str, items: List[Item]) -> List[Rule]:
-    """The rules of `items` in order, a rule equal to an earlier one left out (it never decides;
-    the earlier one stands for both)."""
+    """The rules of `items` in order, a rule equal to an earlier one left out (it never decides:
+    the earlier one stands for both items' policies, and keeps its own deciders)."""
     found: Dict[FqName, Rule] = {}
     for item in items:
         rule = emitter.rule(block, item)

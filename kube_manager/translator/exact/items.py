@@ -60,13 +60,15 @@ End = Union[Anything, Addresses, Pods]
 @dataclass(frozen=True)
 class Item:
     """Flows from `src` to `dst` on `service`; `allow` the action; `origins` the
-    ClusterNetworkPolicies it comes from (for their status)."""
+    ClusterNetworkPolicies it comes from (for their status); `deciders` those whose Accept or Deny
+    decides the action (for their logging of matches, SPEC 15): a Pass decides nothing."""
 
     src: End
     dst: End
     service: Service
     allow: bool
     origins: FrozenSet[str] = frozenset()
+    deciders: FrozenSet[str] = frozenset()
 
 
 def normal_networks(networks: Iterable[Network]) -> Tuple[Network, ...]:
@@ -139,7 +141,9 @@ def meet_services(a: Service, b: Service) -> Optional[Service]:
 
 
 def meet(a: Item, b: Item) -> Optional[Item]:
-    """The flows both items match, passing when both pass; None when empty by construction."""
+    """The flows both items match, passing when both pass; None when empty by construction.
+    Decided by the items whose action is the conjunction's: both when it passes, the denying ones
+    when it denies."""
     service = meet_services(a.service, b.service)
     if service is None:
         return None
@@ -149,4 +153,6 @@ def meet(a: Item, b: Item) -> Optional[Item]:
     dst = meet_ends(a.dst, b.dst)
     if dst is None:
         return None
-    return Item(src, dst, service, a.allow and b.allow, a.origins | b.origins)
+    allow = a.allow and b.allow
+    deciders = (a.deciders if a.allow == allow else frozenset()) | (b.deciders if b.allow == allow else frozenset())
+    return Item(src, dst, service, allow, a.origins | b.origins, deciders)

@@ -53,7 +53,7 @@ def _met(x: Item, ys: Iterable[Item]) -> List[Item]:
 
 
 def _acted(item: Item, action: str) -> Item:
-    return Item(item.src, item.dst, item.service, action != DENY, item.origins)
+    return Item(item.src, item.dst, item.service, action != DENY, item.origins, item.deciders)
 
 
 class Product:

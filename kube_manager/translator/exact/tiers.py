@@ -9,16 +9,18 @@ policies, re-rendered whole when a tier, a NetworkPolicy or (for named ports) a 
 
 A block's rules are named by their contents (`<cluster>--<block>-<12 hex>`) and ordered by
 sequence (`%05d.0`, their position), so a re-render rewrites only the rules that changed and the
-block's ref list. A block exists while its tier has a policy.
+block's ref list. A block exists while its tier has a policy. A rule logs its matches when a
+ClusterNetworkPolicy deciding it asks (SPEC 15, `match_logging`): `log` is in its body, not its name.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 from ..bodies import FIREWALL_POLICY, FIREWALL_RULE, DENY as DENY_ACTION, BodyFactory, FqName, global_fq_name, \
     sequenced_ref
+from ..match_logging import decided_logging
 from ..naming import rule_sequence
 from ..render import ScopedLabel, TagOrigin
 from ..sequenced import SequencedRefs
@@ -59,15 +61,17 @@ class TierBlocks:
         self._rules: Dict[str, List[Rule]] = {}
         self._use = BlockUse()
 
-    def write(self, blocks: Mapping[str, Optional[List]]) -> None:
-        """Each block's items (None: the block does not exist), new objects before old ones go."""
+    def write(self, blocks: Mapping[str, Optional[List]], logged: Mapping[str, FrozenSet[str]]) -> None:
+        """Each block's items (None: the block does not exist), new objects before old ones go.
+        `logged`: the actions each ClusterNetworkPolicy logs when it decides a rule (SPEC 15); not
+        part of a rule's name, so a change of it rewrites the bodies of the rules it decides only."""
         new_rules = {block: rules_of(self._emitter, block, items) for block, items in blocks.items() if items is not None}
         use = BlockUse({tag: definition for rules in new_rules.values() for rule in rules for tag, definition in rule.tags})
         self._shared.apply(None, use)
         kept: Dict[FqName, None] = {}
         for block, rules in new_rules.items():
             for rule in rules:
-                self._store.put(FIREWALL_RULE, rule.fq_name, rule.body)
+                self._store.put(FIREWALL_RULE, rule.fq_name, decided_logging(rule.body, rule.deciders, logged))
                 for fq_name, body in rule.groups:
                     self._ref_group(fq_name, body)
                 kept[rule.fq_name] = None
