@@ -29,6 +29,10 @@ class _LabelIndex:
         self._by_label: Optional[Dict[Tuple[str, str], Set]] = None
         self._by_key: Dict[str, Set] = {}
 
+    def build(self) -> None:
+        """Build the index now rather than at the first query."""
+        self._built()
+
     def _built(self) -> Dict[Tuple[str, str], Set]:
         if self._by_label is None:
             self._by_label = {}
@@ -128,6 +132,11 @@ class ClusterIndex:
         if old is not None:
             self._namespace_labels.remove(name, old.labels)
         return old
+
+    def index_pod_labels(self) -> None:
+        """Build the pods' label index now: for a caller that knows lookups will follow, so that
+        the first of them does not pay for indexing every pod."""
+        self._pod_labels.build()
 
     # --- lookups ------------------------------------------------------------------------------
 

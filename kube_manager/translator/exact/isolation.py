@@ -62,10 +62,17 @@ class Isolation:
 
     def mark_moved(self) -> None:
         """Mark for re-tagging the pods of the selections that came or went (once per flush: in a
-        bulk load every pod is marked already, and nobody needs to look them up)."""
+        bulk load every pod is marked already, and nobody needs to look them up).
+
+        Every later flush that moves a selection looks its pods up through the pods' label
+        index, which is otherwise built by its first lookup: the bulk load builds it, so that the
+        first NetworkPolicy event after a start does not index every pod of the cluster."""
         moved, self._moved = self._moved, []
         dirty, pods = self._marks.pods, self._index.pods
-        if not moved or (len(dirty) >= len(pods) and dirty.keys() >= pods.keys()):
+        if not moved:
+            return
+        if len(dirty) >= len(pods) and dirty.keys() >= pods.keys():
+            self._index.index_pod_labels()
             return
         for _, scope in dict.fromkeys(moved):
             self._marks.mark_pods(pod.key for pod in self._index.pods_in(scope))
