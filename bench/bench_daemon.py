@@ -83,12 +83,23 @@ def rss_mb(field: str = "VmRSS") -> float:
     return float("nan")
 
 
+def by_request(count: RequestCount, since: Dict[str, int]) -> Dict[str, List[Any]]:
+    """Requests per kind (method and path template) since `since` (counts then): [count, mean ms]."""
+    found: Dict[str, List[Any]] = {}
+    for kind, seconds in sorted(count.seconds.items()):
+        new = seconds[since.get(kind, 0):]
+        if new:
+            found[kind] = [len(new), round(statistics.mean(new) * 1000, 2)]
+    return found
+
+
 def percentile(values: List[float], fraction: float) -> float:
     ordered = sorted(values)
     return round(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))], 1)
 
 
 PAGE_LIMIT = ReconcilerSettings().list_page_limit  # --page-limit
+SEMANTICS = "kubernetes"  # --semantics
 
 
 def reconciler_settings(concurrency: int) -> ReconcilerSettings:
@@ -100,7 +111,7 @@ class Daemon:
     """The daemon's path on one DB: cache, reconciler and client, with the request counter."""
 
     def __init__(self, url: str, concurrency: int) -> None:
-        pipeline = build_pipeline("k8s", "k8s")
+        pipeline = build_pipeline("k8s", "k8s", semantics=SEMANTICS)
         self.db, self.cache = pipeline.db, pipeline.cache
         self.count = RequestCount()
         self.client = VncClient(url, concurrency=concurrency, observer=self.count)
@@ -156,6 +167,7 @@ def event_latency(daemon: Daemon, cluster: Any, events: int) -> Dict[str, Any]:
     times: List[float] = []
     requests_per_event: List[int] = []
     n_namespaces = len(cluster.namespaces)
+    since = {kind: len(seconds) for kind, seconds in daemon.count.seconds.items()}
     for e in range(events):
         before = daemon.count.requests
         started = time.monotonic()
@@ -165,7 +177,8 @@ def event_latency(daemon: Daemon, cluster: Any, events: int) -> Dict[str, Any]:
         times.append((daemon.reconciler.counters.last_write_at - started) * 1000)
         requests_per_event.append(daemon.count.requests - before)
     return {"events": events, "p50_ms": percentile(times, 0.5), "p99_ms": percentile(times, 0.99),
-            "max_ms": round(max(times), 1), "requests_per_event": round(statistics.mean(requests_per_event), 2)}
+            "max_ms": round(max(times), 1), "requests_per_event": round(statistics.mean(requests_per_event), 2),
+            "times_ms": [round(t, 1) for t in times], "by_request": by_request(daemon.count, since)}
 
 
 def explain_latency(db: Database, cluster: Any) -> Dict[str, Any]:
@@ -212,11 +225,16 @@ def one_size(policies: int, pods: int, concurrency: int, latency: float, events:
     with embedded_server("process", latency) as srv:
         populate_vmis(srv.url, cluster)
         daemon = Daemon(srv.url, concurrency)
-        translate_s, reconcile_s, cpu_s = daemon.converge(cluster, lambda: result.update(translated_rss=rss_mb()))
+        server_cpu: List[float] = []
+        translate_s, reconcile_s, cpu_s = daemon.converge(
+            cluster, lambda: (result.update(translated_rss=rss_mb()), server_cpu.append(srv.cpu_seconds() or 0.0)))
+        server_cpu_s = (srv.cpu_seconds() or 0.0) - server_cpu[0]
         result["cold_start"] = {"translate_s": round(translate_s, 2), "wall_s": round(reconcile_s, 2),
                                 "requests": daemon.count.requests, "writes": daemon.count.writes,
                                 "cpu_ms_per_request": round(cpu_s * 1000 / daemon.count.requests, 3),
-                                "objects": sum(len(v) for v in daemon.db.desired.values())}
+                                "server_cpu_ms_per_request": round(server_cpu_s * 1000 / daemon.count.requests, 3),
+                                "objects": sum(len(v) for v in daemon.db.desired.values()),
+                                "by_request": by_request(daemon.count, {})}
         result["memory_mb"] = {"translated": round(result.pop("translated_rss"), 1), "rss": round(rss_mb(), 1),
                                "peak": round(rss_mb("VmHWM"), 1), "manifests": round(manifests_mb, 1)}
         restart = Daemon(srv.url, concurrency)
@@ -247,7 +265,7 @@ def cache_only(policies: int, pods: int) -> Dict[str, Any]:
     base = rss_mb()
     cluster = synthetic(policies, pods)
     manifests_mb = rss_mb() - base
-    pipeline = build_pipeline("k8s", "k8s")
+    pipeline = build_pipeline("k8s", "k8s", semantics=SEMANTICS)
     db = pipeline.db
     started = time.perf_counter()
     feed(pipeline.cache, cluster)
@@ -265,7 +283,7 @@ def steady(policies: int, pods: int, trace: bool) -> Dict[str, Any]:
     if trace:
         tracemalloc.start()
     cluster = SyntheticStream(policies, pods)
-    pipeline = build_pipeline("k8s", "k8s")
+    pipeline = build_pipeline("k8s", "k8s", semantics=SEMANTICS)
     started = time.perf_counter()
     feed(pipeline.cache, cluster)
     translate_s = time.perf_counter() - started
@@ -336,7 +354,7 @@ def report(results: List[Dict[str, Any]]) -> str:
 
 
 def main(argv: "List[str] | None" = None) -> int:
-    global PAGE_LIMIT
+    global PAGE_LIMIT, SEMANTICS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="150:600,1500:6000",
                         help="comma list of NETWORKPOLICIES:PODS, each run in a process of its own")
@@ -359,8 +377,10 @@ def main(argv: "List[str] | None" = None) -> int:
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a child: one size, JSON on stdout
     parser.add_argument("--one-cache", help=argparse.SUPPRESS)  # a child: one cache-only size
     parser.add_argument("--one-steady", help=argparse.SUPPRESS)  # a child: one steady-state size
+    parser.add_argument("--semantics", default=SEMANTICS, choices=("kubernetes", "cluster-wide"),
+                        help="policy_semantics of the daemon measured")
     args = parser.parse_args(argv)
-    PAGE_LIMIT = args.page_limit
+    PAGE_LIMIT, SEMANTICS = args.page_limit, args.semantics
     if args.one:
         policies, pods = (int(n) for n in args.one.split(":"))
         print(json.dumps(one_size(policies, pods, args.concurrency, args.latency, args.events, not args.no_bare,
@@ -381,7 +401,7 @@ def main(argv: "List[str] | None" = None) -> int:
     for flag, size in runs:
         command = [sys.executable, os.path.abspath(__file__), flag, size, "--concurrency", str(args.concurrency),
                    "--latency", str(args.latency), "--events", str(args.events), "--repeat", str(args.repeat),
-                   "--page-limit", str(args.page_limit)]
+                   "--page-limit", str(args.page_limit), "--semantics", args.semantics]
         command += ["--no-bare"] if args.no_bare else []
         command += ["--tracemalloc"] if args.tracemalloc else []
         child = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
