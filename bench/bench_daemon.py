@@ -12,7 +12,9 @@ own with `--latency` added to every answer - and reports:
   fresh server with the same VMIs; their ratio is what the daemon adds;
 - restart with nothing changed: a new DB, cache and reconciler on the converged server, from the
   first event to convergence (translation included): requests, writes and time;
-- one NetworkPolicy event to its last write (a new policy at a time, `--events` of them): p50, p99;
+- one NetworkPolicy event to its last write (a new policy at a time, `--events` of them): p50, p99
+  (with `--json`, each event's time, and the count and mean round trip of each kind of request, as
+  for the cold start, which also reports the config API's CPU per request);
 - `/explain` over HTTP on introspect: the first question after a change (the index is built) and
   then p50 and p99 of questions on an unchanged DB;
 - memory: this process's RSS (translator, DB, reconciler, client, and the synthetic manifests,
@@ -34,6 +36,7 @@ started daemon has converged), after the daemon's `gcpolicy.settle()` that follo
 live memory then.
 
     python bench/bench_daemon.py [--sizes 150:600,1500:6000] [--cache-sizes 5000:20000] [--events 30]
+                                 [--semantics kubernetes|cluster-wide] [--json]
     python bench/bench_daemon.py --sizes "" --steady-sizes 15000:20000,75000:100000 [--tracemalloc]
 
 Figures depend on the machine's load; compare CPU per request and ratios between versions.
@@ -327,6 +330,7 @@ def report(results: List[Dict[str, Any]]) -> str:
         ("cold start: daemon / bare client (best runs)", cold("vs_bare_client")),
         ("cold start CPU per request: daemon / bare (ms)", lambda r: "{} / {}".format(
             r["cold_start"].get("cpu_ms_per_request", "-"), r.get("bare_client", {}).get("cpu_ms_per_request", "-"))),
+        ("cold start config API CPU per request (ms)", cold("server_cpu_ms_per_request")),
         ("cold start: requests (writes)", lambda r: "-" if "requests" not in r["cold_start"] else
          f"{r['cold_start']['requests']} ({r['cold_start']['writes']})"),
         ("restart, nothing changed (s)", lambda r: r.get("restart", {}).get("wall_s", "-")),
