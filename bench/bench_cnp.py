@@ -12,7 +12,7 @@ policy change costs in the incremental translator.
    from one written rule, the Deny is emitted whole (fail closed).
 2. Time: a bench_translate cluster (`--namespaces`, 4 pods and 3 NetworkPolicies each) with 20
    Admin and 5 Baseline policies; the median time of one Admin policy change as
-   `set_cluster_network_policy` + `flush`: its priority moved (to the end of the tier and back), or
+   `upsert` + `flush`: its priority moved (to the end of the tier and back), or
    its rules swapped (its Deny first and back: a piece "every pod but its team's" comes or goes, a
    selector tag on every pod of the cluster); and of one pod change when a tier resolves a named
    port (such a tier is re-rendered on pod changes).
@@ -64,12 +64,14 @@ def upstream_counts(directory: str) -> None:
             for document in parse_documents(text.encode(), name):
                 if isinstance(document, dict):
                     manifests.add(document)
-            if not manifests.cluster_network_policies:
+            if not manifests.objects["ClusterNetworkPolicy"]:
                 continue
-            result = translate(houses.namespaces, houses.pods, manifests.network_policies,
-                               cluster_network_policies=manifests.cluster_network_policies).to_dict()
+            result = translate({"Namespace": houses.objects["Namespace"],
+                                "Pod": houses.objects["Pod"],
+                                "NetworkPolicy": manifests.objects["NetworkPolicy"],
+                                "ClusterNetworkPolicy": manifests.objects["ClusterNetworkPolicy"]}).to_dict()
             written = sum(len(p["spec"].get("ingress") or ()) + len(p["spec"].get("egress") or ())
-                          for p in manifests.cluster_network_policies)
+                          for p in manifests.objects["ClusterNetworkPolicy"])
             print(f"  {os.path.relpath(os.path.join(root, name), directory)}: {written} rules written,"
                   f" {cnp_rules(result)} firewall rules")
 
@@ -88,7 +90,9 @@ def worst_case(passes: int) -> Dict[str, Any]:
     policies = [cnp(f"pass-{i}", "Admin", 1, subjects[i], ingress=[rules[i]]) for i in range(passes)]
     policies.append(cnp("deny", "Admin", 2, {"namespaces": {}}, ingress=[rules[-1]]))
     started = time.perf_counter()
-    result = translate(houses.namespaces, houses.pods, [], cluster_network_policies=policies).to_dict()
+    result = translate({"Namespace": houses.objects["Namespace"],
+                        "Pod": houses.objects["Pod"],
+                        "ClusterNetworkPolicy": policies}).to_dict()
     return {"rules": cnp_rules(result), "seconds": round(time.perf_counter() - started, 3),
             "errors": [e["reason"][:60] for e in result["errors"]]}
 
@@ -121,14 +125,14 @@ def change_times(namespaces: int, runs: int) -> Dict[str, float]:
     manifests = cluster(namespaces)
     translator = ClusterTranslator()
     for namespace in manifests["namespaces"]:
-        translator.upsert_namespace(namespace)
+        translator.upsert("Namespace", namespace)
     for pod in manifests["pods"]:
-        translator.upsert_pod(pod)
+        translator.upsert("Pod", pod)
     for policy in manifests["policies"]:
-        translator.upsert_policy(policy)
+        translator.upsert("NetworkPolicy", policy)
     cluster_policies = policies(50)
     for policy in cluster_policies:
-        translator.set_cluster_network_policy(policy)
+        translator.upsert("ClusterNetworkPolicy", policy)
     started = time.perf_counter()
     translator.flush()
     first = time.perf_counter() - started
@@ -137,7 +141,7 @@ def change_times(namespaces: int, runs: int) -> Dict[str, float]:
     def change(variants: List[Dict[str, Any]]) -> Any:
         def apply() -> None:
             state["n"] += 1
-            translator.set_cluster_network_policy(copy.deepcopy(variants[state["n"] % 2]))
+            translator.upsert("ClusterNetworkPolicy", copy.deepcopy(variants[state["n"] % 2]))
             translator.flush()
         return apply
 
@@ -151,7 +155,7 @@ def change_times(namespaces: int, runs: int) -> Dict[str, float]:
     def pod_change() -> None:
         state["n"] += 1
         pod["metadata"]["labels"]["version"] = f"v{state['n']}"
-        translator.upsert_pod(pod)
+        translator.upsert("Pod", pod)
         translator.flush()
 
     return {"first_flush_s": round(first, 3), "priority_change_ms": round(timed(change(moved), runs), 1),

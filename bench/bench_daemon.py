@@ -169,7 +169,7 @@ def event_latency(daemon: Daemon, cluster: Any, events: int) -> Dict[str, Any]:
     """New NetworkPolicies one at a time on the converged cluster: event -> last write."""
     times: List[float] = []
     requests_per_event: List[int] = []
-    n_namespaces = len(cluster.namespaces)
+    n_namespaces = len(cluster.objects["Namespace"])
     since = {kind: len(seconds) for kind, seconds in daemon.count.seconds.items()}
     for e in range(events):
         before = daemon.count.requests
@@ -188,7 +188,7 @@ def explain_latency(db: Database, cluster: Any) -> Dict[str, Any]:
     """`/explain?format=json` over HTTP: the first question (index built), then an unchanged DB."""
     server = IntrospectServer("127.0.0.1", 0, create_app(db, explain=db_explainer(db, "k8s")))
     server.start()
-    pods = cluster.pods
+    pods = cluster.objects["Pod"]
     try:
         def ask(i: int) -> float:
             src, dst = pods[(7 * i) % len(pods)]["metadata"], pods[(13 * i + 1) % len(pods)]["metadata"]
@@ -211,7 +211,7 @@ def one_size(policies: int, pods: int, concurrency: int, latency: float, events:
     base = rss_mb()
     cluster = synthetic(policies, pods)
     manifests_mb = rss_mb() - base
-    result: Dict[str, Any] = {"policies": policies, "pods": pods, "namespaces": len(cluster.namespaces),
+    result: Dict[str, Any] = {"policies": policies, "pods": pods, "namespaces": len(cluster.objects["Namespace"]),
                               "concurrency": concurrency, "latency_s": latency}
     daemon_walls: List[float] = []
     bare_runs: List[Dict[str, Any]] = []
@@ -275,7 +275,7 @@ def cache_only(policies: int, pods: int) -> Dict[str, Any]:
     translate_s = time.perf_counter() - started
     gcpolicy.settle()
     memory = {"translated": round(rss_mb(), 1), "peak": round(rss_mb("VmHWM"), 1), "manifests": round(manifests_mb, 1)}
-    return {"policies": policies, "pods": pods, "namespaces": len(cluster.namespaces), "cache_only": True,
+    return {"policies": policies, "pods": pods, "namespaces": len(cluster.objects["Namespace"]), "cache_only": True,
             "cold_start": {"translate_s": round(translate_s, 2)}, "memory_mb": memory,
             "explain": explain_latency(db, cluster)}
 

@@ -36,11 +36,9 @@ from tests.support.builders import HTTP_8080, allow_from, namespace, pod, policy
 from tests.support.leader_support import DEFAULT, SHORT, ElectionRig, Timings, log_time  # noqa: E402
 
 TIMINGS: Dict[str, Timings] = {"short": SHORT, "default": DEFAULT}
-BASE = Manifests(
-    namespaces=[namespace("shop", team="shop")],
-    pods=[pod("shop", f"web-{n}", f"10.1.0.{n + 1}", app="web", ports=HTTP_8080) for n in range(5)]
-    + [pod("shop", "api", "10.1.1.1", app="api", ports=HTTP_8080)],
-    network_policies=[policy("shop", f"api-from-web-{n}", allow_from("web", "api", 8000 + n)) for n in range(5)])
+BASE = Manifests({"Namespace": [namespace("shop", team="shop")],
+                  "Pod": [pod("shop", f"web-{n}", f"10.1.0.{n + 1}", app="web", ports=HTTP_8080) for n in range(5)]
+    + [pod("shop", "api", "10.1.1.1", app="api", ports=HTTP_8080)], "NetworkPolicy": [policy("shop", f"api-from-web-{n}", allow_from("web", "api", 8000 + n)) for n in range(5)]})
 
 
 @dataclass

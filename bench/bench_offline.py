@@ -69,11 +69,11 @@ def core_worker(shape: str, path: str) -> Dict[str, Any]:
         namespaces, pods, policies = objects["namespaces"], objects["pods"], objects["policies"]
     else:
         loaded = load_manifests([path])
-        namespaces, pods, policies = loaded.namespaces, loaded.pods, loaded.network_policies
+        namespaces, pods, policies = loaded.objects["Namespace"], loaded.objects["Pod"], loaded.objects["NetworkPolicy"]
     gc.collect()
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     start, cpu_start = time.perf_counter(), time.process_time()
-    translation = translate(namespaces, pods, policies)
+    translation = translate({"Namespace": namespaces, "Pod": pods, "NetworkPolicy": policies})
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     return {"policies": len(policies), "rules": len(translation.firewall_rules), "wall": wall, "cpu": cpu,
             "inputs_mib": before, "mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}

@@ -56,8 +56,9 @@ def synthetic(policies: int, pods: int) -> Cluster:
     """`pods` pods and `policies` NetworkPolicies over namespaces of 100 pods; policies mix pod,
     namespace and ipBlock peers, several ports, both directions."""
     stream = SyntheticStream(policies, pods)
-    return Cluster(namespaces=list(stream.namespaces), pods=list(stream.pods),
-                   network_policies=list(stream.network_policies))
+    return Cluster({"Namespace": list(stream.namespaces),
+                    "Pod": list(stream.pods),
+                    "NetworkPolicy": list(stream.network_policies)})
 
 
 class SyntheticStream:
@@ -119,7 +120,7 @@ def populate_vmis(url: str, cluster: Cluster) -> None:
             client.create("virtual-machine-interface", {
                 "fq_name": VN[:2] + [name], "parent_type": "project",
                 "virtual_machine_refs": [{"to": [name], "uuid": meta["uid"]}], "virtual_network_refs": [{"to": VN}]})
-        Pool(32).map(attach, cluster.pods)
+        Pool(32).map(attach, cluster.objects["Pod"])
 
 
 class RequestCount:
@@ -144,8 +145,8 @@ def feed(cache: EventDispatcher, cluster: "Union[Cluster, SyntheticStream]") -> 
     """The initial lists, as the watchers deliver them: every registered kind's list ends with
     LISTED (kinds the synthetic cluster has none of, such as ClusterNetworkPolicies, with an empty
     list), or the cache would hold every event until that kind's list came."""
-    objects_of: Dict[str, Iterable[Dict[str, Any]]] = {"namespaces": cluster.namespaces, "pods": cluster.pods,
-                  "networkpolicies": cluster.network_policies}
+    objects_of: Dict[str, Iterable[Dict[str, Any]]] = {"namespaces": cluster.objects["Namespace"], "pods": cluster.objects["Pod"],
+                  "networkpolicies": cluster.objects["NetworkPolicy"]}
     for resource in KINDS.names():
         for obj in objects_of.get(resource, ()):
             cache.on_event(resource, "ADDED", obj)
@@ -202,7 +203,7 @@ def run(cluster: Cluster, concurrency: int, latency: float, events: int,
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         server_cpu = srv.cpu_seconds() - server_cpu if server_cpu is not None else None
         objects = sum(len(v) for v in db.desired.values())
-        vmis = len(cluster.pods)
+        vmis = len(cluster.objects["Pod"])
         minimum = objects + vmis + len(OWNED_TYPES) + 1  # + the listings (5 types and the VMIs)
         cold = ColdStart(concurrency, round(translate_s, 2), round(wall, 2), objects, vmis, count.requests,
                          count.writes, minimum, round(count.requests / minimum, 4), round(count.requests / wall, 1),
@@ -219,7 +220,7 @@ def measure_events(cache: EventDispatcher, reconciler: Reconciler, count: Reques
     """One new NetworkPolicy at a time on the converged cluster: event -> last write."""
     times: List[float] = []
     requests: List[int] = []
-    n_namespaces = len(cluster.namespaces)
+    n_namespaces = len(cluster.objects["Namespace"])
     count.seconds.clear()
     for e in range(events):
         before = count.requests

@@ -58,7 +58,9 @@ def egress_heavy(namespaces: int) -> Manifests:
 
 def shapes(namespaces: int) -> Dict[str, Manifests]:
     objects = antrea(namespaces)
-    result = {"antrea": Manifests(objects["namespaces"], objects["pods"], objects["policies"])}
+    result = {"antrea": Manifests({"Namespace": objects["namespaces"],
+                                   "Pod": objects["pods"],
+                                   "NetworkPolicy": objects["policies"]})}
     dump = Manifests()
     dump.add(kubectl_dump(max(1, namespaces // 5)))
     result["kubectl"] = dump
@@ -68,7 +70,7 @@ def shapes(namespaces: int) -> Dict[str, Manifests]:
 
 def measure(manifests: Manifests, semantics: str) -> Dict[str, Any]:
     start = time.perf_counter()
-    translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies, semantics=semantics)
+    translation = translate(manifests.objects, semantics=semantics)
     seconds = time.perf_counter() - start
     return {"rules": len(translation.firewall_rules), "seconds": seconds}
 
@@ -83,7 +85,7 @@ def main() -> int:
         baseline: List[int] = []
         for semantics in ("cluster-wide", "kubernetes"):
             found = measure(manifests, semantics)
-            count = len(manifests.network_policies)
+            count = len(manifests.objects["NetworkPolicy"])
             ratio = found["rules"] / baseline[0] if baseline else 1.0
             baseline.append(found["rules"])
             failed |= ratio > BOUND

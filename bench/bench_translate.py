@@ -15,7 +15,7 @@ That is 9 pass rules, 5 deny rules and 3 firewall policies per namespace (350,00
 Each size runs in its own process, so that peak memory (ru_maxrss) belongs to that size alone:
 the wall time and peak memory of `translate()` over the whole cluster (and, apart, the memory the
 input manifests held before it started, and the translator's own: peak minus inputs), then the time
-of single NetworkPolicy changes (`upsert_policy` + `flush`) on a ClusterTranslator holding
+of single NetworkPolicy changes (`upsert` + `flush`) on a ClusterTranslator holding
 that cluster.
 
     python bench/bench_translate.py --max-size small      # seconds
@@ -97,7 +97,7 @@ def changes(translator: ClusterTranslator, objects: Dict[str, List[Dict[str, Any
         blocks = spec.get("ingress") or spec.get("egress")
         blocks[0]["ports"] = [{"protocol": "TCP", "port": 1000 + k}]
         start, cpu_start = time.perf_counter(), time.process_time()
-        translator.upsert_policy(manifest)
+        translator.upsert("NetworkPolicy", manifest)
         result = translator.flush()
         timings.append(time.perf_counter() - start)
         cpu_timings.append(time.process_time() - cpu_start)
@@ -107,7 +107,7 @@ def changes(translator: ClusterTranslator, objects: Dict[str, List[Dict[str, Any
         manifest = json.loads(json.dumps(objects["pods"][(k * 104729) % len(objects["pods"])]))
         manifest["metadata"]["labels"]["app"] = "db" if manifest["metadata"]["labels"]["app"] == "web" else "web"
         start = time.perf_counter()
-        translator.upsert_pod(manifest)
+        translator.upsert("Pod", manifest)
         translator.flush()
         pod_timings.append(time.perf_counter() - start)
     timings.sort()
@@ -123,7 +123,9 @@ def worker(size: str, count: int) -> Dict[str, Any]:
     gc.collect()
     before = peak_mib()
     start, cpu_start = time.perf_counter(), time.process_time()
-    translation = translate(objects["namespaces"], objects["pods"], objects["policies"])
+    translation = translate({"Namespace": objects["namespaces"],
+                             "Pod": objects["pods"],
+                             "NetworkPolicy": objects["policies"]})
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     peak = peak_mib()
     result = {"size": size, "namespaces": SIZES[size], "pods": len(objects["pods"]),
@@ -133,10 +135,9 @@ def worker(size: str, count: int) -> Dict[str, Any]:
     del translation
     gc.collect()
     translator = ClusterTranslator()
-    for kind, method in (("namespaces", translator.upsert_namespace), ("pods", translator.upsert_pod),
-                         ("policies", translator.upsert_policy)):
-        for manifest in objects[kind]:
-            method(manifest)
+    for group, kind in (("namespaces", "Namespace"), ("pods", "Pod"), ("policies", "NetworkPolicy")):
+        for manifest in objects[group]:
+            translator.upsert(kind, manifest)
     translator.flush()
     # As the daemon does after its initial lists: the long-lived state leaves the collector's view,
     # so a collection during an event does not rescan a million objects.

@@ -40,7 +40,7 @@ def changes(objects: Dict[str, List[Dict[str, Any]]]) -> Dict[str, Manifests]:
     deleted = {"kind": "NetworkPolicy",
                "metadata": {"name": "default-deny", "namespace": target,
                             "annotations": {DELETE_ANNOTATION: DELETE_VALUE}}}
-    return {name: Manifests(network_policies=[manifest])
+    return {name: Manifests({"NetworkPolicy": [manifest]})
             for name, manifest in (("added", added), ("replaced", replaced), ("deleted", deleted))}
 
 
@@ -49,7 +49,9 @@ def main() -> int:
     parser.add_argument("--namespaces", type=int, default=300)
     args = parser.parse_args()
     objects = cluster(args.namespaces)
-    manifests = Manifests(objects["namespaces"], objects["pods"], objects["policies"])
+    manifests = Manifests({"Namespace": objects["namespaces"],
+                           "Pod": objects["pods"],
+                           "NetworkPolicy": objects["policies"]})
     print(f"cluster: {args.namespaces} namespaces, {len(objects['pods'])} pods, "
           f"{len(objects['policies'])} NetworkPolicies")
     for name, change in changes(objects).items():

@@ -59,10 +59,10 @@ def trace_one_event(demo: str) -> Tuple[Set[str], Counter, Counter]:
     reconciler = pipeline.connect(client)
     manifests = load_manifests([demo])
     cni = CniEmulator(client)
-    for pod in manifests.pods:
+    for pod in manifests.objects["Pod"]:
         cni.attach(pod)  # each pod's VM and VMI, as the CNI makes them
     dispatcher = pipeline.cache
-    for objects in (manifests.namespaces, manifests.pods, manifests.network_policies):
+    for objects in (manifests.objects["Namespace"], manifests.objects["Pod"], manifests.objects["NetworkPolicy"]):
         for obj in objects:
             dispatcher.on_event(RESOURCES[obj["kind"]], "ADDED", copy.deepcopy(obj))
     for name in pipeline.kinds.names():
@@ -70,7 +70,7 @@ def trace_one_event(demo: str) -> Tuple[Set[str], Counter, Counter]:
     reconciler.resync()
     reconciler.start()
     assert reconciler.wait_converged(60), "the demo did not converge"
-    modified = copy.deepcopy(manifests.network_policies[0])
+    modified = copy.deepcopy(manifests.objects["NetworkPolicy"][0])
     modified["spec"].setdefault("podSelector", {}).setdefault("matchLabels", {})["traced"] = "yes"
     modules: Set[str] = set()
     crossings: Counter = Counter()

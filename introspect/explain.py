@@ -149,8 +149,8 @@ def db_manifests(db: Database, pods: Optional[List[PodRecord]] = None) -> Manife
     cluster_policies = [c.manifest or {"kind": "ClusterNetworkPolicy",
                                        "metadata": {"name": c.name, "uid": c.uid}, "spec": c.spec}
                         for _name, c in sorted(db.cluster_network_policies.items())]
-    return Manifests(namespaces=namespaces, pods=[_pod_manifest(p) for p in chosen],
-                     network_policies=policies, cluster_network_policies=cluster_policies)
+    return Manifests({"Namespace": namespaces, "Pod": [_pod_manifest(p) for p in chosen],
+                      "NetworkPolicy": policies, "ClusterNetworkPolicy": cluster_policies})
 
 
 def db_explainer(db: Database, cluster_name: str, semantics: str = KUBERNETES) -> ExplainFn:

@@ -76,8 +76,7 @@ def pod_detail(snapshot: Snapshot, namespace: str, name: str) -> Optional[Row]:
         return None
     # Every namespace and policy, but only this pod: a peer is matched against this pod alone.
     manifests = db_manifests(db, [record])
-    model = KubernetesModel.build(manifests.namespaces, manifests.pods, manifests.network_policies,
-                                  manifests.cluster_network_policies)
+    model = KubernetesModel.of(manifests.objects)
     pod = model.pod(namespace, name)
     endpoint = Endpoint(pod, pod.ip if pod else None)
     selected_by: List[Row] = []

@@ -55,10 +55,7 @@ def main(args: argparse.Namespace) -> int:
     translator_log.setLevel(logging.ERROR)  # its rejections come back below, if they concern us
     try:
         manifests = load_manifests(args.paths)
-        translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
-                                cluster_name=args.cluster_name,
-                                cluster_network_policies=manifests.cluster_network_policies,
-                                semantics=args.semantics)
+        translation = translate(manifests.objects, cluster_name=args.cluster_name, semantics=args.semantics)
         result = Explainer(translation.to_dict(), manifests, args.cluster_name,
                            translation.selectors, semantics=args.semantics).explain(
             args.source, args.destination, args.port, args.protocol)

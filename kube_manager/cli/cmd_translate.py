@@ -61,9 +61,6 @@ def _translate(args: argparse.Namespace) -> int:
     except ManifestError as exc:
         print(f"contrail-kube-manager translate: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
-                            cluster_name=args.cluster_name,
-                            cluster_network_policies=manifests.cluster_network_policies,
-                            semantics=args.semantics)
+    translation = translate(manifests.objects, cluster_name=args.cluster_name, semantics=args.semantics)
     write_out(render(translation, args.output))
     return 0

@@ -43,18 +43,9 @@ class ExplainError(ValueError):
 class ManifestSet(Protocol):
     """What explain needs of the manifests (kube_manager.offline.manifests.Manifests fits)."""
 
-    # Read-only properties, so a class holding lists of dicts (as Manifests does) fits.
+    # A read-only property, so a class holding lists of dicts by kind (as Manifests does) fits.
     @property
-    def namespaces(self) -> Sequence[Mapping[str, Any]]: ...
-
-    @property
-    def pods(self) -> Sequence[Mapping[str, Any]]: ...
-
-    @property
-    def network_policies(self) -> Sequence[Mapping[str, Any]]: ...
-
-    @property
-    def cluster_network_policies(self) -> Sequence[Mapping[str, Any]]: ...
+    def objects(self) -> Mapping[str, Sequence[Mapping[str, Any]]]: ...
 
 
 @dataclass(frozen=True)
@@ -141,9 +132,7 @@ class Explainer:
         self.semantics = semantics
         self.contrail = ContrailEvaluator(translation, cluster_name)
         self.cluster = self.contrail.application_tag.partition("=")[2]
-        self.kubernetes = KubernetesModel.build(
-            manifests.namespaces, manifests.pods, manifests.network_policies,
-            manifests.cluster_network_policies)
+        self.kubernetes = KubernetesModel.of(manifests.objects)
         self.selectors: Mapping[str, Any] = selectors or {}
         self._order = _policy_order(translation, self.contrail.policy_rank)
 

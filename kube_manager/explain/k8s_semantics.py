@@ -133,6 +133,12 @@ class KubernetesModel:
         self._cluster_rejected_whole: List[str] = []
 
     @classmethod
+    def of(cls, objects: Mapping[str, Iterable[Mapping[str, Any]]]) -> "KubernetesModel":
+        """The model of manifests by kind (as `translate()` takes them)."""
+        return cls.build(objects.get("Namespace", ()), objects.get("Pod", ()), objects.get("NetworkPolicy", ()),
+                         objects.get("ClusterNetworkPolicy", ()))
+
+    @classmethod
     def build(cls, namespaces: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]],
               network_policies: Iterable[Mapping[str, Any]],
               cluster_network_policies: Iterable[Mapping[str, Any]] = ()) -> "KubernetesModel":

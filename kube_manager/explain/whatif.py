@@ -60,9 +60,7 @@ def _key(kind: str, manifest: Mapping[str, Any]) -> ObjectKey:
 
 
 def _groups(manifests: Any) -> Dict[str, Sequence[Dict[str, Any]]]:
-    return {"Namespace": manifests.namespaces, "Pod": manifests.pods,
-            "NetworkPolicy": manifests.network_policies,
-            "ClusterNetworkPolicy": manifests.cluster_network_policies}
+    return {kind: manifests.objects.get(kind, ()) for kind in KINDS}
 
 
 def _is_deletion(manifest: Mapping[str, Any]) -> bool:
@@ -73,9 +71,9 @@ def _is_deletion(manifest: Mapping[str, Any]) -> bool:
 def apply_change(cluster: Any, change: Any) -> Tuple[Any, Set[ObjectKey]]:
     """The cluster with the change applied, and the keys of the objects the change touched.
 
-    `cluster` and `change` hold `namespaces`, `pods`, `network_policies` and
-    `cluster_network_policies` lists of manifests (kube_manager.offline.manifests.Manifests does); the
-    result is of the cluster's own type, built with those four keywords.
+    `cluster` and `change` hold lists of manifests by kind in `objects`
+    (kube_manager.offline.manifests.Manifests does); the result is of the cluster's own type, built
+    from such a mapping.
 
     Each Namespace, Pod, NetworkPolicy or ClusterNetworkPolicy in `change` is added, or replaces
     the cluster's object of the same kind, namespace and name; one carrying the annotation
@@ -100,9 +98,7 @@ def apply_change(cluster: Any, change: Any) -> Tuple[Any, Set[ObjectKey]]:
     lists: Dict[str, List[Dict[str, Any]]] = {kind: [] for kind in KINDS}
     for key, manifest in objects.items():
         lists[key[0]].append(manifest)
-    after = type(cluster)(namespaces=lists["Namespace"], pods=lists["Pod"],
-                          network_policies=lists["NetworkPolicy"],
-                          cluster_network_policies=lists["ClusterNetworkPolicy"])
+    after = type(cluster)(lists)
     return after, touched
 
 
@@ -135,15 +131,10 @@ class _State:
     """One side of the comparison: the translation's evaluator and the Kubernetes model."""
 
     def __init__(self, manifests: Any, cluster_name: str, semantics: str) -> None:
-        translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
-                                cluster_name=cluster_name,
-                                cluster_network_policies=manifests.cluster_network_policies,
-                                semantics=semantics).to_dict()
+        translation = translate(manifests.objects, cluster_name=cluster_name, semantics=semantics).to_dict()
         self.translation = translation
         self.contrail = ContrailEvaluator(translation, cluster_name)
-        self.kubernetes = KubernetesModel.build(manifests.namespaces, manifests.pods,
-                                                manifests.network_policies,
-                                                manifests.cluster_network_policies)
+        self.kubernetes = KubernetesModel.of(manifests.objects)
 
     def workload(self, end: "_End") -> Workload:
         if end.pod is None:

@@ -1,7 +1,8 @@
 """What every kind's handler shares: the records it writes and the translator it feeds.
 
 A handler (one per kind, see `kube_manager/kube/kinds.py`) turns the kind's watch events into the
-`Database` records of what Kubernetes said, which it alone writes, and into translator input. What
+`Database` records of what Kubernetes said, which it alone writes, and into translator input: the
+base class gives every event to the translator's source of its kind. What
 became of them (objects, errors, states) is the status book's (`kube_manager/status/`), fed
 downstream by the translator's change report and the reconciler's progress: a handler reads
 nothing back after a flush and is never called by the reconciler.
@@ -84,6 +85,14 @@ class Handler:
 
     def key(self, obj: Mapping[str, Any]) -> Key:
         return namespaced_key(obj)
+
+    def upsert(self, obj: Dict[str, Any]) -> None:
+        """The object goes to the translator's source of the kind; a kind with records writes
+        them first."""
+        self.translator.upsert(self.kind, obj)
+
+    def delete(self, obj: Dict[str, Any]) -> None:
+        self.translator.delete(self.kind, *self.key(obj))
 
     def failed(self, obj: Dict[str, Any], exc: Exception) -> None:
         """Rejected with the exception (logged once, with its name), shown on the pages."""

@@ -71,12 +71,12 @@ class ClusterNetworkPolicyHandler(Handler):
         record.generation = generation_of(obj)
         record.tier = tier if isinstance(tier, str) else ""
         record.priority = priority if isinstance(priority, int) and not isinstance(priority, bool) else None
-        self.translator.set_cluster_network_policy(obj)
+        super().upsert(obj)
 
     def delete(self, obj: Dict[str, Any]) -> None:
         name = self.key(obj)[1]
         record = self.db.cluster_network_policies.pop(name, None)
-        self.translator.remove_cluster_network_policy(name)
+        super().delete(obj)
         if record is not None:
             log.info("ClusterNetworkPolicy deleted", extra=kv(name=name))
 

@@ -35,12 +35,12 @@ class NamespaceHandler(Handler):
         meta = metadata(obj)
         name = self.key(obj)[1]
         self.db.namespaces[name] = NamespaceRecord(str(meta.get("uid") or ""), name, dict(mapping(meta.get("labels"))))
-        self.translator.upsert_namespace(obj)
+        super().upsert(obj)
 
     def delete(self, obj: Dict[str, Any]) -> None:
         name = self.key(obj)[1]
         self.db.namespaces.pop(name, None)
-        self.translator.delete_namespace(name)
+        super().delete(obj)
 
 
 KIND = Kind(NAMESPACES, lambda api: client.CoreV1Api(api).list_namespace, trim_namespace, validate_namespace,

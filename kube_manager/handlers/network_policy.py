@@ -43,12 +43,12 @@ class NetworkPolicyHandler(Handler):
         record.spec = spec if isinstance(spec, dict) else {}
         record.manifest = obj
         record.generation = generation_of(obj)
-        self.translator.upsert_policy(obj)
+        super().upsert(obj)
 
     def delete(self, obj: Dict[str, Any]) -> None:
         key = self.key(obj)
         record = self.db.network_policies.pop(key, None)
-        self.translator.delete_policy(*key)
+        super().delete(obj)
         if record is not None:
             log.info("NetworkPolicy deleted", extra=kv(namespace=key[0], name=key[1]))
 

@@ -49,7 +49,7 @@ class PodHandler(Handler):
         record.ip = ip if isinstance(ip, str) else None
         record.manifest = obj
         record.labels = labels = dict(mapping(meta.get("labels")))
-        self.translator.upsert_pod(obj)
+        super().upsert(obj)
         # The translator's labels where equal, instead of a copy of the record's own (17 MB at
         # XLarge); a rejected pod keeps its own.
         held = self.translator.pod_labels(*key)
@@ -59,7 +59,7 @@ class PodHandler(Handler):
     def delete(self, obj: Dict[str, Any]) -> None:
         key = self.key(obj)
         self.db.pods.pop(key, None)
-        self.translator.delete_pod(*key)
+        super().delete(obj)
 
 
 KIND = Kind(PODS, lambda api: client.CoreV1Api(api).list_pod_for_all_namespaces, trim_pod, validate_namespaced,

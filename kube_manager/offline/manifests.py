@@ -34,25 +34,30 @@ class ManifestError(Exception):
     """A manifest file that cannot be read or parsed; the message (one line) names the file."""
 
 
-KINDS_READ = ("Namespace", "Pod", "NetworkPolicy", "ClusterNetworkPolicy")
+KINDS_READ = ("Namespace", "Pod", "NetworkPolicy", "ClusterNetworkPolicy")  # the translator's kinds
 NAMESPACED = ("Pod", "NetworkPolicy")
 
 
 @dataclass
 class Manifests:
-    """The objects found in a set of manifest files, in file order.
+    """The objects found in a set of manifest files, by kind (each of `KINDS_READ`, the input of
+    `translate()`), each kind's in file order.
 
     What is not read (a document that is not an object, another kind, a misspelt one) is skipped,
     and an object given again (same kind, namespace and name) replaces the earlier copy in place:
     each is one line in `notes` (SPEC 8), for the command to report."""
 
-    namespaces: List[Dict[str, Any]] = field(default_factory=list)
-    pods: List[Dict[str, Any]] = field(default_factory=list)
-    network_policies: List[Dict[str, Any]] = field(default_factory=list)
-    cluster_network_policies: List[Dict[str, Any]] = field(default_factory=list)  # cluster-scoped
+    objects: Dict[str, List[Dict[str, Any]]] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
     # (kind, namespace, name) -> (position in its list, where it was given)
     _seen: Dict[Tuple[str, str, str], Tuple[int, str]] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        """Every kind read has its list (empty when none is given); no other kind has one."""
+        unknown = set(self.objects).difference(KINDS_READ)
+        if unknown:
+            raise ValueError(f"manifests of kinds not read: {', '.join(sorted(unknown))}")
+        self.objects = {kind: self.objects.get(kind, []) for kind in KINDS_READ}
 
     def add(self, obj: Any, where: str = "a document") -> None:
         if obj is None:
@@ -65,12 +70,7 @@ class Manifests:
             for number, item in enumerate(obj.get("items") or [], 1):
                 self.add(item, f"{where}, item {number}")
             return
-        target = {
-            "Namespace": self.namespaces,
-            "Pod": self.pods,
-            "NetworkPolicy": self.network_policies,
-            "ClusterNetworkPolicy": self.cluster_network_policies,
-        }.get(kind) if isinstance(kind, str) else None
+        target = self.objects.get(kind) if isinstance(kind, str) else None
         if target is None or not isinstance(kind, str):
             self.notes.append(f"{where}: {_kind_problem(kind)}; skipped")
             return

@@ -222,10 +222,11 @@ class Daemon:
             runner.store.add_listener(cni.on_event)
         if manifests is not None:
             runner.store.load(manifests)  # after the CNI listens, so every pod gets its VM
+            objects = manifests.objects
             log.info("emulated API server loaded", extra=kv(
-                namespaces=len(manifests.namespaces), pods=len(manifests.pods),
-                network_policies=len(manifests.network_policies),
-                cluster_network_policies=len(manifests.cluster_network_policies)))
+                namespaces=len(objects["Namespace"]), pods=len(objects["Pod"]),
+                network_policies=len(objects["NetworkPolicy"]),
+                cluster_network_policies=len(objects["ClusterNetworkPolicy"])))
         return runner.url
 
     def _start_watchers(self, emulated_url: Optional[str]) -> Any:

@@ -25,7 +25,7 @@ from .protocol import Key, ObjectStates, ObjKey, PolicyObserver, PolicyStatusLis
 
 # What an event did to an object (`applied`).
 UPSERTED, DELETED, FAILED = "upserted", "deleted", "failed"
-_NAMESPACE, _POD = "Namespace", "Pod"
+_POD = "Pod"
 
 
 class StatusBook:
@@ -52,8 +52,8 @@ class StatusBook:
 
     def applied(self, kind: str, key: Key, event: str) -> None:
         """An event of `kind` (the Kubernetes kind) was applied to `key`, after its handler."""
-        if event == FAILED or kind == _NAMESPACE:
-            self._errors_stale = True  # a refusal; or rare: a namespace created or relabelled
+        if event == FAILED:
+            self._errors_stale = True  # a refusal
         if kind == _POD:
             self._errors_stale |= key in self._rejected.get(kind, ())  # fixed, or gone
             if event == UPSERTED:
@@ -64,6 +64,8 @@ class StatusBook:
         elif kind == self.cluster_network_policies.kind:
             self.cluster_network_policies.touched(key[1])
             self._errors_stale |= event == DELETED
+        else:  # rare: a namespace created or relabelled; and a kind without a book of its own
+            self._errors_stale = True
         if event == DELETED and kind in (self.network_policies.kind, self.cluster_network_policies.kind):
             for observer in self.observers:
                 observer.policy_forgotten(kind, key)

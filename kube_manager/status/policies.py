@@ -3,8 +3,8 @@
 One `PolicyBook` per policy kind (NetworkPolicies, ClusterNetworkPolicies), fed downstream only:
 - `touched` by the event dispatcher for each policy an event upserted, deleted or failed;
 - `translated` after each translator flush, with the keys its change report names: the objects
-  and errors of those policies and of the touched ones are read from the translator's pure reads
-  (what the flush just decided), and the book keeps which objects are whose;
+  and errors of those policies and of the touched ones are read from the translator's one pure
+  read, `status_of` (what the flush just decided), and the book keeps which objects are whose;
 - `progressed` by the reconciler, with the objects whose write state may have changed and the
   read-only `ObjectStates` view that answers for them: the policies they belong to, and those
   refreshed since, take the state of their objects (any parked: parked; any retrying: retrying;
@@ -69,6 +69,16 @@ class PolicyBook(Generic[K, R]):
 
     def _read(self, key: K) -> Translated:
         """What the last flush decided for one policy."""
+        status = self._translator.status_of(self.kind, *self._identity(key))
+        if status is None:
+            return None, []  # unknown (deleted: only its objects are forgotten)
+        errors = list(status.errors)  # the translator logs them
+        if status.firewall_policy is None:
+            return None, errors
+        return (status.firewall_policy, status.rules + status.deny_rules), errors
+
+    def _identity(self, key: K) -> Tuple[str, str]:
+        """The policy's (namespace, name), as the translator knows it."""
         raise NotImplementedError
 
     def _refresh(self, key: K) -> None:
@@ -165,12 +175,8 @@ class NetworkPolicyBook(PolicyBook[Key, PolicyRecord]):
 
     kind = "NetworkPolicy"
 
-    def _read(self, key: Key) -> Translated:
-        objects = self._translator.policy_objects(*key)
-        errors = list(self._translator.policy_errors(*key))  # the translator logs them
-        if objects is None:
-            return None, errors
-        return (objects.firewall_policy, objects.rules + objects.deny_rules), errors
+    def _identity(self, key: Key) -> Tuple[str, str]:
+        return key
 
 
 class ClusterNetworkPolicyBook(PolicyBook[str, R]):
@@ -179,17 +185,8 @@ class ClusterNetworkPolicyBook(PolicyBook[str, R]):
 
     kind = "ClusterNetworkPolicy"
 
-    def _read(self, name: str) -> Translated:
-        if name not in self._records:
-            return None, []  # deleted: only its objects are forgotten
-        status = self._translator.cluster_network_policy_status(name)
-        errors = list(status.errors) if status is not None else []
-        if status is None or status.firewall_policy is None:
-            # one rejected outside its source (a name the API server would refuse, a failure)
-            errors = errors or [error["reason"] for error in self._translator.errors()
-                                if error["kind"] == self.kind and error["name"] == name]
-            return None, errors
-        return (status.firewall_policy, status.rules + status.deny_rules), errors
+    def _identity(self, name: str) -> Tuple[str, str]:
+        return "", name
 
     def _unrendered_state(self, record: R) -> str:
         """Rejected whole, as its refresh said."""

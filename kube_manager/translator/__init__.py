@@ -4,7 +4,8 @@ No I/O, no network clients, no module state: `translate()` for a whole cluster a
 `translate` and `explain` commands), `ClusterTranslator` for the daemon's incremental updates.
 """
 from .changes import Changes, RefChange
-from .cluster import ClusterTranslator, PolicyObjects, cluster_name_problem
+from .cluster import ClusterTranslator, cluster_name_problem
+from .network_policies import PolicyObjects
 from .batch import translate
 from .translation import Translation
 

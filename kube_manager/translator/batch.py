@@ -8,25 +8,27 @@ from kube_manager.plumbing.gcpolicy import collector_paused
 from .cluster import ClusterTranslator
 from .translation import Translation
 
+# A cluster's manifests, by kind (`Namespace`, `Pod`, `NetworkPolicy`, `ClusterNetworkPolicy`).
+ManifestsByKind = Mapping[str, Iterable[Mapping[str, Any]]]
 
-def translate(namespaces: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]],
-              network_policies: Iterable[Mapping[str, Any]], *, cluster_name: str = "k8s",
-              owner: str = "k8s", cluster_network_policies: Iterable[Mapping[str, Any]] = (),
+
+def translate(manifests: ManifestsByKind, *, cluster_name: str = "k8s", owner: str = "k8s",
               semantics: str = "kubernetes") -> Translation:
-    """Translate plain manifests (as the API server returns them) in one go.
+    """Translate plain manifests (as the API server returns them) in one go, each kind in the
+    translator's order whatever the mapping's; KeyError for a kind the translator does not read.
 
     Equal, by construction, to a ClusterTranslator fed the same objects: it is one, without the
     change log the daemon needs. `semantics` is SPEC 14's `policy_semantics`.
     """
     with collector_paused():
         translator = ClusterTranslator(cluster_name, owner, track_changes=False, semantics=semantics)
-        for namespace in namespaces:
-            translator.upsert_namespace(namespace)
-        for pod in pods:
-            translator.upsert_pod(pod)
-        for policy in network_policies:
-            translator.upsert_policy(policy)
-        for cluster_policy in cluster_network_policies:
-            translator.set_cluster_network_policy(cluster_policy)
+        kinds = translator.kinds()
+        unknown = [kind for kind in manifests if kind not in kinds]
+        if unknown:
+            raise KeyError(f"no translator source for kind {unknown[0]!r} (there are: {', '.join(kinds)})")
+        upsert = translator.upsert
+        for kind in kinds:
+            for manifest in manifests.get(kind, ()):
+                upsert(kind, manifest)
         translator.flush()
         return translator.translation()

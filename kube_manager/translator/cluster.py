@@ -6,9 +6,11 @@ and marks what depends on it (`marks.py`); `flush()` re-renders the marked polic
 marked pods and reports what changed. Reads never flush: they answer for the state of the last
 flush. The rooms:
 
-- policy sources (`network_policies.py`, `cnp/source.py` for ClusterNetworkPolicies): parsed
-  policies in, renderings applied; each plugs in as one `PolicySource` in `_sources` and one kind
-  in `reject`;
+- kind sources (`kind_source.py`): one per Kubernetes kind, by kind in `_kinds` (`namespaces.py`,
+  `pods.py`, `network_policies.py`, `cnp/source.py` for ClusterNetworkPolicies); `upsert`, `delete`
+  and `reject` read, forget and refuse objects through them, the same way for every kind;
+- policy sources (the NetworkPolicy and ClusterNetworkPolicy sources, and the exact enforcement's
+  pair rules): renderings applied at each flush; each plugs in as one `PolicySource` in `_sources`;
 - `shared.py`: the tags and address groups policies share, reference-counted;
 - `podtags.py`: the tags each pod must carry;
 - `store.py`: the desired objects, the change log of every write, and the two objects that refer
@@ -25,35 +27,32 @@ from __future__ import annotations
 
 import re
 from operator import itemgetter
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Protocol, Tuple, TypeVar
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Tuple
 
 from kube_manager.plumbing.gcpolicy import collector_paused
 
 from .bodies import (ADDRESS_GROUP, APPLICATION_POLICY_SET, FIREWALL_POLICY, FIREWALL_RULE,
                      PASS, TAG, Body, BodyFactory, FqName, global_fq_name, sequenced_ref)
 from .changes import ChangeLog, Changes
-from .cnp.model import KIND as CNP_KIND
-from .cnp.parse import cnp_key, parse_cnp
 from .cnp.chain import ChainBuilder
-from .cnp.status import CnpStatus
 from .cnp.source import ClusterNetworkPolicies
 from .decode import SelectorView
-from .encoding import namespace_tag
 from .exact.isolation import Isolation
 from .exact.source import KUBERNETES, ExactEnforcement, semantics_problem
 from .exact.tiers import TierBlocks
 from .index import ClusterIndex, PodKey
-from .inputs import implicit_namespace, namespace_key, reported_key, parse_namespace, parse_pod
+from .kind_source import Emitted, KindSource, KindTable, Unrendered
 from .marks import Marks
-from .match_logging import MatchLogging, annotation_of
+from .match_logging import MatchLogging
 from .membership import SelectorMembership
-from .model import NamespaceInfo, ParsedPolicy, PodInfo
+from .model import PodInfo
+from .namespaces import NamespaceSource
 from .naming import (ALLOWALL_SEQUENCE, DENYALL_SEQUENCE, allowall_policy_name, denyall_policy_name,
                      rule_sequence)
-from .network_policies import POLICY_KIND, NetworkPolicies, PolicyObjects
+from .network_policies import NetworkPolicies
 from .parsecache import ParseCache
+from .pods import PodSource
 from .podtags import PodTags
-from .policy import parse_policy
 from .published import DesiredState
 from .rejections import Rejections
 from .render import PolicyRenderer
@@ -62,8 +61,6 @@ from .shared import SharedObjects
 from .store import DesiredObjects
 from .translation import Translation
 
-Parsed = TypeVar("Parsed", PodInfo, ParsedPolicy)
-NAMESPACE_KIND, POD_KIND = "Namespace", "Pod"
 _CLUSTER_NAME_RE = re.compile(r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 
 
@@ -88,8 +85,6 @@ class PolicySource(Protocol):
     def pod_changed(self, old: Optional[PodInfo], new: Optional[PodInfo]) -> None: ...
 
     def namespace_relabelled(self) -> None: ...
-
-    def errors(self) -> Iterable[Dict[str, str]]: ...
 
 
 class ClusterTranslator:
@@ -121,117 +116,60 @@ class ClusterTranslator:
         self._pod_tags = PodTags(self._index, self._shared, self._membership, renderer.application_tag,
                                  self._marks, self._log, isolation)
         self._rejections = Rejections()  # objects refused, by (kind, namespace, name)
-        self._explicit_namespaces: Dict[str, NamespaceInfo] = {}
-        self._namespace_users: Dict[str, int] = {}  # pods and policies of each namespace
         aps_refs, deny_refs = self._create_cluster_objects(renderer.application_tag)
         self._published = DesiredState(self._store.by_type, live=track_changes, pod_tags=self._pod_tags.tags)
         self._logging = MatchLogging()  # SPEC 15: which NetworkPolicy rules log their matches
+        namespaces = NamespaceSource(self._index, self._shared, self._membership, self._marks, self._parse_cache,
+                                     self._logging, self._namespace_relabelled, self._namespace_logging_changed)
         self._exact = ExactEnforcement(semantics, self._bodies, self._shared, self._store, aps_refs, isolation)
         self._store.commit_refs()  # its block is part of the empty cluster's objects
         self._network_policies = NetworkPolicies(renderer, self._index, self._shared, self._store, aps_refs,
                                                  deny_refs, self._rejections, self._marks, self._log,
-                                                 self._published, self._logging, self._exact.policy_applied)
+                                                 self._published, self._logging, self._parse_cache, namespaces,
+                                                 self._exact.policy_applied)
         blocks = TierBlocks(self._bodies, self._exact.emitter, self._shared, self._store, aps_refs,
                             (self._exact.ref_group, self._exact.unref_group))
         self._cluster_policies = ClusterNetworkPolicies(ChainBuilder(renderer), self._index, self._shared, blocks,
                                                         self._exact, self._marks, self._log)
         self._sources: Tuple[PolicySource, ...] = (self._network_policies, self._exact, self._cluster_policies)
+        # In the order a whole cluster is loaded: what others refer to first.
+        self._kinds = KindTable([namespaces, PodSource(self._index, namespaces, self._parse_cache, self._pod_changed),
+                                 self._network_policies, self._cluster_policies])
 
     # --- Kubernetes events --------------------------------------------------------------------
 
-    def upsert_namespace(self, manifest: Mapping[str, Any]) -> None:
+    def kinds(self) -> Tuple[str, ...]:
+        """The kinds read, in the order a whole cluster is loaded (what others refer to first)."""
+        return self._kinds.kinds()
+
+    def add_kind(self, source: KindSource) -> None:
+        """Read one more kind, through `source` (its events go through `upsert`, `delete` and
+        `reject` like any other kind's; its errors join `errors()`)."""
+        self._kinds.add(source)
+
+    def upsert(self, kind: str, manifest: Mapping[str, Any]) -> None:
+        """An object of `kind` was added or changed. One that cannot be read replaces any earlier
+        state of it by a rejection; one read clears its earlier rejection. KeyError for a kind
+        without a source."""
+        source = self._kinds[kind]
         try:
-            namespace = parse_namespace(manifest, self._parse_cache)
+            identity = source.upsert(manifest)
         except Exception as exc:  # InvalidInput, or a bug confined to this object
-            self.reject(NAMESPACE_KIND, "", namespace_key(manifest), exc)
-            return
-        self._rejections.discard((NAMESPACE_KIND, "", namespace.name))
-        self._explicit_namespaces[namespace.name] = namespace
-        self._sync_namespace(namespace.name)
-        if self._logging.set_namespace(namespace.name, annotation_of(manifest)):
-            self._network_policies.mark_namespace(namespace.name)
-
-    def delete_namespace(self, name: str) -> None:
-        self._rejections.discard((NAMESPACE_KIND, "", name))
-        self._remove_namespace(name)
-        if self._logging.set_namespace(name, None):
-            self._network_policies.mark_namespace(name)
-
-    def _remove_namespace(self, name: str) -> None:
-        if self._explicit_namespaces.pop(name, None) is not None:
-            self._sync_namespace(name)
-
-    def upsert_pod(self, manifest: Mapping[str, Any]) -> None:
-        pod = self._parse_namespaced(POD_KIND, parse_pod, manifest)
-        if pod is None:
-            return
-        old = self._index.put_pod(pod)
-        if old is None:
-            self._use_namespace(pod.namespace, 1)
-        elif old == pod:
-            return
-        self._pod_changed(pod.key, old, pod)
-
-    def delete_pod(self, namespace: str, name: str) -> None:
-        self._rejections.discard((POD_KIND, namespace, name))
-        self._remove_pod(namespace, name)
-
-    def _remove_pod(self, namespace: str, name: str) -> None:
-        key = (namespace, name)
-        old = self._index.remove_pod(key)
-        if old is not None:
-            self._pod_changed(key, old, None)
-            self._use_namespace(namespace, -1)
-
-    def upsert_policy(self, manifest: Mapping[str, Any]) -> None:
-        policy = self._parse_namespaced(POLICY_KIND, parse_policy, manifest)
-        if policy is not None and self._network_policies.upsert(policy):
-            self._use_namespace(policy.namespace, 1)
-
-    def delete_policy(self, namespace: str, name: str) -> None:
-        self._rejections.discard((POLICY_KIND, namespace, name))
-        self._remove_policy(namespace, name)
-
-    def _remove_policy(self, namespace: str, name: str) -> None:
-        if self._network_policies.remove((namespace, name)):
-            self._use_namespace(namespace, -1)
-
-    def set_cluster_network_policy(self, manifest: Mapping[str, Any]) -> None:
-        """Add or replace a ClusterNetworkPolicy (SPEC 13); its tier is re-rendered at the next flush."""
-        try:
-            policy = parse_cnp(manifest)
-        except Exception as exc:  # InvalidInput (no valid name), or a bug confined to this object
-            self.reject(CNP_KIND, "", cnp_key(manifest), exc)
+            self.reject(kind, *source.identity(manifest), exc)
             return
         if self._rejections:
-            self._rejections.discard((CNP_KIND, "", policy.name))
-        self._cluster_policies.upsert(policy)
+            self._rejections.discard((kind,) + identity)
 
-    def remove_cluster_network_policy(self, name: str) -> None:
-        self._rejections.discard((CNP_KIND, "", name))
-        self._cluster_policies.remove(name)
-
-    def _parse_namespaced(self, kind: str, parser: Callable[[Any, ParseCache], Parsed],
-                          manifest: Mapping[str, Any]) -> Optional[Parsed]:
-        """Parse a pod or policy; one that cannot be read replaces any earlier state of its key by
-        a rejection."""
-        try:
-            parsed = parser(manifest, self._parse_cache)
-        except Exception as exc:  # InvalidInput, or a bug confined to this object
-            self.reject(kind, *reported_key(manifest), exc)
-            return None
-        if self._rejections:
-            self._rejections.discard((kind,) + parsed.key)
-        return parsed
+    def delete(self, kind: str, namespace: str, name: str) -> None:
+        """An object of `kind` was deleted (namespace "" when cluster-scoped)."""
+        source = self._kinds[kind]
+        self._rejections.discard((kind, namespace, name))
+        source.remove(namespace, name)
 
     def reject(self, kind: str, namespace: str, name: str, exc: Exception) -> None:
         """Forget the object and record it as rejected because of `exc` (logged once). The daemon
         calls this too, when handling the object failed outside the translator."""
-        remove = {NAMESPACE_KIND: lambda: self._remove_namespace(name),
-                  POD_KIND: lambda: self._remove_pod(namespace, name),
-                  POLICY_KIND: lambda: self._remove_policy(namespace, name),
-                  CNP_KIND: lambda: self._cluster_policies.remove(name)}[kind]
-        remove()
+        self._kinds[kind].remove(namespace, name)
         self._rejections.add((kind, namespace, name), exc)
 
     # --- flushing -----------------------------------------------------------------------------
@@ -273,24 +211,21 @@ class ClusterTranslator:
         pod = self._index.pods.get((namespace, name))
         return pod.labels if pod is not None else None
 
-    def policy_errors(self, namespace: str, name: str) -> Tuple[str, ...]:
-        return self._network_policies.errors_of((namespace, name))
-
-    def policy_objects(self, namespace: str, name: str) -> Optional[PolicyObjects]:
-        """The objects of one NetworkPolicy; None when it is unknown or rejected whole."""
-        return self._network_policies.objects_of((namespace, name))
-
-    def cluster_network_policy_status(self, name: str) -> Optional[CnpStatus]:
-        """What the named ClusterNetworkPolicy emitted (its firewall policy, Accept rules, Deny
-        rules) and its errors; None when it is unknown (one without a valid name is only in
-        `errors()`)."""
-        return self._cluster_policies.status(name)
+    def status_of(self, kind: str, namespace: str, name: str) -> Optional[Emitted]:
+        """What one object emitted and its errors (a NetworkPolicy's objects are `PolicyObjects`);
+        its rejection's reason when it was rejected whole; None when it is unknown or emits no
+        policy of its own."""
+        source = self._kinds[kind]
+        reason = self._rejections.get((kind, namespace, name))
+        if reason is not None:
+            return Unrendered((reason,))
+        return source.status(namespace, name)
 
     def errors(self) -> List[Dict[str, str]]:
-        """Every rejection and unresolved named port, sorted by kind, namespace and name."""
+        """Every rejection and every error of the objects read, sorted by kind, namespace and name."""
         errors = [{"kind": kind, "namespace": namespace, "name": name, "reason": reason}
                   for (kind, namespace, name), reason in self._rejections.items()]
-        for source in self._sources:
+        for source in self._kinds.sources():
             errors.extend(source.errors())
         errors.sort(key=lambda e: (e["kind"], e["namespace"], e["name"]))
         return errors
@@ -360,40 +295,14 @@ class ClusterTranslator:
         self._store.commit_refs()
         return aps_refs, deny_refs
 
-    # --- namespaces and pods ------------------------------------------------------------------
+    # --- what pods and namespaces change -----------------------------------------------------
 
-    def _use_namespace(self, name: str, delta: int) -> None:
-        count = self._namespace_users.get(name, 0) + delta
-        if count:
-            self._namespace_users[name] = count
-        else:
-            self._namespace_users.pop(name, None)
-        if count <= 1:  # the namespace may have appeared or disappeared
-            self._sync_namespace(name)
+    def _namespace_relabelled(self) -> None:
+        for source in self._sources:
+            source.namespace_relabelled()
 
-    def _sync_namespace(self, name: str) -> None:
-        """Make the index hold what is known of namespace `name`: its manifest, the implicit
-        namespace of its pods and policies (SPEC 8), or nothing."""
-        wanted = self._explicit_namespaces.get(name)
-        if wanted is None and name in self._namespace_users:
-            wanted = implicit_namespace(name)
-        current = self._index.namespaces.get(name)
-        if current == wanted:
-            return
-        if wanted is None:
-            self._index.remove_namespace(name)
-            self._shared.unref_tag(namespace_tag(name))
-            return
-        self._index.put_namespace(wanted)
-        if current is None:
-            self._shared.ref_tag(namespace_tag(name), None)
-        if current is not None and current.labels != wanted.labels:
-            self._membership.namespace_changed(name)
-            pods = self._index.namespace_pods(name)
-            self._marks.mark_pods(pods)
-            if pods:
-                for source in self._sources:
-                    source.namespace_relabelled()
+    def _namespace_logging_changed(self, name: str) -> None:
+        self._network_policies.mark_namespace(name)
 
     def _pod_changed(self, key: PodKey, old: Optional[PodInfo], new: Optional[PodInfo]) -> None:
         self._membership.pod_changed(key, new)

@@ -9,7 +9,7 @@ and the policies to re-render when the pods whose named ports they resolved chan
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterator, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Set, Tuple
 
 from kube_manager.plumbing.kvlog import kv
 
@@ -17,11 +17,16 @@ from .bodies import FqName
 from .changes import ChangeLog
 from .collisions import NameRegistry
 from .index import ClusterIndex
+from .inputs import reported_key
+from .kind_source import Emitted, Identity, Unrendered
 from .match_logging import MatchLogging
 from .marks import Marks, PolicyKey
 from .model import ParsedPolicy, PodInfo, PodScope
 from .published import DesiredState
+from .namespaces import NamespaceSource
 from .naming import collision_label
+from .parsecache import ParseCache
+from .policy import parse_policy
 from .rejections import Rejections, describe_object, object_logger
 from .render import PolicyRenderer, PolicyRendering
 from .sequenced import SequencedRefs
@@ -58,6 +63,8 @@ class NetworkPolicies:
     _log: ChangeLog
     _published: DesiredState  # its deny rules' owners and its tags, for the reconciler
     _logging: MatchLogging  # the namespaces' logging of matches, applied to each rendering
+    _parse_cache: ParseCache
+    _namespaces: NamespaceSource  # a policy is a user of its namespace
     # Told of every rendering applied (None: the policy is gone), for what depends on all of them.
     _on_applied: Optional[Callable[[PolicyKey, Optional[ParsedPolicy], Optional[PolicyRendering]], None]] = None
     _policies: Dict[PolicyKey, ParsedPolicy] = field(default_factory=dict, init=False)
@@ -71,22 +78,30 @@ class NetworkPolicies:
 
     # --- events -------------------------------------------------------------------------------
 
-    def upsert(self, policy: ParsedPolicy) -> bool:
-        """Record `policy` and mark it when it differs; whether it is new (its namespace gains a user)."""
+    kind = POLICY_KIND
+
+    def identity(self, manifest: Any) -> Identity:
+        return reported_key(manifest)
+
+    def upsert(self, manifest: Mapping[str, Any]) -> Identity:
+        """Record the policy and mark it when it differs."""
+        policy = parse_policy(manifest, self._parse_cache)
         key = policy.key  # (a property: a new tuple each time)
         old = self._policies.get(key)
         if old is not None and old.uid == policy.uid and old.spec_sha256 == policy.spec_sha256:
-            return False
+            return key
         self._policies[key] = policy
         self._marks.policies[key] = None
-        return old is None
+        if old is None:
+            self._namespaces.use(policy.namespace, 1)
+        return key
 
-    def remove(self, key: PolicyKey) -> bool:
-        """Forget the policy and mark it; whether it was known (its namespace loses a user)."""
-        if self._policies.pop(key, None) is None:
-            return False
-        self._marks.policies[key] = None
-        return True
+    def remove(self, namespace: str, name: str) -> None:
+        """Forget the policy and mark it."""
+        key = (namespace, name)
+        if self._policies.pop(key, None) is not None:
+            self._marks.policies[key] = None
+            self._namespaces.use(namespace, -1)
 
     def pod_changed(self, old: Optional[PodInfo], new: Optional[PodInfo]) -> None:
         """Mark the policies whose named ports may resolve differently now."""
@@ -107,20 +122,13 @@ class NetworkPolicies:
 
     # --- reads --------------------------------------------------------------------------------
 
-    def errors_of(self, key: PolicyKey) -> Tuple[str, ...]:
-        reason = self._rejections.get((POLICY_KIND,) + key)
-        if reason is not None:
-            return (reason,)
-        rendering = self._renderings.get(key)
-        if rendering is not None:
-            return rendering.errors
-        policy = self._policies.get(key)
-        return policy.errors if policy is not None else ()
-
-    def objects_of(self, key: PolicyKey) -> Optional[PolicyObjects]:
+    def status(self, namespace: str, name: str) -> Optional[Emitted]:
+        """Its objects (`PolicyObjects`), or, rendered not at all, its errors; None when unknown."""
+        key = (namespace, name)
         rendering = self._renderings.get(key)
         if rendering is None:
-            return None
+            policy = self._policies.get(key)
+            return Unrendered(policy.errors) if policy is not None else None
         return PolicyObjects(rendering.policy[0], rendering.rules,
                              tuple(fq for fq, _, _ in rendering.deny_rules),
                              tuple(sorted(rendering.address_groups)), tuple(sorted(rendering.tags)),

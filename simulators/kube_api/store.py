@@ -254,14 +254,15 @@ class KubeStore:
     def load(self, manifests: Manifests) -> None:
         """Apply every object of `manifests`; namespaces referred to but not given are created, so
         that the cluster matches what `translate` assumes for the same manifests."""
-        for namespace_obj in manifests.namespaces:
+        objects = manifests.objects
+        for namespace_obj in objects["Namespace"]:
             self.apply(namespace_obj)
-        for obj in list(manifests.pods) + list(manifests.network_policies):
+        for obj in list(objects["Pod"]) + list(objects["NetworkPolicy"]):
             namespace = (obj.get("metadata") or {}).get("namespace") or "default"
             if ("", namespace) not in self._objects[NAMESPACES.name]:
                 self.create({"kind": "Namespace", "metadata": {"name": namespace}})
             self.apply(obj)
-        for obj in manifests.cluster_network_policies:  # 404 without the CRD, as on a real cluster
+        for obj in objects["ClusterNetworkPolicy"]:  # 404 without the CRD, as on a real cluster
             self.apply(obj)
 
     def install_crd(self, resource: str) -> None:

@@ -82,13 +82,13 @@ def test_output_is_byte_identical_across_runs_and_hash_seeds(output):
 
 def test_input_order_does_not_change_the_translation():
     manifests = load_manifests([EXAMPLES])
-    expected = json.dumps(translate(manifests.namespaces, manifests.pods, manifests.network_policies).to_dict())
+    expected = json.dumps(translate(manifests.objects).to_dict())
     shuffle = random.Random(7).shuffle
     for _ in range(3):
-        lists = [list(manifests.namespaces), list(manifests.pods), list(manifests.network_policies)]
-        for items in lists:
+        lists = {kind: list(items) for kind, items in manifests.objects.items()}
+        for items in lists.values():
             shuffle(items)
-        assert json.dumps(translate(*lists).to_dict()) == expected
+        assert json.dumps(translate(lists).to_dict()) == expected
 
 
 def test_cluster_name_option(capsys):

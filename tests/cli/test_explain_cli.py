@@ -21,10 +21,10 @@ pytestmark = pytest.mark.slow  # seconds per test: out of the inner loop
 def manifest_dir(tmp_path: Path) -> Path:
     cluster = xyz_cluster(wiki_example_policies())
     (tmp_path / "cluster.yaml").write_text(
-        yaml.safe_dump_all(cluster.namespaces + cluster.pods), encoding="utf-8")
+        yaml.safe_dump_all(cluster.objects["Namespace"] + cluster.objects["Pod"]), encoding="utf-8")
     (tmp_path / "policies").mkdir()
     (tmp_path / "policies" / "list.yaml").write_text(yaml.safe_dump(
-        {"apiVersion": "v1", "kind": "List", "items": cluster.network_policies}), encoding="utf-8")
+        {"apiVersion": "v1", "kind": "List", "items": cluster.objects["NetworkPolicy"]}), encoding="utf-8")
     return tmp_path
 
 

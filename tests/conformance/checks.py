@@ -23,7 +23,7 @@ def address(end: str) -> str:
 
 
 def model_of(cluster: ManifestSet) -> KubernetesModel:
-    return KubernetesModel.build(cluster.namespaces, cluster.pods, cluster.network_policies)
+    return KubernetesModel.build(cluster.objects["Namespace"], cluster.objects["Pod"], cluster.objects["NetworkPolicy"])
 
 
 def endpoint(model: KubernetesModel, end: str) -> Endpoint:
@@ -141,9 +141,9 @@ class PairRun:
 def run_pairs(cluster: ManifestSet, per_policy: PerPolicy, translate: Callable[..., Any],
               probes: Sequence[Probe], semantics: str = "cluster-wide") -> PairRun:
     """Translate `cluster`, explain every ordered pair of ENDS for every probe, check each."""
-    translation = translate(copy.deepcopy(cluster.namespaces), copy.deepcopy(cluster.pods),
-                            copy.deepcopy(cluster.network_policies), cluster_name=CLUSTER,
-                            semantics=semantics).to_dict()
+    translation = translate({"Namespace": copy.deepcopy(cluster.objects["Namespace"]),
+                             "Pod": copy.deepcopy(cluster.objects["Pod"]),
+                             "NetworkPolicy": copy.deepcopy(cluster.objects["NetworkPolicy"])}, cluster_name=CLUSTER, semantics=semantics).to_dict()
     explainer = Explainer(translation, cluster, semantics=semantics)
     owners = policy_owners(translation)
     run = PairRun(translation)

@@ -35,12 +35,9 @@ def serve_ports() -> List[tuple]:
 
 def xyz_cluster(policies: Sequence[Dict[str, Any]] = ()) -> ManifestSet:
     """The upstream topology plus `policies`."""
-    return ManifestSet(
-        namespaces=[namespace(ns, ns=ns) for ns in NAMESPACES],
-        pods=[pod(ns, name, pod_ip(ns, name), {"pod": name}, serve_ports())
-              for ns in NAMESPACES for name in POD_NAMES],
-        network_policies=list(policies),
-    )
+    return Manifests({"Namespace": [namespace(ns, ns=ns) for ns in NAMESPACES],
+                      "Pod": [pod(ns, name, pod_ip(ns, name), {"pod": name}, serve_ports())
+              for ns in NAMESPACES for name in POD_NAMES], "NetworkPolicy": list(policies)})
 
 
 def wiki_example_policies() -> List[Dict[str, Any]]:

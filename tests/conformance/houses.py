@@ -150,6 +150,12 @@ class HouseCluster:
         return cls([p for p in policies if p["kind"] == "ClusterNetworkPolicy"],
                    [p for p in policies if p["kind"] == "NetworkPolicy"])
 
+    @property
+    def objects(self) -> Dict[str, List[Dict[str, Any]]]:
+        """The manifests by kind, as explain and `translate()` read them."""
+        return {"Namespace": self.namespaces, "Pod": self.pods, "NetworkPolicy": self.network_policies,
+                "ClusterNetworkPolicy": self.cluster_network_policies}
+
     def cnp(self, name: str) -> Dict[str, Any]:
         return next(p for p in self.cluster_network_policies if p["metadata"]["name"] == name)
 

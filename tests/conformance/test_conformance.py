@@ -27,11 +27,11 @@ from kube_manager.explain.explainer import CLUSTER_WIDE
 
 def manifests(case: Case, policies: Optional[Sequence[Dict[str, Any]]] = None) -> ManifestSet:
     cluster = xyz_cluster(case.policies if policies is None else policies)
-    for ns in cluster.namespaces:
+    for ns in cluster.objects["Namespace"]:
         name = ns["metadata"]["name"]
         if name in case.namespace_labels:
             ns["metadata"]["labels"] = dict(case.namespace_labels[name])
-    for pod in cluster.pods:
+    for pod in cluster.objects["Pod"]:
         key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
         if key in case.pod_labels:
             pod["metadata"]["labels"] = dict(case.pod_labels[key])

@@ -75,9 +75,7 @@ def test_the_tables_hold_every_upstream_probe():
 
 
 def explainer_of(cluster: HouseCluster) -> Explainer:
-    translation = translate(copy.deepcopy(cluster.namespaces), copy.deepcopy(cluster.pods),
-                            copy.deepcopy(cluster.network_policies), cluster_name="k8s",
-                            cluster_network_policies=copy.deepcopy(cluster.cluster_network_policies))
+    translation = translate(copy.deepcopy(cluster.objects), cluster_name="k8s")
     result = translation.to_dict()
     assert [e for e in result["errors"] if "nodes" not in e["reason"]] == [], result["errors"]
     return Explainer(result, cluster, "k8s", translation.selectors)

@@ -164,13 +164,14 @@ def test_an_invalid_policy_is_reported_and_everything_else_converges(shared):
 def test_a_host_network_pod_is_never_tagged_and_once_still_exits_0():
     node_agent = pod("ops", "node-agent", "192.168.0.10", app="monitor", ports=HTTP_8080)
     node_agent["spec"]["hostNetwork"] = True  # the CNI never gives it a VM
-    manifests = Manifests(namespaces=BASE.namespaces, pods=BASE.pods + [node_agent],
-                          network_policies=BASE.network_policies)
+    manifests = Manifests({"Namespace": BASE.objects["Namespace"],
+                           "Pod": BASE.objects["Pod"] + [node_agent],
+                           "NetworkPolicy": BASE.objects["NetworkPolicy"]})
     environment = Environment(manifests, late=lambda p: bool(p["spec"].get("hostNetwork")))
     try:
         daemon = environment.start_daemon("--once")
         assert daemon.wait_exit(60) == 0, "\n".join(daemon.log()[-20:])
         converged = [line for line in daemon.log() if "msg=converged" in line]
-        assert converged and f"tagged={len(BASE.pods)} " in converged[0]
+        assert converged and f"tagged={len(BASE.objects['Pod'])} " in converged[0]
     finally:
         environment.close()

@@ -18,7 +18,7 @@ NS = [namespace("shop", team="shop"), namespace("ops", team="ops"), namespace("t
 PODS = [pod("shop", "web", "10.1.0.1", app="web", ports=HTTP_8080),
         pod("ops", "monitor", "10.2.0.1", app="monitor", ports=HTTP_8080),
         pod("tenant", "client", "10.3.0.1", app="client", ports=HTTP_8080)]
-BASE = Manifests(namespaces=NS, pods=PODS)
+BASE = Manifests({"Namespace": NS, "Pod": PODS})
 SHOP = {"namespaces": {"matchLabels": {"team": "shop"}}}
 
 

@@ -12,11 +12,10 @@ from tests.support.builders import HTTP_8080, allow_from, namespace, pod, policy
 
 BAD_TYPES = policy("shop", "bad-types", {"podSelector": {}, "policyTypes": [["Ingress"]]})
 BAD_TYPES_REASON = "spec.policyTypes[0]: expected a string, got list; the policy is rejected whole"
-CLUSTER = Manifests(
-    namespaces=[namespace("shop", team="shop"), namespace("ops", team="ops")],
-    pods=[pod("shop", "web", "10.1.0.1", app="web", ports=HTTP_8080), pod("shop", "api", "10.1.0.2", app="api", ports=HTTP_8080)],
-    network_policies=[policy("shop", "api-from-web", allow_from("web", "api", 8080)), BAD_TYPES,
-                      policy("ops", "deny-all", {"podSelector": {}})])
+CLUSTER = Manifests({"Namespace": [namespace("shop", team="shop"), namespace("ops", team="ops")],
+                     "Pod": [pod("shop", "web", "10.1.0.1", app="web", ports=HTTP_8080), pod("shop", "api", "10.1.0.2", app="api", ports=HTTP_8080)],
+                     "NetworkPolicy": [policy("shop", "api-from-web", allow_from("web", "api", 8080)), BAD_TYPES,
+                      policy("ops", "deny-all", {"podSelector": {}})]})
 
 
 def shown_policies(daemon, wanted):

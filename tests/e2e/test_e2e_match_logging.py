@@ -18,13 +18,12 @@ from tests.support.status_support import conditions, events_about
 from tests.support.waiting import wait_until
 
 SHOP = namespace("shop", team="shop")
-BASE = Manifests(namespaces=[SHOP, namespace("ops", team="ops")],
-                 pods=[pod("shop", "web", "10.1.0.1", app="web", ports=HTTP_8080),
+BASE = Manifests({"Namespace": [SHOP, namespace("ops", team="ops")],
+                  "Pod": [pod("shop", "web", "10.1.0.1", app="web", ports=HTTP_8080),
                        pod("shop", "api", "10.1.0.2", app="api", ports=HTTP_8080),
-                       pod("ops", "monitor", "10.2.0.1", app="monitor", ports=HTTP_8080)],
-                 network_policies=[policy("shop", "api-from-web", allow_from("web", "api", 8080)),
+                       pod("ops", "monitor", "10.2.0.1", app="monitor", ports=HTTP_8080)], "NetworkPolicy": [policy("shop", "api-from-web", allow_from("web", "api", 8080)),
                                    policy("shop", "web-from-api", allow_from("api", "web", 8080)),
-                                   policy("ops", "monitor-from-web", allow_from("web", "monitor", 8080))])
+                                   policy("ops", "monitor-from-web", allow_from("web", "monitor", 8080))]})
 FqName = Tuple[str, ...]
 
 
@@ -97,8 +96,10 @@ def block_rules(env: Environment, action: str) -> Set[str]:
 
 def decided(value: str) -> Set[str]:
     """The rules `translate` logs with GUARD annotated `value` (the same objects as the daemon's)."""
-    result = translate(BASE.namespaces, BASE.pods, BASE.network_policies,
-                       cluster_network_policies=[annotated(GUARD, value), FLOOR]).to_dict()
+    result = translate({"Namespace": BASE.objects["Namespace"],
+                        "Pod": BASE.objects["Pod"],
+                        "NetworkPolicy": BASE.objects["NetworkPolicy"],
+                        "ClusterNetworkPolicy": [annotated(GUARD, value), FLOOR]}).to_dict()
     return {rule["fq_name"][-1] for rule in result["firewall_rules"] if rule["action_list"].get("log")}
 
 

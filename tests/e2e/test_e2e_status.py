@@ -15,10 +15,9 @@ from tests.support.status_support import (conditions, count_of, events, events_a
                                           status_writes)
 from tests.support.waiting import wait_until
 
-BASE = Manifests(namespaces=[namespace("shop", team="shop"), namespace("ops", team="ops")],
-                 pods=[pod("shop", "web", "10.1.0.1", app="web", ports=HTTP_8080),
-                       pod("shop", "api", "10.1.0.2", app="api", ports=HTTP_8080)],
-                 network_policies=[policy("shop", "api-from-web", allow_from("web", "api", 8080))])
+BASE = Manifests({"Namespace": [namespace("shop", team="shop"), namespace("ops", team="ops")],
+                  "Pod": [pod("shop", "web", "10.1.0.1", app="web", ports=HTTP_8080),
+                       pod("shop", "api", "10.1.0.2", app="api", ports=HTTP_8080)], "NetworkPolicy": [policy("shop", "api-from-web", allow_from("web", "api", 8080))]})
 BAD_CIDR = "10.9.0.0/33"
 
 
@@ -185,8 +184,9 @@ def test_an_events_api_that_hangs_delays_no_config_api_write(env: Environment) -
 
 def test_a_standby_writes_no_event_and_no_status_and_a_new_leader_reports_what_stands() -> None:
     from tests.support.leader_support import ElectionRig
-    rig = ElectionRig(Manifests(namespaces=BASE.namespaces, pods=BASE.pods,
-                                network_policies=[with_bad_peer("partly-bad")]))
+    rig = ElectionRig(Manifests({"Namespace": BASE.objects["Namespace"],
+                                 "Pod": BASE.objects["Pod"],
+                                 "NetworkPolicy": [with_bad_peer("partly-bad")]}))
     try:
         rig.env.apply(guard_shop(ACCEPT_OPS, DENY_BAD_NETWORK))
         first, second = rig.start(2)

@@ -16,10 +16,9 @@ from tests.support.leader_support import SHORT, ElectionRig, log_time, parse_tim
 from tests.support.builders import HTTP_8080, allow_from, namespace, pod, policy
 from vnc_client.transport import USER_AGENT
 
-BASE = Manifests(
-    namespaces=[namespace("shop", team="shop")],
-    pods=[pod("shop", "web", "10.1.0.1", app="web", ports=HTTP_8080), pod("shop", "api", "10.1.0.2", app="api", ports=HTTP_8080)],
-    network_policies=[policy("shop", "api-from-web", allow_from("web", "api", 8080))])
+BASE = Manifests({"Namespace": [namespace("shop", team="shop")],
+                  "Pod": [pod("shop", "web", "10.1.0.1", app="web", ports=HTTP_8080), pod("shop", "api", "10.1.0.2", app="api", ports=HTTP_8080)],
+                  "NetworkPolicy": [policy("shop", "api-from-web", allow_from("web", "api", 8080))]})
 
 
 SEND_MARGIN = 0.2  # a request the gate passed just before the deadline, slowed by a loaded machine

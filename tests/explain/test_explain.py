@@ -24,12 +24,10 @@ Y_A = [APP, "namespace=y", "pod=a"]
 
 
 def manifests() -> ManifestSet:
-    return ManifestSet(
-        namespaces=[namespace("x", ns="x"), namespace("y", ns="y")],
-        pods=[pod("x", "a", "10.244.1.10", {"pod": "a"}), pod("x", "b", "10.244.1.11", {"pod": "b"}),
+    return ManifestSet({"Namespace": [namespace("x", ns="x"), namespace("y", ns="y")],
+                        "Pod": [pod("x", "a", "10.244.1.10", {"pod": "a"}), pod("x", "b", "10.244.1.11", {"pod": "b"}),
               pod("y", "a", "10.244.2.10", {"pod": "a"}), pod("y", "twin", "10.244.2.10", {"pod": "t"}),
-              pod("y", "new", "10.244.2.99", {"pod": "n"})],
-        network_policies=wiki_example_policies())
+              pod("y", "new", "10.244.2.99", {"pod": "n"})], "NetworkPolicy": wiki_example_policies()})
 
 
 def contrail() -> Dict[str, Any]:

@@ -33,7 +33,9 @@ def cluster(policies: List[Dict[str, Any]]) -> ManifestSet:
         ns, name = key.split("/")
         ports = {"x/c": [], "z/c": SWAPPED}.get(key, serve_ports())
         pods.append(pod(ns, name, pod_ip(ns, name), labels, ports))
-    return ManifestSet([namespace(n, **NAMESPACE_LABELS[n]) for n in NAMESPACES], pods, list(policies))
+    return ManifestSet({"Namespace": [namespace(n, **NAMESPACE_LABELS[n]) for n in NAMESPACES],
+                        "Pod": pods,
+                        "NetworkPolicy": list(policies)})
 
 
 def selector(keys: List[str], values: List[str]) -> st.SearchStrategy:

@@ -28,14 +28,12 @@ def cnp(name: str, tier: str, subject_ns: str, direction: str, action: str, peer
 
 def cluster(cnps: Sequence[Dict[str, Any]], nps: Sequence[Dict[str, Any]] = ()) -> ManifestSet:
     base = xyz_cluster(list(nps))
-    base.cluster_network_policies = list(cnps)
+    base.objects["ClusterNetworkPolicy"] = list(cnps)
     return base
 
 
 def explain(manifests: ManifestSet, src: str, dst: str, port: int = 80) -> Dict[str, Any]:
-    translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
-                            cluster_name="k8s",
-                            cluster_network_policies=manifests.cluster_network_policies)
+    translation = translate(manifests.objects, cluster_name="k8s")
     return Explainer(translation.to_dict(), manifests, "k8s", translation.selectors).explain(
         src, dst, port, "TCP")
 
@@ -126,7 +124,7 @@ def test_the_trace_marks_rules_after_the_tiers_first_match_as_not_reached():
 
 def test_explain_reads_cluster_network_policies_from_manifests(tmp_path: Path, capsys):
     base = xyz_cluster()
-    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(base.namespaces + base.pods),
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(base.objects["Namespace"] + base.objects["Pod"]),
                                            encoding="utf-8")
     (tmp_path / "cnp.yaml").write_text(yaml.safe_dump(
         cnp("no-y", "Admin", "x", "ingress", "Deny", "y")), encoding="utf-8")
@@ -141,7 +139,7 @@ def test_explain_reads_cluster_network_policies_from_manifests(tmp_path: Path, c
 
 def test_what_if_an_admin_deny_is_added():
     before = cluster([])
-    change = ManifestSet(cluster_network_policies=[cnp("no-y", "Admin", "x", "ingress", "Deny", "y")])
+    change = ManifestSet({"ClusterNetworkPolicy": [cnp("no-y", "Admin", "x", "ingress", "Deny", "y")]})
     result = what_if(before, change)
     closed = {(c.source, c.destination) for c in result.changes}
     assert ("y/a", "x/b") in closed and ("x/a", "y/b") not in closed

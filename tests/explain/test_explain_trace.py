@@ -13,18 +13,16 @@ from kube_manager.explain.explainer import Explainer
 
 
 def cluster(*policies: Dict[str, Any]) -> ManifestSet:
-    return ManifestSet(
-        namespaces=[namespace("x", team="x"), namespace("y", team="y")],
-        pods=[pod("x", "a", "10.0.1.1", {"app": "a"}),
+    return ManifestSet({"Namespace": [namespace("x", team="x"), namespace("y", team="y")],
+                        "Pod": [pod("x", "a", "10.0.1.1", {"app": "a"}),
               pod("x", "c", "10.0.1.3", {"app": "c"}),
               pod("y", "b", "10.0.2.2", {"app": "b"}, ports=[("http", 9091, "TCP")]),
-              pod("y", "d", "10.0.2.4", {"app": "b"}, ports=[("http", 9090, "TCP")])],
-        network_policies=list(policies))
+              pod("y", "d", "10.0.2.4", {"app": "b"}, ports=[("http", 9090, "TCP")])], "NetworkPolicy": list(policies)})
 
 
 def answer(manifests: ManifestSet, src: str, dst: str, port: int = 9090,
            semantics: str = "kubernetes") -> Dict[str, Any]:
-    translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies, semantics=semantics)
+    translation = translate(manifests.objects, semantics=semantics)
     return Explainer(translation.to_dict(), manifests, "k8s", translation.selectors, semantics).explain(
         src, dst, port, "TCP")
 
@@ -130,7 +128,7 @@ def test_each_side_in_aps_evaluation_order():
     policies = [policy("y", n, {"podSelector": {}, "ingress": [{"ports": [{"port": 1}]}]})
                 for n in names]
     manifests = cluster(*policies)
-    translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies)
+    translation = translate(manifests.objects)
     refs = translation.application_policy_set["firewall_policy_refs"]
     aps_order = [ref["to"][-1] for ref in sorted(refs, key=lambda r: float(r["attr"]["sequence"]))]
     expected = [f"y/{n[len('k8s-y-'):]}" for n in aps_order if n.startswith("k8s-y-")]
@@ -157,7 +155,7 @@ def test_a_policy_rejected_whole_is_named_with_its_reason():
     result = answer(manifests, "y/d", "y/b")
     assert result["rejected_policies"] == ["y/broken"]  # x is neither end's namespace
     assert "y/broken" not in {s["policy"] for s in result["trace"]}
-    translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies)
+    translation = translate(manifests.objects)
     warnings = flow_errors(translation.errors, result)
     assert warnings and all(w.startswith("NetworkPolicy y/broken: ") for w in warnings)
     assert "rejected whole, so selecting nothing: y/broken" in render(result)

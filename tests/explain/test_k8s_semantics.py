@@ -18,8 +18,8 @@ from kube_manager.explain.k8s_semantics import (Endpoint, Invalid, KubernetesMod
 
 def build(policies: List[Dict[str, Any]], extra_pods=(), extra_namespaces=()) -> KubernetesModel:
     cluster = xyz_cluster(policies)
-    return KubernetesModel.build(cluster.namespaces + list(extra_namespaces),
-                                 cluster.pods + list(extra_pods), cluster.network_policies)
+    return KubernetesModel.build(cluster.objects["Namespace"] + list(extra_namespaces),
+                                 cluster.objects["Pod"] + list(extra_pods), cluster.objects["NetworkPolicy"])
 
 
 def end(model: KubernetesModel, text: str) -> Endpoint:

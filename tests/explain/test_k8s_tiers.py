@@ -26,8 +26,8 @@ def cnp(name: str, tier: str = "Admin", priority: int = 10, subject: Optional[Di
 def build(cnps: Sequence[Dict[str, Any]], nps: Sequence[Dict[str, Any]] = (),
           extra_pods: Sequence[Dict[str, Any]] = ()) -> KubernetesModel:
     cluster = xyz_cluster(list(nps))
-    return KubernetesModel.build(cluster.namespaces, cluster.pods + list(extra_pods),
-                                 cluster.network_policies, cnps)
+    return KubernetesModel.build(cluster.objects["Namespace"], cluster.objects["Pod"] + list(extra_pods),
+                                 cluster.objects["NetworkPolicy"], cnps)
 
 
 def end(model: KubernetesModel, text: str) -> Endpoint:

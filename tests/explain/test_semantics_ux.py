@@ -69,10 +69,13 @@ def test_explain_is_kubernetes_by_default_and_decodes_a_pair_rule() -> None:
         "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name":
                                                                        "tenant-a"}}}]}]})
     manifests = load_manifests([TENANTS])
-    translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies + [allow],
-                            semantics="kubernetes")
+    translation = translate({"Namespace": manifests.objects["Namespace"],
+                             "Pod": manifests.objects["Pod"],
+                             "NetworkPolicy": manifests.objects["NetworkPolicy"] + [allow]}, semantics="kubernetes")
     from kube_manager.explain.explainer import Explainer
-    both = ManifestSet(manifests.namespaces, manifests.pods, manifests.network_policies + [allow])
+    both = ManifestSet({"Namespace": manifests.objects["Namespace"],
+                        "Pod": manifests.objects["Pod"],
+                        "NetworkPolicy": manifests.objects["NetworkPolicy"] + [allow]})
     result = Explainer(translation.to_dict(), both, "k8s", translation.selectors).explain(
         "tenant-a/client", "tenant-b/db", 5432, "TCP")
     assert result["allowed"] is True and result["kubernetes_allowed"] is True
@@ -111,13 +114,11 @@ PROBES = [("tcp", 80), ("tcp", 5432), ("udp", 53), ("sctp", 80)]
 def shared_cluster() -> ManifestSet:
     """Three teams: one isolates both ways and allows a little, one only isolates ingress, one
     opens its egress to everything; every cross-team flow tests the cluster-wide hole."""
-    return ManifestSet(
-        namespaces=[namespace("a", team="a"), namespace("b", team="b"), namespace("c", team="c")],
-        pods=[pod("a", "web", "10.0.1.1", {"app": "web"}, [("http", 80, "TCP")]),
+    return ManifestSet({"Namespace": [namespace("a", team="a"), namespace("b", team="b"), namespace("c", team="c")],
+                        "Pod": [pod("a", "web", "10.0.1.1", {"app": "web"}, [("http", 80, "TCP")]),
               pod("a", "db", "10.0.1.2", {"app": "db"}),
               pod("b", "api", "10.0.2.1", {"app": "api"}, [("http", 80, "TCP")]),
-              pod("c", "tool", "10.0.3.1", {"app": "tool"})],
-        network_policies=[
+              pod("c", "tool", "10.0.3.1", {"app": "tool"})], "NetworkPolicy": [
             policy("a", "lock", {"podSelector": {}, "policyTypes": ["Ingress", "Egress"],
                                  "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "web"}}}],
                                               "ports": [{"port": 5432}]}],
@@ -128,7 +129,7 @@ def shared_cluster() -> ManifestSet:
                                                  "ports": [{"port": 5432}]}]}),
             policy("c", "egress-anywhere", {"podSelector": {}, "policyTypes": ["Egress"],
                                             "egress": [{"to": [{"namespaceSelector": {}}]}]}),
-        ])
+        ]})
 
 
 def _decided_by_network_policies(side: SideVerdict, allowed: bool) -> bool:
@@ -138,9 +139,9 @@ def _decided_by_network_policies(side: SideVerdict, allowed: bool) -> bool:
 def cluster_wide_cells(cluster: ManifestSet) -> Set[Tuple[str, str, str, int]]:
     """From the Kubernetes model alone: the flows one end's NetworkPolicies allow while the other
     end's isolate it and allow nothing."""
-    model = KubernetesModel.build(cluster.namespaces, cluster.pods, cluster.network_policies)
+    model = KubernetesModel.build(cluster.objects["Namespace"], cluster.objects["Pod"], cluster.objects["NetworkPolicy"])
     ends = [(f"{p['metadata']['namespace']}/{p['metadata']['name']}",
-             model.pod(p["metadata"]["namespace"], p["metadata"]["name"])) for p in cluster.pods]
+             model.pod(p["metadata"]["namespace"], p["metadata"]["name"])) for p in cluster.objects["Pod"]]
     found = set()
     for src, src_pod in ends:
         for dst, dst_pod in ends:

@@ -41,14 +41,12 @@ Y_EGRESS = policy("y", "egress", {
 
 
 def cluster() -> ManifestSet:
-    return ManifestSet(
-        namespaces=[namespace("x", team="x"), namespace("y", team="y"), namespace("z")],
-        pods=[pod("x", "a", PODS["x/a"], {"app": "a"}, [("http", 80, "TCP")]),
+    return ManifestSet({"Namespace": [namespace("x", team="x"), namespace("y", team="y"), namespace("z")],
+                        "Pod": [pod("x", "a", PODS["x/a"], {"app": "a"}, [("http", 80, "TCP")]),
               pod("x", "b", PODS["x/b"], {"app": "b"}, [("http", 8080, "TCP")]),
               pod("y", "a", PODS["y/a"], {"app": "a"}, [("http", 80, "TCP")]),
               pod("y", "c", PODS["y/c"], {"app": "c"}, [("http", 81, "TCP")]),
-              pod("z", "d", PODS["z/d"], {"app": "d"})],
-        network_policies=[policy("x", "deny-all", {"podSelector": {}}), ALLOW_FROM_Y, Y_EGRESS])
+              pod("z", "d", PODS["z/d"], {"app": "d"})], "NetworkPolicy": [policy("x", "deny-all", {"podSelector": {}}), ALLOW_FROM_Y, Y_EGRESS]})
 
 
 ADDED = policy("z", "isolate-d", {
@@ -66,13 +64,13 @@ DELETED = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
 
 
 def change(*policies: Dict[str, Any]) -> ManifestSet:
-    return ManifestSet(namespaces=[], pods=[], network_policies=list(policies))
+    return ManifestSet({"Namespace": [], "Pod": [], "NetworkPolicy": list(policies)})
 
 
 def verdicts(manifests: Any) -> Dict[Tuple[str, str, str, int], Tuple[bool, bool]]:
     """Every pair of ends (pods and outside addresses, not two outside ones), every protocol and
     sampled port: (Contrail allows, Kubernetes allows), one explain each."""
-    translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies)
+    translation = translate(manifests.objects)
     explainer = Explainer(translation.to_dict(), manifests)
     ends = list(PODS) + OUTSIDE
     found = {}
@@ -121,10 +119,10 @@ def outside_as_region(flows: Dict[tuple, Any]) -> Set[tuple]:
             if src not in PODS or dst not in PODS}
 
 
-RELABELLED = ManifestSet(namespaces=[], network_policies=[],
-                         pods=[pod("x", "b", PODS["x/b"], {"app": "a"}, [("http", 8080, "TCP")])])
-NAMESPACE_RELABELLED = ManifestSet(namespaces=[namespace("z", team="y")], pods=[],
-                                   network_policies=[])
+RELABELLED = ManifestSet({"Namespace": [],
+                          "NetworkPolicy": [],
+                          "Pod": [pod("x", "b", PODS["x/b"], {"app": "a"}, [("http", 8080, "TCP")])]})
+NAMESPACE_RELABELLED = ManifestSet({"Namespace": [namespace("z", team="y")], "Pod": [], "NetworkPolicy": []})
 
 
 @pytest.mark.parametrize("name, change_set", [
@@ -159,7 +157,7 @@ def test_a_deletion_of_an_unknown_object_is_refused():
 def test_command_line(tmp_path: Path):
     manifests = cluster()
     (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(
-        manifests.namespaces + manifests.pods + manifests.network_policies), encoding="utf-8")
+        manifests.objects["Namespace"] + manifests.objects["Pod"] + manifests.objects["NetworkPolicy"]), encoding="utf-8")
     (tmp_path / "change.yaml").write_text(yaml.safe_dump_all([ADDED, DELETED]), encoding="utf-8")
 
     def run(*argv: str) -> subprocess.CompletedProcess:

@@ -67,11 +67,11 @@ def test_the_change_report_names_the_policies_of_the_re_rendered_tier_only() -> 
     cache.on_event(CNP, "ADDED", cluster_policy("admin-a", priority=10, ingress=[DENY_ALL_TCP]))
     cache.on_event(CNP, "ADDED", cluster_policy("admin-b", priority=20, ingress=[DENY_ALL_TCP]))
     cache.on_event(CNP, "ADDED", cluster_policy("base-c", tier="Baseline", ingress=[DENY_ALL_TCP]))
-    cache.translator.set_cluster_network_policy(cluster_policy("admin-b", priority=30, ingress=[DENY_ALL_TCP]))
+    cache.translator.upsert("ClusterNetworkPolicy", cluster_policy("admin-b", priority=30, ingress=[DENY_ALL_TCP]))
     assert cache.translator.flush().cluster_policies == ("admin-a", "admin-b")
-    cache.translator.remove_cluster_network_policy("base-c")
+    cache.translator.delete("ClusterNetworkPolicy", "", "base-c")
     assert cache.translator.flush().cluster_policies == ("base-c",)  # gone, its tier re-rendered
-    cache.translator.upsert_policy(policy("a", "np", {"podSelector": {}, "policyTypes": ["Ingress"]}))
+    cache.translator.upsert("NetworkPolicy", policy("a", "np", {"podSelector": {}, "policyTypes": ["Ingress"]}))
     assert cache.translator.flush().cluster_policies == ()
 
 
@@ -82,12 +82,13 @@ def test_a_networkpolicy_event_reads_no_cluster_network_policy_status() -> None:
     for n in range(3):
         cache.on_event(CNP, "ADDED", cluster_policy(f"deny-{n}", priority=n, ingress=[DENY_ALL_TCP]))
     asked: List[str] = []
-    status = cache.translator.cluster_network_policy_status
+    status = cache.translator.status_of
 
-    def counting(name: str) -> Any:
-        asked.append(name)
-        return status(name)
-    cache.translator.cluster_network_policy_status = counting  # type: ignore[method-assign]
+    def counting(kind: str, namespace: str, name: str) -> Any:
+        if kind == "ClusterNetworkPolicy":
+            asked.append(name)
+        return status(kind, namespace, name)
+    cache.translator.status_of = counting  # type: ignore[method-assign]
     cache.on_event("networkpolicies", "ADDED", policy("a", "np", {"podSelector": {}, "policyTypes": ["Ingress"]}))
     assert ("a", "np") in db.network_policies and asked == []
     cache.on_event(CNP, "MODIFIED", cluster_policy("deny-1", priority=5, ingress=[DENY_ALL_TCP]))

@@ -134,8 +134,8 @@ def test_the_db_is_handed_to_explain_in_translate_shapes(db):
     assert {w["name"] for w in translation["workloads"]} == {"web", "db", "debug"}
     assert len(translation["firewall_rules"]) == 6  # desired only, the stale rule is not enforced
     manifests = db_manifests(db)
-    assert [n["metadata"]["name"] for n in manifests.namespaces] == ["shop", "tools"]
-    assert manifests.network_policies[0]["spec"] == db.network_policies[("shop", "allow-monitoring")].spec
+    assert [n["metadata"]["name"] for n in manifests.objects["Namespace"]] == ["shop", "tools"]
+    assert manifests.objects["NetworkPolicy"][0]["spec"] == db.network_policies[("shop", "allow-monitoring")].spec
 
 
 def test_explain_follows_the_db(db, app):
@@ -299,7 +299,7 @@ def test_the_kubernetes_side_knows_the_cluster_network_policy_tiers(db):
     assert ("<td>ClusterNetworkPolicy deny-tenants</td><td>no</td><td>1 no-tenants (Deny)</td> "
             "<td>yes</td><td>yes</td><td class=\"reason\">denies: tools/debug is one of the pods in "
             "namespaces kubernetes.io/metadata.name=tools; every port</td>") in text
-    assert [c["metadata"]["name"] for c in db_manifests(db).cluster_network_policies] == [
+    assert [c["metadata"]["name"] for c in db_manifests(db).objects["ClusterNetworkPolicy"]] == [
         "bad", "deny-tenants"]
 
 
@@ -348,8 +348,7 @@ RAVENCLAW, SLYTHERIN, GRYFFINDOR = ("network-policy-conformance-ravenclaw/luna-l
 def offline_explainer(paths):
     """The real explainer over manifests, as `explain -f` builds it."""
     manifests = load_manifests(paths)
-    translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
-                            cluster_network_policies=manifests.cluster_network_policies)
+    translation = translate(manifests.objects)
     return Explainer(translation.to_dict(), manifests, "k8s", translation.selectors)
 
 

@@ -55,7 +55,7 @@ def test_the_last_copy_is_used_in_the_place_of_the_first(tmp_path):
     path = tmp_path / "m.yaml"
     path.write_text(NETPOL + "---\nkind: NetworkPolicy\nmetadata: {name: other, namespace: shop}\n---\n"
                     + NETPOL.replace("{}}", "{matchLabels: {app: web}}}"))
-    policies = load_manifests([str(path)], warn=lambda line: None).network_policies
+    policies = load_manifests([str(path)], warn=lambda line: None).objects["NetworkPolicy"]
     assert [(p["metadata"]["name"], p.get("spec", {}).get("podSelector")) for p in policies] == [
         ("web", {"matchLabels": {"app": "web"}}), ("other", None)]
 

@@ -30,8 +30,8 @@ def cli(*argv: str, stdin: bytes = b"") -> subprocess.CompletedProcess:
 def as_json_list(paths) -> bytes:
     """The manifests under `paths` as one `kubectl get -o json` style List."""
     loaded = load_manifests(paths)
-    items = ([dict(o, kind="Namespace") for o in loaded.namespaces] + [dict(o, kind="Pod") for o in loaded.pods]
-             + [dict(o, kind="NetworkPolicy") for o in loaded.network_policies])
+    items = ([dict(o, kind="Namespace") for o in loaded.objects["Namespace"]] + [dict(o, kind="Pod") for o in loaded.objects["Pod"]]
+             + [dict(o, kind="NetworkPolicy") for o in loaded.objects["NetworkPolicy"]])
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, indent=4).encode()
 
 
@@ -42,7 +42,7 @@ def test_json_and_yaml_files_load_the_same_objects(tmp_path):
         for number, document in enumerate(documents):
             (tmp_path / f"{index:02d}-{number:03d}.json").write_text(json.dumps(document), encoding="utf-8")
     assert load_manifests([str(tmp_path)]) == from_yaml
-    assert from_yaml.network_policies, "the examples hold policies"
+    assert from_yaml.objects["NetworkPolicy"], "the examples hold policies"
 
 
 
@@ -52,8 +52,8 @@ def test_a_kind_that_is_not_a_string_is_skipped_like_any_unknown_kind(tmp_path):
         "kind: [Pod]\nmetadata: {name: a}\n---\nkind: {Pod: 1}\n---\n"
         "kind: Pod\nmetadata: {name: b, namespace: n}\n", encoding="utf-8")
     loaded = load_manifests([str(tmp_path)])
-    assert [p["metadata"]["name"] for p in loaded.pods] == ["b"]
-    assert not loaded.namespaces and not loaded.network_policies
+    assert [p["metadata"]["name"] for p in loaded.objects["Pod"]] == ["b"]
+    assert not loaded.objects["Namespace"] and not loaded.objects["NetworkPolicy"]
 
 def test_json_is_read_by_a_json_parser_not_yaml():
     # YAML 1.1 reads the number 1e3 (no dot) as a string, and a JSON parser as 1000.0.
@@ -151,8 +151,8 @@ def test_run_demo_reads_standard_input():
                            "--http-server-port", "0"], input=stdin, capture_output=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     demo = load_manifests([DEMO])
-    assert (f'msg="emulated API server loaded" namespaces={len(demo.namespaces)} pods={len(demo.pods)} '
-            f'network_policies={len(demo.network_policies)}').encode() in done.stderr
+    assert (f'msg="emulated API server loaded" namespaces={len(demo.objects["Namespace"])} pods={len(demo.objects["Pod"])} '
+            f'network_policies={len(demo.objects["NetworkPolicy"])}').encode() in done.stderr
 
 
 def test_run_demo_with_an_unreadable_file_exits_2(tmp_path):

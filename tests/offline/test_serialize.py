@@ -36,7 +36,7 @@ def reference_yaml(data) -> bytes:
 @pytest.fixture(scope="module")
 def examples_translation():
     manifests = load_manifests([EXAMPLES])
-    return translate(manifests.namespaces, manifests.pods, manifests.network_policies).to_dict()
+    return translate(manifests.objects).to_dict()
 
 
 def test_examples_print_the_reference_bytes_on_the_fast_paths(examples_translation):

@@ -29,13 +29,13 @@ def test_demo_once_converges_the_examples_and_exits_0():
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     manifests = load_manifests([EXAMPLES])
-    translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies).to_dict()
+    translation = translate(manifests.objects).to_dict()
     objects = (len(translation["tags"]) + len(translation["address_groups"]) + len(translation["firewall_rules"])
                + len(translation["firewall_policies"]) + 1)
     converged = [line for line in result.stderr.splitlines() if "msg=converged" in line]
     assert converged, result.stderr[-3000:]
     assert f"created={objects} " in converged[0] and "updated=0 " in converged[0]
-    assert f"tagged={len(manifests.pods)} " in converged[0]
+    assert f"tagged={len(manifests.objects['Pod'])} " in converged[0]
     starting = next(line for line in result.stderr.splitlines() if "kube-manager starting" in line)
     assert f"version={VERSION} python={platform.python_version()} " in starting, starting
 

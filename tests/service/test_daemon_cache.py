@@ -236,8 +236,11 @@ def test_a_new_generation_of_a_cluster_network_policy_is_settled_even_with_no_ob
     assert observer.heard[-1] == ("guard", 2, True)  # the reconciler's word on generation 2: Programmed
 
 
+_BY_KIND = ("upsert", "delete", "reject", "status_of")  # the translator's calls whose first argument is a kind
+
+
 class Recorder:
-    """The translator with a log of the calls made to it (names only)."""
+    """The translator with a log of the calls made to it (names, with the kind of those given one)."""
 
     def __init__(self, translator: ClusterTranslator) -> None:
         self._translator = translator
@@ -249,7 +252,7 @@ class Recorder:
             return attr
 
         def recorded(*args, **kwargs):
-            self.calls.append(name)
+            self.calls.append(f"{name} {args[0]}" if name in _BY_KIND else name)
             return attr(*args, **kwargs)
         return recorded
 
@@ -266,9 +269,9 @@ def test_the_initial_lists_are_translated_in_one_flush_then_read_once_each():
     listed(cache)
     first_read = recorder.calls.index("flush")
     # (each pod record takes the translator's labels as it gives them: `pod_labels`, no flush)
-    assert set(recorder.calls[:first_read]) == {"upsert_namespace", "upsert_pod", "pod_labels", "upsert_policy"}
+    assert set(recorder.calls[:first_read]) == {"upsert Namespace", "upsert Pod", "pod_labels", "upsert NetworkPolicy"}
     assert recorder.calls.count("flush") == 1 and recorder.calls.count("errors") == 1
-    assert recorder.calls[first_read:].count("policy_objects") == 5
+    assert recorder.calls[first_read:].count("status_of NetworkPolicy") == 5
     assert all(db.network_policies[("a", f"np-{i}")].rules for i in range(5))
     assert all("app=web" in db.pods[("a", f"web-{i}")].tags for i in range(5))
     # from then on, the errors are read again only when some may have come or gone

@@ -120,13 +120,13 @@ def test_a_poisoned_watch_event_is_rejected_and_the_next_events_still_apply():
 
 def test_an_unexpected_error_handling_one_object_rejects_it_with_the_exception(monkeypatch, caplog):
     db, sink, cache = make()
-    original = cache.translator.upsert_policy
+    original = cache.translator.upsert
 
-    def failing(manifest):
-        if manifest["metadata"]["name"] == "boom":
+    def failing(kind, manifest):
+        if kind == "NetworkPolicy" and manifest["metadata"]["name"] == "boom":
             raise ZeroDivisionError("a bug")
-        return original(manifest)
-    monkeypatch.setattr(cache.translator, "upsert_policy", failing)
+        return original(kind, manifest)
+    monkeypatch.setattr(cache.translator, "upsert", failing)
     boom = policy("a", "boom", {"podSelector": {}})
     with caplog.at_level(logging.WARNING):
         initial_lists(cache, (("NetworkPolicy", boom),))  # in the initial list

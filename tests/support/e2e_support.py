@@ -54,8 +54,9 @@ def monitoring(team: str) -> dict:
                      "ports": [{"port": "http"}]}]})
 
 
-BASE = Manifests(namespaces=[NS_SHOP, NS_OPS], pods=[WEB, API, MONITOR],
-                 network_policies=[API_FROM_WEB, monitoring("ops")])
+BASE = Manifests({"Namespace": [NS_SHOP, NS_OPS],
+                  "Pod": [WEB, API, MONITOR],
+                  "NetworkPolicy": [API_FROM_WEB, monitoring("ops")]})
 STOP_LIMIT = 10.0  # SPEC section 8: a clean stop within 10 s
 RESOURCE_OF = {"Namespace": "namespaces", "Pod": "pods", "NetworkPolicy": "networkpolicies",
                "ClusterNetworkPolicy": "clusternetworkpolicies"}
@@ -122,9 +123,10 @@ class Environment:
     # --- checks ----------------------------------------------------------------------------
 
     def translation(self) -> Dict[str, Any]:
-        return translate(self.objects("namespaces"), self.objects("pods"), self.objects("networkpolicies"),
-                         cluster_name="k8s", owner="k8s",
-                         cluster_network_policies=self.objects("clusternetworkpolicies")).to_dict()
+        return translate({"Namespace": self.objects("namespaces"),
+                          "Pod": self.objects("pods"),
+                          "NetworkPolicy": self.objects("networkpolicies"),
+                          "ClusterNetworkPolicy": self.objects("clusternetworkpolicies")}, cluster_name="k8s", owner="k8s").to_dict()
 
     def problems(self) -> List[str]:
         """What keeps the config API from matching `translate` of the current cluster."""

@@ -272,8 +272,8 @@ def demo_db() -> Database:
     manifests = load_manifests([str(DEMO)])
     db = Database()
     cache = EventDispatcher(db, ClusterTranslator(CLUSTER, CLUSTER))
-    for resource, objects in (("namespaces", manifests.namespaces), ("pods", manifests.pods),
-                              ("networkpolicies", manifests.network_policies)):
+    for resource, objects in (("namespaces", manifests.objects["Namespace"]), ("pods", manifests.objects["Pod"]),
+                              ("networkpolicies", manifests.objects["NetworkPolicy"])):
         for obj in objects:
             cache.on_event(resource, "ADDED", obj)
     for resource in KINDS.names():

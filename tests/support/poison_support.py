@@ -36,7 +36,9 @@ VALID_POLICIES = [
                           "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}}]}]}),
     policy("b", "deny-all", {"podSelector": {}}),
 ]
-CLEAN = translate(VALID_NAMESPACES, VALID_PODS, VALID_POLICIES).to_dict()  # the valid cluster alone
+CLEAN = translate({"Namespace": VALID_NAMESPACES,
+                   "Pod": VALID_PODS,
+                   "NetworkPolicy": VALID_POLICIES}).to_dict()  # the valid cluster alone
 VALID_KEYS = {("Namespace", "", "a"), ("Namespace", "", "b")} | {
     (kind, m["metadata"]["namespace"], m["metadata"]["name"])
     for kind, group in (("Pod", VALID_PODS), ("NetworkPolicy", VALID_POLICIES)) for m in group}
@@ -131,11 +133,11 @@ def identify(kind: str, manifest: Any) -> Tuple[str, str, str]:
     return (kind, str(metadata.get("namespace") or "default"), name)
 
 
-def cluster_with(kind: str, manifest: Any) -> Tuple[List[Any], List[Any], List[Any]]:
-    """The valid cluster plus the poisoned object, as (namespaces, pods, policies)."""
+def cluster_with(kind: str, manifest: Any) -> Dict[str, List[Any]]:
+    """The valid cluster plus the poisoned object, by kind (as `translate()` takes them)."""
     groups = {"Namespace": list(VALID_NAMESPACES), "Pod": list(VALID_PODS), "NetworkPolicy": list(VALID_POLICIES)}
     groups[kind].append(manifest)
-    return groups["Namespace"], groups["Pod"], groups["NetworkPolicy"]
+    return groups
 
 
 def _owned_by_valid_policies(result: Mapping[str, Any]) -> Dict[str, Any]:

@@ -149,8 +149,9 @@ def run(namespaces: Iterable = (), pods: Iterable = (), policies: Iterable = (),
         cluster: str = "k8s", semantics: str = "cluster-wide") -> Dict[str, Any]:
     """Translate and check every object against the official schema. By default under
     `cluster-wide` semantics, which write sections 2-5 alone (`kubernetes` adds its own blocks)."""
-    result = translate(list(namespaces), list(pods), list(policies), cluster_name=cluster,
-                       semantics=semantics).to_dict()
+    result = translate({"Namespace": list(namespaces),
+                        "Pod": list(pods),
+                        "NetworkPolicy": list(policies)}, cluster_name=cluster, semantics=semantics).to_dict()
     assert_translation_valid(result)
     return result
 

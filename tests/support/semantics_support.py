@@ -43,12 +43,9 @@ def _decided_by_network_policies(side: SideVerdict, allowed: bool) -> bool:
 
 
 def cells(manifests: Manifests, semantics: str, probes: Sequence[Tuple[str, int]]) -> List[Cell]:
-    translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
-                            cluster_network_policies=manifests.cluster_network_policies,
-                            semantics=semantics).to_dict()
+    translation = translate(manifests.objects, semantics=semantics).to_dict()
     evaluator = ContrailEvaluator(translation)
-    model = KubernetesModel.build(manifests.namespaces, manifests.pods, manifests.network_policies,
-                                  manifests.cluster_network_policies)
+    model = KubernetesModel.of(manifests.objects)
     ends: List[Tuple[str, Workload, Endpoint]] = []
     for raw in translation["workloads"]:
         pod = model.pod(raw["namespace"], raw["name"])

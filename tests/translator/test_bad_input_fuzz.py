@@ -13,6 +13,7 @@ from kube_manager.translator import render as render_module
 from hypothesis import strategies as st
 
 from kube_manager.translator.cnp.parse import cnp_key
+from tests.support.translator_reads import policy_objects
 from tests.support.poison_support import (CLEAN, JSON_VALUES, POISONS, VALID_KEYS, VALID_NAMESPACES, VALID_PODS, VALID_POLICIES,
                             assert_others_converge, cluster_with, fuzz, identify, paths, poison_at)
 from tests.support.builders import pod, policy
@@ -26,23 +27,16 @@ pytestmark = pytest.mark.slow  # seconds per test: out of the inner loop
 @given(POISONS)
 def test_no_value_anywhere_raises_and_the_valid_objects_translate_as_without_it(poison):
     kind, manifest = poison
-    result = translate(*cluster_with(kind, manifest)).to_dict()
+    result = translate(cluster_with(kind, manifest)).to_dict()
     assert_others_converge(kind, manifest, result, CLEAN)
 
 
 def _upsert(translator: ClusterTranslator, kind: str, manifest) -> None:
-    {"Namespace": translator.upsert_namespace, "Pod": translator.upsert_pod,
-     "NetworkPolicy": translator.upsert_policy}[kind](manifest)
+    translator.upsert(kind, manifest)
 
 
 def _delete(translator: ClusterTranslator, kind: str, manifest) -> None:
-    _, namespace, name = identify(kind, manifest)
-    if kind == "Namespace":
-        translator.delete_namespace(name)
-    elif kind == "Pod":
-        translator.delete_pod(namespace, name)
-    else:
-        translator.delete_policy(namespace, name)
+    translator.delete(*identify(kind, manifest))
 
 
 @fuzz(250)
@@ -56,7 +50,7 @@ def test_incremental_upsert_and_delete_of_a_poisoned_object_never_raise_and_leav
     translator.flush()
     _upsert(translator, kind, manifest)  # as a watch event after the valid ones
     translator.flush()
-    assert translator.translation().to_dict() == translate(*cluster_with(kind, manifest)).to_dict()
+    assert translator.translation().to_dict() == translate(cluster_with(kind, manifest)).to_dict()
     _delete(translator, kind, manifest)
     translator.flush()
     if identify(kind, manifest) not in VALID_KEYS:  # else it replaced (then removed) a valid object
@@ -65,7 +59,7 @@ def test_incremental_upsert_and_delete_of_a_poisoned_object_never_raise_and_leav
 
 def test_policy_types_holding_a_list_rejects_that_policy_whole_and_nothing_else():
     bad = policy("n", "bad", {"podSelector": {}, "policyTypes": [["Ingress"]]})
-    result = translate([], [], [bad, policy("n", "ok", {"podSelector": {}})]).to_dict()
+    result = translate({"NetworkPolicy": [bad, policy("n", "ok", {"podSelector": {}})]}).to_dict()
     assert [e["reason"] for e in result["errors"]] == [
         "spec.policyTypes[0]: expected a string, got list; the policy is rejected whole"]
     assert [p["fq_name"][-1] for p in result["firewall_policies"]] == ["k8s--isolation", "k8s--isolation-deny", "k8s-allowall", "k8s-denyall", "k8s-n-ok"]
@@ -82,7 +76,7 @@ def test_policy_types_holding_a_list_rejects_that_policy_whole_and_nothing_else(
 def test_a_pod_whose_identity_labels_or_ip_are_mistyped_is_rejected_with_the_field_named(field, value, reason):
     bad = pod("n", "bad", "10.0.0.9", {"app": "x"})
     bad.setdefault(field[0], {})[field[1]] = value
-    result = translate([], [bad, pod("n", "ok", "10.0.0.1")], []).to_dict()
+    result = translate({"Pod": [bad, pod("n", "ok", "10.0.0.1")]}).to_dict()
     assert [w["name"] for w in result["workloads"]] == ["ok"]
     assert [e["reason"] for e in result["errors"]] == [reason]
 
@@ -91,7 +85,7 @@ def test_a_mistyped_named_port_entry_names_no_port_and_keeps_the_pod():
     web = pod("n", "web", "10.0.0.1", {"app": "web"}, [("http", 80, "TCP")])
     web["spec"]["containers"].append({"name": "d", "ports": [{"name": ["http"], "containerPort": "81"}, 5]})
     named = policy("n", "np", {"podSelector": {"matchLabels": {"app": "web"}}, "ingress": [{"ports": [{"port": "http"}]}]})
-    result = translate([], [web], [named]).to_dict()
+    result = translate({"Pod": [web], "NetworkPolicy": [named]}).to_dict()
     assert [w["name"] for w in result["workloads"]] == ["web"] and result["errors"] == []
     rule = next(r for r in result["firewall_rules"] if r["fq_name"][-1].startswith("k8s-n-ingress-np-0"))
     assert rule["service"]["dst_ports"] == {"start_port": 80, "end_port": 80}
@@ -106,34 +100,34 @@ def test_an_unexpected_error_rendering_one_policy_rejects_only_that_policy(monke
         return original(self, parsed, index, label)
     monkeypatch.setattr(render_module.PolicyRenderer, "render", failing)
     translator = ClusterTranslator()
-    translator.upsert_policy(policy("n", "boom", {"podSelector": {}}))
-    translator.upsert_policy(policy("n", "ok", {"podSelector": {}}))
+    translator.upsert("NetworkPolicy", policy("n", "boom", {"podSelector": {}}))
+    translator.upsert("NetworkPolicy", policy("n", "ok", {"podSelector": {}}))
     translator.flush()
     result = translator.translation().to_dict()
     assert [p["fq_name"][-1] for p in result["firewall_policies"]] == ["k8s--isolation", "k8s--isolation-deny", "k8s-allowall", "k8s-denyall", "k8s-n-ok"]
     assert result["errors"] == [{"kind": "NetworkPolicy", "namespace": "n", "name": "boom",
                                  "reason": "internal error: KeyError: 'a translator bug'"}]
-    assert translator.policy_objects("n", "boom") is None
+    assert policy_objects(translator, "n", "boom") is None
     records = [r for r in caplog.records if getattr(r, "kv_fields", {}).get("name") == "boom"]
     assert len(records) == 1 and records[0].exc_info is not None
     assert records[0].kv_fields["kind"] == "NetworkPolicy" and records[0].kv_fields["namespace"] == "n"
     monkeypatch.setattr(render_module.PolicyRenderer, "render", original)
-    translator.upsert_policy(policy("n", "boom", {"podSelector": {"matchLabels": {"fixed": "yes"}}}))
+    translator.upsert("NetworkPolicy", policy("n", "boom", {"podSelector": {"matchLabels": {"fixed": "yes"}}}))
     translator.flush()
-    assert translator.errors() == [] and translator.policy_objects("n", "boom") is not None
+    assert translator.errors() == [] and policy_objects(translator, "n", "boom") is not None
 
 
 def test_an_unexpected_error_reading_one_pod_rejects_only_that_pod(monkeypatch):
-    from kube_manager.translator import cluster
+    from kube_manager.translator import pods
 
-    original = cluster.parse_pod
+    original = pods.parse_pod
 
     def failing(manifest, cache=None):
         if manifest["metadata"]["name"] == "boom":
             raise RuntimeError("a translator bug")
         return original(manifest, cache)
-    monkeypatch.setattr(cluster, "parse_pod", failing)
-    result = translate([], [pod("n", "boom", "10.0.0.1"), pod("n", "ok", "10.0.0.2")], []).to_dict()
+    monkeypatch.setattr(pods, "parse_pod", failing)
+    result = translate({"Pod": [pod("n", "boom", "10.0.0.1"), pod("n", "ok", "10.0.0.2")]}).to_dict()
     assert [w["name"] for w in result["workloads"]] == ["ok"]
     assert result["errors"] == [{"kind": "Pod", "namespace": "n", "name": "boom",
                                  "reason": "internal error: RuntimeError: a translator bug"}]
@@ -143,9 +137,9 @@ def test_a_rejection_is_logged_once_until_its_reason_changes(caplog):
     translator = ClusterTranslator()
     bad = policy("n", "bad", {"podSelector": {}, "policyTypes": [["Ingress"]]})
     for _ in range(3):
-        translator.upsert_policy(bad)
+        translator.upsert("NetworkPolicy", bad)
         translator.flush()
-    translator.upsert_policy(policy("n", "bad", {"podSelector": {}, "policyTypes": ["ingress"]}))
+    translator.upsert("NetworkPolicy", policy("n", "bad", {"podSelector": {}, "policyTypes": ["ingress"]}))
     translator.flush()
     lines = [r for r in caplog.records if getattr(r, "kv_fields", {}).get("name") == "bad"]
     assert [r.kv_fields["reason"].split(":")[0] for r in lines] == ["spec.policyTypes[0]", "spec.policyTypes[0]"]
@@ -155,15 +149,15 @@ def test_a_rejection_is_logged_once_until_its_reason_changes(caplog):
 FLOWS = [("b/client", "a/web", 80, "TCP"), ("a/web", "a/db", 5432, "TCP"), ("a/db", "10.2.0.1", 443, "TCP")]
 
 
-def _verdicts(namespaces, pods, policies):
-    translation = translate(namespaces, pods, policies)
-    manifests = Manifests(namespaces=list(namespaces), pods=list(pods), network_policies=list(policies))
+def _verdicts(objects):
+    translation = translate(objects)
+    manifests = Manifests({kind: list(items) for kind, items in objects.items()})
     explainer = Explainer(translation.to_dict(), manifests, "k8s", translation.selectors)
     return [(r["allowed"], r["kubernetes_allowed"], r["rule"]) for r in
             (explainer.explain(*flow) for flow in FLOWS)]
 
 
-CLEAN_VERDICTS = _verdicts(VALID_NAMESPACES, VALID_PODS, VALID_POLICIES)
+CLEAN_VERDICTS = _verdicts({"Namespace": VALID_NAMESPACES, "Pod": VALID_PODS, "NetworkPolicy": VALID_POLICIES})
 
 
 @fuzz(150)
@@ -171,7 +165,7 @@ CLEAN_VERDICTS = _verdicts(VALID_NAMESPACES, VALID_PODS, VALID_POLICIES)
 def test_explain_never_raises_and_flows_between_valid_pods_keep_their_verdict(poison):
     kind, manifest = poison
     key = identify(kind, manifest)
-    verdicts = _verdicts(*cluster_with(kind, manifest))  # raises nothing, whatever the poison
+    verdicts = _verdicts(cluster_with(kind, manifest))  # raises nothing, whatever the poison
     if key not in VALID_KEYS and (key[1] == "zz" or (kind == "Namespace" and key[2] not in ("a", "b"))):
         assert verdicts == CLEAN_VERDICTS
 
@@ -200,7 +194,10 @@ def _valid_network_policy_objects(result):
 @fuzz(400)
 @given(CNP_POISONS)
 def test_no_value_in_a_cluster_network_policy_raises_or_touches_the_network_policies(manifest):
-    result = translate(VALID_NAMESPACES, VALID_PODS, VALID_POLICIES, cluster_network_policies=[manifest]).to_dict()
+    result = translate({"Namespace": VALID_NAMESPACES,
+                        "Pod": VALID_PODS,
+                        "NetworkPolicy": VALID_POLICIES,
+                        "ClusterNetworkPolicy": [manifest]}).to_dict()
     assert _valid_network_policy_objects(result) == _valid_network_policy_objects(CLEAN)
     assert [e for e in result["errors"] if e["kind"] != "ClusterNetworkPolicy"] == CLEAN["errors"]
     cnp_errors = [e for e in result["errors"] if e["kind"] == "ClusterNetworkPolicy"]
@@ -212,14 +209,17 @@ def test_no_value_in_a_cluster_network_policy_raises_or_touches_the_network_poli
 @given(CNP_POISONS)
 def test_setting_and_removing_a_poisoned_cluster_network_policy_never_raises_and_leaves_no_trace(manifest):
     translator = ClusterTranslator()
-    for upsert, group in ((translator.upsert_namespace, VALID_NAMESPACES), (translator.upsert_pod, VALID_PODS),
-                          (translator.upsert_policy, VALID_POLICIES)):
-        list(map(upsert, group))
+    for kind, group in (("Namespace", VALID_NAMESPACES), ("Pod", VALID_PODS), ("NetworkPolicy", VALID_POLICIES)):
+        for valid in group:
+            translator.upsert(kind, valid)
     translator.flush()
-    translator.set_cluster_network_policy(manifest)
+    translator.upsert("ClusterNetworkPolicy", manifest)
     translator.flush()
-    expected = translate(VALID_NAMESPACES, VALID_PODS, VALID_POLICIES, cluster_network_policies=[manifest])
+    expected = translate({"Namespace": VALID_NAMESPACES,
+                          "Pod": VALID_PODS,
+                          "NetworkPolicy": VALID_POLICIES,
+                          "ClusterNetworkPolicy": [manifest]})
     assert translator.translation().to_dict() == expected.to_dict()
-    translator.remove_cluster_network_policy(cnp_key(manifest))
+    translator.delete("ClusterNetworkPolicy", "", cnp_key(manifest))
     translator.flush()
     assert translator.translation().to_dict() == CLEAN

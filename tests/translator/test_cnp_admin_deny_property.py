@@ -163,8 +163,10 @@ def _denied_by_admin(side: SideVerdict) -> bool:
 @given(clusters())
 def test_no_admin_deny_is_ever_bypassed_and_only_cluster_wide_flows_differ(cluster):
     namespaces, pods, nps, cnps = cluster
-    translation = translate(namespaces, pods, nps, cluster_name="k8s",
-                            cluster_network_policies=cnps).to_dict()
+    translation = translate({"Namespace": namespaces,
+                             "Pod": pods,
+                             "NetworkPolicy": nps,
+                             "ClusterNetworkPolicy": cnps}, cluster_name="k8s").to_dict()
     contrail = ContrailEvaluator(translation, "k8s")
     model = KubernetesModel.build(namespaces, pods, nps, cnps)
     ends: List[Tuple[Endpoint, Workload]] = []

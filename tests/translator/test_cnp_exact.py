@@ -34,7 +34,7 @@ def _workload(evaluator: ContrailEvaluator, end) -> Workload:
 def test_every_flow_is_decided_as_kubernetes_decides_it(case):
     direction, policies = case
     namespaces, pods = cluster()
-    result = translate(namespaces, pods, [], cluster_network_policies=policies).to_dict()
+    result = translate({"Namespace": namespaces, "Pod": pods, "ClusterNetworkPolicy": policies}).to_dict()
     assert all("resolves on no destination pod" in e["reason"] for e in result["errors"]), result["errors"]
     evaluator = ContrailEvaluator(result)
     wrong = []
@@ -56,4 +56,6 @@ def test_every_flow_is_decided_as_kubernetes_decides_it(case):
 def test_every_emitted_object_is_accepted_by_the_official_schema(case):
     _, policies = case
     namespaces, pods = cluster()
-    assert_translation_valid(translate(namespaces, pods, [], cluster_network_policies=policies).to_dict())
+    assert_translation_valid(translate({"Namespace": namespaces,
+                                        "Pod": pods,
+                                        "ClusterNetworkPolicy": policies}).to_dict())

@@ -50,19 +50,19 @@ def test_any_event_sequence_ends_equal_to_a_batch_translation_with_exact_change_
     for (op, arg), then_flush in ops:
         if op == "cnp":
             state["cnp"][arg["metadata"]["name"]] = arg
-            translator.set_cluster_network_policy(copy.deepcopy(arg))
+            translator.upsert("ClusterNetworkPolicy", copy.deepcopy(arg))
         elif op == "namespace":
             state["namespace"][arg["metadata"]["name"]] = arg
-            translator.upsert_namespace(copy.deepcopy(arg))
+            translator.upsert("Namespace", copy.deepcopy(arg))
         elif op == "pod":
             state["pod"][(arg["metadata"]["namespace"], arg["metadata"]["name"])] = arg
-            translator.upsert_pod(copy.deepcopy(arg))
+            translator.upsert("Pod", copy.deepcopy(arg))
         elif op == "delete-cnp":
             state["cnp"].pop(arg, None)
-            translator.remove_cluster_network_policy(arg)
+            translator.delete("ClusterNetworkPolicy", "", arg)
         else:
             state["pod"].pop(arg, None)
-            translator.delete_pod(*arg)
+            translator.delete("Pod", *arg)
         if then_flush:
             changes = translator.flush()
             after = _snapshot(translator)
@@ -71,8 +71,9 @@ def test_any_event_sequence_ends_equal_to_a_batch_translation_with_exact_change_
             assert {k for k in after.keys() & before.keys() if after[k] != before[k]} <= set(changes.changed)
             before = after
     translator.flush()
-    fresh = translate(state["namespace"].values(), state["pod"].values(), [],
-                      cluster_network_policies=state["cnp"].values())
+    fresh = translate({"Namespace": state["namespace"].values(),
+                       "Pod": state["pod"].values(),
+                       "ClusterNetworkPolicy": state["cnp"].values()})
     assert json.dumps(translator.translation().to_dict()) == json.dumps(fresh.to_dict())
 
 
@@ -80,15 +81,15 @@ def test_a_change_that_moves_no_rule_writes_nothing():
     """Rules are named by their contents and ordered by position: a priority change that keeps
     the order, or the same policy again, changes no object."""
     translator = ClusterTranslator()
-    translator.upsert_namespace(namespace("ns-a", house="a"))
-    translator.upsert_pod(pod("ns-a", "p0", "10.0.1.10", {"app": "web"}))
-    translator.upsert_policy(policy("ns-a", "np"))
+    translator.upsert("Namespace", namespace("ns-a", house="a"))
+    translator.upsert("Pod", pod("ns-a", "p0", "10.0.1.10", {"app": "web"}))
+    translator.upsert("NetworkPolicy", policy("ns-a", "np"))
     deny = [{"action": "Deny", "from": [{"namespaces": {}}]}]
-    translator.set_cluster_network_policy(cnp("admin", "Admin", 1, {"namespaces": {}}, ingress=deny))
-    translator.set_cluster_network_policy(cnp("base", "Baseline", 1, {"namespaces": {}}, ingress=deny))
+    translator.upsert("ClusterNetworkPolicy", cnp("admin", "Admin", 1, {"namespaces": {}}, ingress=deny))
+    translator.upsert("ClusterNetworkPolicy", cnp("base", "Baseline", 1, {"namespaces": {}}, ingress=deny))
     translator.flush()
-    translator.set_cluster_network_policy(cnp("admin", "Admin", 2, {"namespaces": {}}, ingress=deny))
+    translator.upsert("ClusterNetworkPolicy", cnp("admin", "Admin", 2, {"namespaces": {}}, ingress=deny))
     changes = translator.flush()
     assert not changes.added + changes.changed + changes.removed and not changes.ref_changes
-    translator.set_cluster_network_policy(cnp("admin", "Admin", 2, {"namespaces": {}}, ingress=deny))
+    translator.upsert("ClusterNetworkPolicy", cnp("admin", "Admin", 2, {"namespaces": {}}, ingress=deny))
     assert not translator.flush()

@@ -25,8 +25,10 @@ EVERYONE = [{"namespaces": {}}]
 
 def _run(*policies, network_policies=(), semantics="cluster-wide"):
     namespaces, pods = cluster()
-    result = translate(namespaces, pods, list(network_policies), cluster_network_policies=list(policies),
-                       semantics=semantics).to_dict()
+    result = translate({"Namespace": namespaces,
+                        "Pod": pods,
+                        "NetworkPolicy": list(network_policies),
+                        "ClusterNetworkPolicy": list(policies)}, semantics=semantics).to_dict()
     assert_translation_valid(result)
     return result
 
@@ -60,9 +62,8 @@ def test_the_blocks_take_their_places_in_the_aps_around_the_network_policy_tier(
 def test_no_tier_objects_without_cluster_network_policies():
     for directory in ("demo", "wiki"):
         manifests = load_manifests([os.path.join(ROOT, "examples", directory)])
-        assert not manifests.cluster_network_policies
-        result = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
-                           semantics="cluster-wide").to_dict()
+        assert not manifests.objects["ClusterNetworkPolicy"]
+        result = translate(manifests.objects, semantics="cluster-wide").to_dict()
         assert not [name for _, name in _aps(result) if "--" in name]
 
 
@@ -96,8 +97,7 @@ def test_a_deny_after_a_pass_leaves_the_passed_traffic_to_the_network_policies()
 def test_examples_translate_into_few_rules_on_named_protocols_only():
     manifests = load_manifests([os.path.join(ROOT, "examples", "cnp")])
     for semantics in ("cluster-wide", "kubernetes"):
-        result = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
-                           cluster_network_policies=manifests.cluster_network_policies, semantics=semantics).to_dict()
+        result = translate(manifests.objects, semantics=semantics).to_dict()
         assert {r["service"]["protocol"] for r in result["firewall_rules"]} <= {"any", "tcp", "udp", "sctp"}
         assert len(result["firewall_rules"]) < 150  # 803 when a Deny minus an Accept listed every protocol
 
@@ -150,20 +150,20 @@ def test_status_names_what_each_policy_emitted():
     translator = ClusterTranslator()
     namespaces, pods = cluster()
     for manifest in namespaces:
-        translator.upsert_namespace(manifest)
+        translator.upsert("Namespace", manifest)
     for manifest in pods:
-        translator.upsert_pod(manifest)
-    translator.set_cluster_network_policy(cnp("p", "Admin", 1, HOUSE_A, ingress=[
+        translator.upsert("Pod", manifest)
+    translator.upsert("ClusterNetworkPolicy", cnp("p", "Admin", 1, HOUSE_A, ingress=[
         {"action": "Accept", "from": FROM_B, "protocols": [{"destinationNamedPort": "nope"}]},
         {"action": "Deny", "from": FROM_B}]))
     translator.flush()
-    status = translator.cluster_network_policy_status("p")
+    status = translator.status_of("ClusterNetworkPolicy", "", "p")
     assert status is not None and status.firewall_policy == ("default-policy-management", "k8s--admin")
     (deny,) = status.deny_rules
     assert status.rules == () and deny[-1].startswith("k8s--admin-")
     assert "named port 'nope' resolves on no destination pod" in status.errors[0]
-    assert translator.cluster_network_policy_status("unknown") is None
-    translator.set_cluster_network_policy({"kind": "ClusterNetworkPolicy", "metadata": {"name": "Bad_Name"}})
+    assert translator.status_of("ClusterNetworkPolicy", "", "unknown") is None
+    translator.upsert("ClusterNetworkPolicy", {"kind": "ClusterNetworkPolicy", "metadata": {"name": "Bad_Name"}})
     translator.flush()
     assert [e["name"] for e in translator.errors()] == ["Bad_Name", "p"]
 
@@ -173,8 +173,7 @@ def test_translate_command_reads_cluster_network_policies_and_the_upstream_combi
                           "-o", "json"], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert '"k8s--admin"' in out and '"k8s--baseline"' in out
     manifests = load_manifests([os.path.join(ROOT, "examples", "cnp")])
-    result = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
-                       cluster_network_policies=manifests.cluster_network_policies).to_dict()
+    result = translate(manifests.objects).to_dict()
     assert_translation_valid(result)
     assert result["errors"] == []
 
@@ -184,8 +183,7 @@ def test_the_embedded_config_api_takes_every_object_of_the_example_in_write_orde
     from simulators.vnc_api.api import ConfigApi
 
     manifests = load_manifests([os.path.join(ROOT, "examples", "cnp")])
-    result = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
-                       cluster_network_policies=manifests.cluster_network_policies, semantics=semantics).to_dict()
+    result = translate(manifests.objects, semantics=semantics).to_dict()
     api = ConfigApi()
     for key, obj_type in (("tags", "tag"), ("address_groups", "address-group"), ("firewall_rules", "firewall-rule"),
                           ("firewall_policies", "firewall-policy")):

@@ -79,11 +79,11 @@ def logged(t: ClusterTranslator) -> Set[str]:
 def translator(modes: Mapping[str, Optional[str]], policies: List[Any]) -> ClusterTranslator:
     t = ClusterTranslator()
     for name in "abc":
-        t.upsert_namespace(namespace(name))
-        t.upsert_pod(pod(name, "p", f"10.0.0.{ord(name) - ord('a') + 1}", app="p"))
+        t.upsert("Namespace", namespace(name))
+        t.upsert("Pod", pod(name, "p", f"10.0.0.{ord(name) - ord('a') + 1}", app="p"))
     for make in policies:
         manifest = make()
-        t.set_cluster_network_policy(annotated(manifest, modes.get(manifest["metadata"]["name"])))
+        t.upsert("ClusterNetworkPolicy", annotated(manifest, modes.get(manifest["metadata"]["name"])))
     t.flush()
     return t
 
@@ -121,7 +121,7 @@ def test_a_rule_neither_of_its_policies_asks_for_does_not_log() -> None:
 def test_a_bad_value_logs_nothing_and_is_reported(value: str) -> None:
     t = translator({"guard": value}, [guard, hand, floor])
     assert logged(t) == set()
-    status = t.cluster_network_policy_status("guard")
+    status = t.status_of("ClusterNetworkPolicy", "", "guard")
     assert status is not None and status.firewall_policy is not None  # still enforced
     reported = [e for e in t.errors() if e["name"] == "guard"]
     assert [e["reason"] for e in reported] == list(status.errors) and ANNOTATION in status.errors[0]
@@ -132,9 +132,9 @@ def test_a_bad_value_logs_nothing_and_is_reported(value: str) -> None:
 def test_a_policy_rejected_whole_reports_a_bad_value_too() -> None:
     manifest = annotated(cluster_policy("broken", "Admin", 5000, namespace_named("a")), "loud")
     t = ClusterTranslator()
-    t.set_cluster_network_policy(manifest)
+    t.upsert("ClusterNetworkPolicy", manifest)
     t.flush()
-    status = t.cluster_network_policy_status("broken")
+    status = t.status_of("ClusterNetworkPolicy", "", "broken")
     assert status is not None and status.firewall_policy is None
     assert any(ANNOTATION in reason for reason in status.errors)
 
@@ -150,7 +150,7 @@ def test_a_policy_rejected_whole_reports_a_bad_value_too() -> None:
 def test_a_change_of_the_value_rewrites_only_the_rules_it_concerns(before: Optional[str], after: Optional[str],
                                                                    changed: Set[str]) -> None:
     t = translator({"guard": before}, [guard, hand, floor])
-    t.set_cluster_network_policy(annotated(guard(), after))
+    t.upsert("ClusterNetworkPolicy", annotated(guard(), after))
     report = t.flush()
     rules = t.desired()["firewall-rule"]
     assert {described(fq, rules[fq]) for kind, fq in report.changed} == changed
@@ -162,6 +162,6 @@ def test_removing_the_annotation_restores_the_bodies() -> None:
     t = translator({"guard": "all", "floor": "deny", "out": "allow"}, [guard, hand, floor, out])
     assert logged(t)
     for make in (guard, floor, out):
-        t.set_cluster_network_policy(make())
+        t.upsert("ClusterNetworkPolicy", make())
     t.flush()
     assert t.desired() == plain.desired()

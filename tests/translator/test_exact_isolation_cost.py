@@ -36,10 +36,10 @@ def loaded(pods: int) -> ClusterTranslator:
     `web` pods, flushed as one bulk load."""
     t = ClusterTranslator(semantics="kubernetes")
     for ns in ("a", "b"):
-        t.upsert_namespace(namespace(ns))
+        t.upsert("Namespace", namespace(ns))
         for i in range(pods):
-            t.upsert_pod(pod(ns, f"p{i}", f"10.0.{ord(ns)}.{i}", {"app": "web" if i % 2 else "db"}))
-    t.upsert_policy(policy("a", "web", selecting("web")))
+            t.upsert("Pod", pod(ns, f"p{i}", f"10.0.{ord(ns)}.{i}", {"app": "web" if i % 2 else "db"}))
+    t.upsert("NetworkPolicy", policy("a", "web", selecting("web")))
     t.flush()
     return t
 
@@ -47,7 +47,7 @@ def loaded(pods: int) -> ClusterTranslator:
 def test_the_first_network_policy_event_indexes_no_pod(indexed: List[object]) -> None:
     t = loaded(50)
     before = len(indexed)
-    t.upsert_policy(policy("b", "db", selecting("db")))
+    t.upsert("NetworkPolicy", policy("b", "db", selecting("db")))
     changed = t.flush().pods
     assert len(indexed) == before  # no pod of the cluster indexed by the event
     assert sorted(changed) == sorted(("b", f"p{i}") for i in range(0, 50, 2))
@@ -57,13 +57,13 @@ def test_the_first_network_policy_event_indexes_no_pod(indexed: List[object]) ->
 
 def test_pods_that_come_after_the_bulk_load_are_found_by_later_policies() -> None:
     t = loaded(4)
-    t.upsert_pod(pod("b", "late", "10.0.98.99", {"app": "cache"}))
+    t.upsert("Pod", pod("b", "late", "10.0.98.99", {"app": "cache"}))
     t.flush()
     assert INGRESS_TAG not in t.pod_tags("b", "late")
-    t.upsert_policy(policy("b", "cache", selecting("cache")))
+    t.upsert("NetworkPolicy", policy("b", "cache", selecting("cache")))
     assert t.flush().pods == (("b", "late"),)
     assert INGRESS_TAG in t.pod_tags("b", "late")
-    t.delete_pod("b", "late")
+    t.delete("Pod", "b", "late")
     t.flush()
-    t.delete_policy("b", "cache")
+    t.delete("NetworkPolicy", "b", "cache")
     assert t.flush().pods == ()

@@ -21,14 +21,12 @@ PROBES = [("TCP", 80), ("TCP", 81), ("UDP", 81), ("SCTP", 80)]
 
 def tenants() -> Manifests:
     """tenant-b isolates its pods for ingress; tenant-a lets its pods send anywhere in the cluster."""
-    return Manifests(
-        namespaces=[namespace("tenant-a"), namespace("tenant-b")],
-        pods=[pod("tenant-a", "client", "10.244.1.10", {"app": "client"}),
-              pod("tenant-b", "db", "10.244.2.10", {"app": "db"})],
-        network_policies=[
+    return Manifests({"Namespace": [namespace("tenant-a"), namespace("tenant-b")],
+                      "Pod": [pod("tenant-a", "client", "10.244.1.10", {"app": "client"}),
+              pod("tenant-b", "db", "10.244.2.10", {"app": "db"})], "NetworkPolicy": [
             policy("tenant-b", "default-deny-ingress", {"podSelector": {}, "policyTypes": ["Ingress"]}),
             policy("tenant-a", "egress-anywhere", {"podSelector": {}, "policyTypes": ["Egress"],
-                                                   "egress": [{"to": [{"namespaceSelector": {}}]}]})])
+                                                   "egress": [{"to": [{"namespaceSelector": {}}]}]})]})
 
 
 def test_a_namespace_cannot_open_another_namespaces_isolated_pods():
@@ -65,8 +63,7 @@ def test_random_network_policies_under_cluster_wide_differ_only_in_cluster_wide_
 @given(policy_sets)
 def test_kubernetes_objects_pass_the_schema(policies):
     manifests = cluster(policies)
-    assert_translation_valid(translate(manifests.namespaces, manifests.pods, manifests.network_policies,
-                                       semantics="kubernetes").to_dict())
+    assert_translation_valid(translate(manifests.objects, semantics="kubernetes").to_dict())
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -78,18 +75,18 @@ def test_incremental_kubernetes_translation_equals_the_batch_one(first, second):
     final = cluster(renamed[: len(renamed) // 2] + first[1:])
     translator = ClusterTranslator(semantics="kubernetes")
     start = cluster(first)
-    for manifest in start.namespaces:
-        translator.upsert_namespace(manifest)
-    for manifest in start.pods:
-        translator.upsert_pod(manifest)
+    for manifest in start.objects["Namespace"]:
+        translator.upsert("Namespace", manifest)
+    for manifest in start.objects["Pod"]:
+        translator.upsert("Pod", manifest)
     for manifest in first + renamed:
-        translator.upsert_policy(manifest)
+        translator.upsert("NetworkPolicy", manifest)
         translator.flush()
-    translator.delete_policy(first[0]["metadata"]["namespace"], first[0]["metadata"]["name"])
+    translator.delete("NetworkPolicy", first[0]["metadata"]["namespace"], first[0]["metadata"]["name"])
     for manifest in renamed[len(renamed) // 2:]:
-        translator.delete_policy(manifest["metadata"]["namespace"], manifest["metadata"]["name"])
+        translator.delete("NetworkPolicy", manifest["metadata"]["namespace"], manifest["metadata"]["name"])
     translator.flush()
-    batch = translate(final.namespaces, final.pods, final.network_policies, semantics="kubernetes")
+    batch = translate(final.objects, semantics="kubernetes")
     assert translator.translation().to_dict() == batch.to_dict()
     assert not translator.flush()  # nothing pending: an unchanged state changes nothing
 
@@ -104,7 +101,6 @@ def test_cluster_wide_output_is_byte_identical_to_the_output_before_the_semantic
     from kube_manager.cli.cmd_translate import render
     for name, digest in CLUSTER_WIDE_OUTPUT.items():
         manifests = load_manifests([str(REPO / "examples" / name)])
-        translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
-                                semantics="cluster-wide")
+        translation = translate(manifests.objects, semantics="cluster-wide")
         assert hashlib.sha256(render(translation, "json")).hexdigest() == digest, name
         json.loads(render(translation, "json"))

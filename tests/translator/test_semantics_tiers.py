@@ -6,7 +6,6 @@ the reference model does; under `cluster-wide` they differ only where one end's 
 chain allows what the other end's NetworkPolicy chain denies (the tiers are exact in both)."""
 from __future__ import annotations
 
-import dataclasses
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -61,7 +60,10 @@ def clusters(draw) -> Manifests:  # type: ignore[no-untyped-def]
     network_policies = [policy(draw(st.sampled_from(["ns-a", "ns-b", "ns-c"])), f"n{i}", draw(NETWORK_POLICY_SPECS))
                         for i in range(draw(st.integers(0, 4)))]
     namespaces, pods = cluster()
-    return Manifests(namespaces, pods, network_policies, cluster_policies)
+    return Manifests({"Namespace": namespaces,
+                      "Pod": pods,
+                      "NetworkPolicy": network_policies,
+                      "ClusterNetworkPolicy": cluster_policies})
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -81,8 +83,7 @@ def test_cluster_wide_semantics_differ_only_in_cluster_wide_cells(manifests):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(clusters(), st.sampled_from(["kubernetes", "cluster-wide"]))
 def test_every_object_passes_the_schema(manifests, semantics):
-    result = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
-                       cluster_network_policies=manifests.cluster_network_policies, semantics=semantics).to_dict()
+    result = translate(manifests.objects, semantics=semantics).to_dict()
     assert_translation_valid(result)
     assert {r["service"]["protocol"] for r in result["firewall_rules"]} <= {"any", "tcp", "udp", "sctp"}
 
@@ -98,13 +99,15 @@ def test_the_rule_deciding_a_flow_logs_when_a_policy_deciding_it_asks(manifests,
     ClusterNetworkPolicy rule (an Accept or a Deny; a Pass decides nothing) or not. The Contrail
     rule that decides the flow logs exactly when a policy deciding the verdict asks for that
     verdict; when both ends deny, the rule stands for one of them (whichever Contrail meets first)."""
-    modes = {c["metadata"]["name"]: data.draw(MODES) for c in manifests.cluster_network_policies}
+    modes = {c["metadata"]["name"]: data.draw(MODES) for c in manifests.objects["ClusterNetworkPolicy"]}
     annotated = [c if modes[c["metadata"]["name"]] is None else
                  {**c, "metadata": {**c["metadata"], "annotations": {ANNOTATION: modes[c["metadata"]["name"]]}}}
-                 for c in manifests.cluster_network_policies]
-    manifests = dataclasses.replace(manifests, cluster_network_policies=annotated)
-    result = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
-                       cluster_network_policies=annotated).to_dict()
+                 for c in manifests.objects["ClusterNetworkPolicy"]]
+    manifests = Manifests({**manifests.objects, "ClusterNetworkPolicy": annotated})
+    result = translate({"Namespace": manifests.objects["Namespace"],
+                        "Pod": manifests.objects["Pod"],
+                        "NetworkPolicy": manifests.objects["NetworkPolicy"],
+                        "ClusterNetworkPolicy": annotated}).to_dict()
     logs = {rule["fq_name"][-1]: bool(rule["action_list"].get("log")) for rule in result["firewall_rules"]}
 
     def asks(side, allowed):

@@ -11,11 +11,11 @@ from tests.support.builders import namespace, pod, policy
 def _loaded() -> ClusterTranslator:
     translator = ClusterTranslator()
     for n in range(40):
-        translator.upsert_namespace(namespace(f"ns{n}", team="x"))
+        translator.upsert("Namespace", namespace(f"ns{n}", team="x"))
         for p in range(5):
-            translator.upsert_pod(pod(f"ns{n}", f"p{p}", ip=f"10.1.{n}.{p + 1}", labels={"app": f"a{p}"}))
+            translator.upsert("Pod", pod(f"ns{n}", f"p{p}", ip=f"10.1.{n}.{p + 1}", labels={"app": f"a{p}"}))
         for p in range(5):
-            translator.upsert_policy(policy(f"ns{n}", f"np{p}", {
+            translator.upsert("NetworkPolicy", policy(f"ns{n}", f"np{p}", {
                 "podSelector": {"matchLabels": {"app": f"a{p}"}},
                 "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "a0"}}}], "ports": [{"port": 80}]}]}))
     return translator

@@ -40,7 +40,7 @@ Key = Tuple[str, str]
 
 def names_alone(key: Key, spec: Dict[str, Any]) -> Set[str]:
     """The policy and rule names of one policy rendered on its own (nothing to collide with)."""
-    result = translate([], [], [policy(*key, copy.deepcopy(spec))]).to_dict()
+    result = translate({"NetworkPolicy": [policy(*key, copy.deepcopy(spec))]}).to_dict()
     names = {p["fq_name"][-1] for p in result["firewall_policies"]} - {"k8s-allowall", "k8s-denyall"}
     names |= {r["fq_name"][-1] for r in result["firewall_rules"]} - {"k8s-allowall-ingress", "k8s-allowall-egress"}
     return {name for name in names if not name.startswith("k8s--")}  # SPEC 14's own, never a policy's
@@ -73,10 +73,10 @@ def test_exactly_the_policies_sharing_a_name_are_suffixed(ops):
     for (namespace, name), spec_index, then_read in ops:
         if spec_index is None:
             policies.pop((namespace, name), None)
-            translator.delete_policy(namespace, name)
+            translator.delete("NetworkPolicy", namespace, name)
         else:
             policies[(namespace, name)] = SPECS[spec_index]
-            translator.upsert_policy(policy(namespace, name, copy.deepcopy(SPECS[spec_index])))
+            translator.upsert("NetworkPolicy", policy(namespace, name, copy.deepcopy(SPECS[spec_index])))
         if then_read:
             translator.flush()
     assert suffixed(translator, policies) == expected_collisions(policies)
@@ -89,9 +89,9 @@ def test_related_namespaces_collide_and_stop_colliding(first):
     second = both[1 - both.index(first)]
     for gone in both:
         translator = ClusterTranslator()
-        translator.upsert_policy(policy(*first, {"podSelector": {}}))
+        translator.upsert("NetworkPolicy", policy(*first, {"podSelector": {}}))
         assert suffixed(translator, dict.fromkeys(both)) == set()
-        translator.upsert_policy(policy(*second, {"podSelector": {}}))
+        translator.upsert("NetworkPolicy", policy(*second, {"podSelector": {}}))
         assert suffixed(translator, dict.fromkeys(both)) == set(both)
-        translator.delete_policy(*gone)
+        translator.delete("NetworkPolicy", *gone)
         assert suffixed(translator, dict.fromkeys(both)) == set()

@@ -23,9 +23,7 @@ BLOCK_RE = re.compile(r"(<!-- translate: (?P<files>[^>]*?) -->\n)(?P<body>.*?)(<
 def generated(files: str) -> str:
     """`contrail-kube-manager translate -f FILES -o table`, headings moved two levels down."""
     manifests = load_manifests([os.path.join(ROOT, f) for f in files.split()])
-    table = render_table(translate(manifests.namespaces, manifests.pods, manifests.network_policies,
-                                   cluster_network_policies=manifests.cluster_network_policies,
-                                   semantics="cluster-wide"))
+    table = render_table(translate(manifests.objects, semantics="cluster-wide"))
     return re.sub(r"^#", "###", table, flags=re.M) + "\n"
 
 

@@ -16,9 +16,8 @@ EXAMPLES = str(EXAMPLES)
 
 def test_every_body_the_translator_makes_has_the_fields_of_its_type():
     manifests = load_manifests([EXAMPLES])
-    assert manifests.network_policies and manifests.cluster_network_policies
-    translation = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
-                            cluster_network_policies=manifests.cluster_network_policies)
+    assert manifests.objects["NetworkPolicy"] and manifests.objects["ClusterNetworkPolicy"]
+    translation = translate(manifests.objects)
     seen: Dict[str, Set[str]] = defaultdict(set)
     bodies = {"tag": translation.tags, "address-group": translation.address_groups,
               "firewall-rule": translation.firewall_rules, "firewall-policy": translation.firewall_policies,

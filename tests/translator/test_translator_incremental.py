@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kube_manager.translator import ClusterTranslator, translate
+from tests.support.translator_reads import policy_errors, policy_objects
 from tests.support.builders import namespace, pod, policy
 from tests.support.schema_oracle import assert_schema_valid
 
@@ -100,6 +101,9 @@ operations = st.lists(st.tuples(st.one_of(
 ), st.booleans()), max_size=40)
 
 
+KINDS = {"namespace": "Namespace", "pod": "Pod", "policy": "NetworkPolicy"}  # the operations' names
+
+
 def key_of(manifest):
     metadata = manifest["metadata"]
     return (metadata.get("namespace", ""), metadata["name"])
@@ -116,20 +120,22 @@ def test_any_event_sequence_ends_equal_to_a_fresh_translation(ops):
             kind = op[len("delete-"):]
             key = ("", arg) if kind == "namespace" else arg
             state[kind].pop(key, None)
-            getattr(translator, f"delete_{kind}")(*key[1:] if kind == "namespace" else key)
+            translator.delete(KINDS[kind], *key)
         else:
             state[op][key_of(arg)] = arg
-            getattr(translator, f"upsert_{op}")(copy.deepcopy(arg))
+            translator.upsert(KINDS[op], copy.deepcopy(arg))
         if then_pop:
             mirror.apply(translator)
     mirror.apply(translator)
-    fresh = translate(state["namespace"].values(), state["pod"].values(), state["policy"].values())
+    fresh = translate({"Namespace": state["namespace"].values(),
+                       "Pod": state["pod"].values(),
+                       "NetworkPolicy": state["policy"].values()})
     assert json.dumps(translator.translation().to_dict()) == json.dumps(fresh.to_dict())
     mirror.check(translator)
     bulk = ClusterTranslator(track_changes=False)  # publishes only once asked (translate() never asks)
     for kind in ("namespace", "pod", "policy"):
         for manifest in state[kind].values():
-            getattr(bulk, f"upsert_{kind}")(manifest)
+            bulk.upsert(KINDS[kind], manifest)
     bulk.flush()
     assert published_facts(bulk) == published_facts(translator)
 
@@ -144,12 +150,12 @@ def published_facts(translator: ClusterTranslator):
 
 def test_a_bulk_translator_publishes_once_asked_and_keeps_it_up_to_date():
     t = ClusterTranslator(track_changes=False)
-    t.upsert_policy(policy("a", "np", {"podSelector": {"matchLabels": {"app": "web"}}}))
+    t.upsert("NetworkPolicy", policy("a", "np", {"podSelector": {"matchLabels": {"app": "web"}}}))
     t.flush()
     desired = t.published()
     assert desired.deny_owner((PM, "k8s-a-ingress-np-denyall")) == (PM, "k8s-a-np")
     assert desired.policy_tags((PM, "k8s-a-np")) == ("app=web",)
-    t.delete_policy("a", "np")
+    t.delete("NetworkPolicy", "a", "np")
     t.flush()
     assert desired.deny_owner((PM, "k8s-a-ingress-np-denyall")) is None
     assert desired.policy_tags((PM, "k8s-a-np")) == ()
@@ -164,7 +170,7 @@ def test_flush_reports_a_policy_lifecycle():
     assert not t.flush()
 
     spec = {"podSelector": {"matchLabels": {"app": "db"}}, "ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}]}
-    t.upsert_policy(policy("n", "np", spec))
+    t.upsert("NetworkPolicy", policy("n", "np", spec))
     added = t.flush()
     assert set(added.added) == {
         ("tag", ("namespace=n",)), ("tag", ("app=db",)), ("address-group", (PM, "10.0.0.0/8")),
@@ -175,40 +181,40 @@ def test_flush_reports_a_policy_lifecycle():
     assert {(c.resource_type, c.operation, c.ref_fq_name[-1]) for c in added.ref_changes} == {
         ("firewall-policy", "ADD", "k8s-n-ingress-np-denyall"), ("application-policy-set", "ADD", "k8s-n-np")}
 
-    t.upsert_policy(policy("n", "np", spec))  # unchanged: nothing to do
+    t.upsert("NetworkPolicy", policy("n", "np", spec))  # unchanged: nothing to do
     assert not t.flush()
 
     spec["ingress"][0]["from"][0]["ipBlock"]["cidr"] = "10.0.0.0/16"
-    t.upsert_policy(policy("n", "np", spec))
+    t.upsert("NetworkPolicy", policy("n", "np", spec))
     moved = t.flush()
     assert ("address-group", (PM, "10.0.0.0/8")) in moved.removed
     assert ("address-group", (PM, "10.0.0.0/16")) in moved.added
     assert ("firewall-policy", (PM, "k8s-n-np")) in moved.changed
     assert moved.ref_changes == ()  # the APS and denyall refs did not move
 
-    t.delete_policy("n", "np")
+    t.delete("NetworkPolicy", "n", "np")
     gone = t.flush()
     assert set(gone.removed) >= {("tag", ("app=db",)), ("tag", ("namespace=n",)), ("firewall-policy", (PM, "k8s-n-np"))}
     assert {(c.operation, c.ref_fq_name[-1]) for c in gone.ref_changes} == {
         ("DELETE", "k8s-n-ingress-np-denyall"), ("DELETE", "k8s-n-np")}
-    assert t.policy_objects("n", "np") is None
+    assert policy_objects(t, "n", "np") is None
 
 
 def test_pod_tags_follow_labels_namespace_labels_and_selectors():
     t = ClusterTranslator()
-    t.upsert_namespace(namespace("n", team="x"))
-    t.upsert_pod(pod("n", "a", labels={"app": "web"}))
-    t.upsert_policy(policy("m", "np", {"podSelector": {}, "ingress": [{"from": [
+    t.upsert("Namespace", namespace("n", team="x"))
+    t.upsert("Pod", pod("n", "a", labels={"app": "web"}))
+    t.upsert("NetworkPolicy", policy("m", "np", {"podSelector": {}, "ingress": [{"from": [
         {"namespaceSelector": {"matchLabels": {"team": "x"}}, "podSelector": {"matchLabels": {"app": "web"}}}]}]}))
     t.flush()
     assert t.pod_tags("n", "a") == ("app=web", "application=k8s", "namespace.team=x", "namespace=n")
-    t.upsert_pod(pod("n", "a", labels={"app": "db"}))
+    t.upsert("Pod", pod("n", "a", labels={"app": "db"}))
     assert t.flush().pods == (("n", "a"),)
     assert t.pod_tags("n", "a") == ("application=k8s", "namespace.team=x", "namespace=n")
-    t.upsert_namespace(namespace("n", team="y"))
+    t.upsert("Namespace", namespace("n", team="y"))
     assert t.flush().pods == (("n", "a"),)
     assert t.pod_tags("n", "a") == ("application=k8s", "namespace=n")
-    t.delete_pod("n", "a")
+    t.delete("Pod", "n", "a")
     assert t.flush().pods == (("n", "a"),)
     assert t.pod_tags("n", "a") is None
 
@@ -218,77 +224,77 @@ def test_a_policy_naming_a_label_re_tags_only_the_pods_it_can_select():
     pods of the cluster carry the label (isolation tags apart: cluster-wide semantics)."""
     t = ClusterTranslator(semantics="cluster-wide")
     for ns in ("a", "b", "c"):
-        t.upsert_namespace(namespace(ns, team="x" if ns == "c" else "y"))
-        t.upsert_pod(pod(ns, "cache", labels={"app": "cache"}))
+        t.upsert("Namespace", namespace(ns, team="x" if ns == "c" else "y"))
+        t.upsert("Pod", pod(ns, "cache", labels={"app": "cache"}))
     t.flush()
-    t.upsert_policy(policy("a", "np", {"podSelector": {"matchLabels": {"app": "cache"}}}))
+    t.upsert("NetworkPolicy", policy("a", "np", {"podSelector": {"matchLabels": {"app": "cache"}}}))
     assert t.flush().pods == (("a", "cache"),)
-    t.upsert_policy(policy("a", "peer", {"podSelector": {}, "ingress": [{"from": [
+    t.upsert("NetworkPolicy", policy("a", "peer", {"podSelector": {}, "ingress": [{"from": [
         {"namespaceSelector": {"matchLabels": {"team": "x"}}, "podSelector": {"matchLabels": {"app": "cache"}}}]}]}))
     assert t.flush().pods == (("c", "cache"),)
     assert "app=cache" not in t.pod_tags("b", "cache")
-    t.upsert_namespace(namespace("b", team="x"))  # b moves into the peer's scope
+    t.upsert("Namespace", namespace("b", team="x"))  # b moves into the peer's scope
     assert t.flush().pods == (("b", "cache"),)
     assert "app=cache" in t.pod_tags("b", "cache")
-    t.delete_policy("a", "np")  # the peer still names app=cache in b and c
+    t.delete("NetworkPolicy", "a", "np")  # the peer still names app=cache in b and c
     assert t.flush().pods == (("a", "cache"),)
     assert [ns for ns in "abc" if "app=cache" in t.pod_tags(ns, "cache")] == ["b", "c"]
-    t.delete_policy("a", "peer")
+    t.delete("NetworkPolicy", "a", "peer")
     assert sorted(t.flush().pods) == [("b", "cache"), ("c", "cache")]
     assert not any("app=cache" in t.pod_tags(ns, "cache") for ns in "abc")
 
 
 def test_namespace_label_changes_move_pods_in_and_out_of_selector_tags():
     t = ClusterTranslator()
-    t.upsert_namespace(namespace("n", env="prod"))
-    t.upsert_pod(pod("n", "a"))
+    t.upsert("Namespace", namespace("n", env="prod"))
+    t.upsert("Pod", pod("n", "a"))
     selector = {"matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["dev"]}]}
-    t.upsert_policy(policy("m", "np", {"podSelector": {}, "ingress": [{"from": [{"namespaceSelector": selector}]}]}))
+    t.upsert("NetworkPolicy", policy("m", "np", {"podSelector": {}, "ingress": [{"from": [{"namespaceSelector": selector}]}]}))
     t.flush()
-    (tag,) = t.policy_objects("m", "np").tags
+    (tag,) = policy_objects(t, "m", "np").tags
     assert tag in t.pod_tags("n", "a")
-    t.upsert_namespace(namespace("n", env="dev"))
+    t.upsert("Namespace", namespace("n", env="dev"))
     assert t.flush().pods == (("n", "a"),)
     assert tag not in t.pod_tags("n", "a")
-    t.delete_namespace("n")  # the pods keep it known, with only kubernetes.io/metadata.name
+    t.delete("Namespace", "", "n")  # the pods keep it known, with only kubernetes.io/metadata.name
     t.flush()
     assert tag in t.pod_tags("n", "a")
 
 
 def test_a_new_pod_re_resolves_named_ports():
     t = ClusterTranslator()
-    t.upsert_pod(pod("n", "a", ports=[("http", 80, "TCP")]))
-    t.upsert_policy(policy("n", "np", {"podSelector": {}, "ingress": [{"ports": [{"port": "http"}]}]}))
+    t.upsert("Pod", pod("n", "a", ports=[("http", 80, "TCP")]))
+    t.upsert("NetworkPolicy", policy("n", "np", {"podSelector": {}, "ingress": [{"ports": [{"port": "http"}]}]}))
     t.flush()
     rule = (PM, "k8s-n-ingress-np-0-allow-all-0")
     assert t.desired()["firewall-rule"][rule]["endpoint_2"] == {"tags": ["application=k8s", "namespace=n"]}
-    t.upsert_pod(pod("n", "b", ports=[("http", 81, "TCP")]))
+    t.upsert("Pod", pod("n", "b", ports=[("http", 81, "TCP")]))
     changes = t.flush()
     assert ("firewall-rule", rule) in changes.changed
     assert ("firewall-rule", (PM, "k8s-n-ingress-np-0-allow-all-1")) in changes.added
     assert len(t.desired()["firewall-rule"][rule]["endpoint_2"]["tags"]) == 1
-    assert t.policy_errors("n", "np") == ()
-    t.delete_pod("n", "a")
-    t.delete_pod("n", "b")
+    assert policy_errors(t, "n", "np") == ()
+    t.delete("Pod", "n", "a")
+    t.delete("Pod", "n", "b")
     t.flush()
-    assert "resolves on no selected pod" in t.policy_errors("n", "np")[0]
-    assert t.policy_objects("n", "np").rules == ()
+    assert "resolves on no selected pod" in policy_errors(t, "n", "np")[0]
+    assert policy_objects(t, "n", "np").rules == ()
 
 
 def test_a_collision_appears_and_disappears():
     t = ClusterTranslator()
     spec = {"podSelector": {}}
-    t.upsert_policy(policy("a-b", "c", spec))
+    t.upsert("NetworkPolicy", policy("a-b", "c", spec))
     t.flush()
-    assert t.policy_objects("a-b", "c").firewall_policy == (PM, "k8s-a-b-c")
-    t.upsert_policy(policy("a", "b-c", spec))
+    assert policy_objects(t, "a-b", "c").firewall_policy == (PM, "k8s-a-b-c")
+    t.upsert("NetworkPolicy", policy("a", "b-c", spec))
     t.flush()
-    assert t.policy_objects("a-b", "c").firewall_policy[1].startswith("k8s-a-b-c-")
-    assert t.policy_objects("a", "b-c").firewall_policy[1].startswith("k8s-a-b-c-")
-    t.delete_policy("a", "b-c")
+    assert policy_objects(t, "a-b", "c").firewall_policy[1].startswith("k8s-a-b-c-")
+    assert policy_objects(t, "a", "b-c").firewall_policy[1].startswith("k8s-a-b-c-")
+    t.delete("NetworkPolicy", "a", "b-c")
     t.flush()
-    assert t.policy_objects("a-b", "c").firewall_policy == (PM, "k8s-a-b-c")
-    assert t.policy_objects("a-b", "c").deny_rules == ((PM, "k8s-a-b-ingress-c-denyall"),)
+    assert policy_objects(t, "a-b", "c").firewall_policy == (PM, "k8s-a-b-c")
+    assert policy_objects(t, "a-b", "c").deny_rules == ((PM, "k8s-a-b-ingress-c-denyall"),)
 
 
 def test_a_name_handed_over_in_one_flush_stays_with_its_new_owner():
@@ -297,34 +303,34 @@ def test_a_name_handed_over_in_one_flush_stays_with_its_new_owner():
     spec = {"podSelector": {}}
     for leave in ("delete", "reject"):
         t = ClusterTranslator()
-        t.upsert_policy(policy("a", "b-c", spec, uid="a/b-c"))
+        t.upsert("NetworkPolicy", policy("a", "b-c", spec, uid="a/b-c"))
         t.flush()
-        t.upsert_policy(policy("a-b", "c", spec, uid="a-b/c"))
+        t.upsert("NetworkPolicy", policy("a-b", "c", spec, uid="a-b/c"))
         if leave == "delete":
-            t.delete_policy("a", "b-c")
+            t.delete("NetworkPolicy", "a", "b-c")
             remaining = [policy("a-b", "c", spec, uid="a-b/c")]
         else:
             bad = policy("a", "b-c", {"podSelector": {"matchLabels": ["not", "a", "map"]}}, uid="a/b-c")
-            t.upsert_policy(copy.deepcopy(bad))
+            t.upsert("NetworkPolicy", copy.deepcopy(bad))
             remaining = [policy("a-b", "c", spec, uid="a-b/c"), bad]
         t.flush()
-        assert t.policy_objects("a-b", "c").firewall_policy == (PM, "k8s-a-b-c"), leave
-        assert json.dumps(t.translation().to_dict()) == json.dumps(translate([], [], remaining).to_dict()), leave
+        assert policy_objects(t, "a-b", "c").firewall_policy == (PM, "k8s-a-b-c"), leave
+        assert json.dumps(t.translation().to_dict()) == json.dumps(translate({"NetworkPolicy": remaining}).to_dict()), leave
 
 
 def test_errors_of_rejected_objects_clear_when_fixed_or_deleted():
     t = ClusterTranslator()
-    t.upsert_policy(policy("n", "p", {"podSelector": {"matchLabels": {"a": 1}}}))
+    t.upsert("NetworkPolicy", policy("n", "p", {"podSelector": {"matchLabels": {"a": 1}}}))
     t.flush()
-    assert t.policy_errors("n", "p")[0].endswith("rejected whole")
-    assert t.policy_objects("n", "p") is None
-    t.upsert_policy(policy("n", "p", {"podSelector": {}}))
+    assert policy_errors(t, "n", "p")[0].endswith("rejected whole")
+    assert policy_objects(t, "n", "p") is None
+    t.upsert("NetworkPolicy", policy("n", "p", {"podSelector": {}}))
     t.flush()
-    assert t.policy_errors("n", "p") == ()
-    t.upsert_pod({"metadata": {"name": "q", "namespace": "n", "labels": {"a": ["b"]}}})
+    assert policy_errors(t, "n", "p") == ()
+    t.upsert("Pod", {"metadata": {"name": "q", "namespace": "n", "labels": {"a": ["b"]}}})
     t.flush()
     assert [e["kind"] for e in t.errors()] == ["Pod"]
-    t.delete_pod("n", "q")
+    t.delete("Pod", "n", "q")
     t.flush()
     assert t.errors() == []
 
@@ -333,17 +339,17 @@ def test_reads_answer_for_the_last_flush_and_never_flush_themselves():
     """Only flush() redoes what events marked: a read between an event and the flush sees the
     state of the last flush, and leaves the change report whole for the flush."""
     t = ClusterTranslator()
-    t.upsert_pod(pod("n", "a", labels={"app": "web"}))
+    t.upsert("Pod", pod("n", "a", labels={"app": "web"}))
     t.flush()
-    t.upsert_policy(policy("n", "np", {"podSelector": {"matchLabels": {"app": "web"}}}))
-    t.upsert_pod(pod("n", "b", labels={"app": "web"}))
-    assert t.policy_objects("n", "np") is None and t.pod_tags("n", "b") is None
+    t.upsert("NetworkPolicy", policy("n", "np", {"podSelector": {"matchLabels": {"app": "web"}}}))
+    t.upsert("Pod", pod("n", "b", labels={"app": "web"}))
+    assert policy_objects(t, "n", "np") is None and t.pod_tags("n", "b") is None
     assert (PM, "k8s-n-np") not in t.desired()["firewall-policy"]
-    assert t.policy_errors("n", "np") == () and t.errors() == []
+    assert policy_errors(t, "n", "np") == () and t.errors() == []
     with pytest.raises(RuntimeError, match="flush"):  # pods and tags of two moments never mix
         t.translation()
     changes = t.flush()
     assert ("firewall-policy", (PM, "k8s-n-np")) in changes.added
     assert changes.pods == (("n", "a"), ("n", "b")) and changes.policies == (("n", "np"),)
-    assert t.policy_objects("n", "np").firewall_policy == (PM, "k8s-n-np")
+    assert policy_objects(t, "n", "np").firewall_policy == (PM, "k8s-n-np")
     assert "app=web" in t.pod_tags("n", "b")

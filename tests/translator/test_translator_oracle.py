@@ -49,4 +49,4 @@ def test_the_oracle_catches_missing_required_fields_and_bad_refs():
 
 
 def test_an_empty_cluster_is_schema_valid():
-    assert_translation_valid(translate([], [], []).to_dict())
+    assert_translation_valid(translate({}).to_dict())

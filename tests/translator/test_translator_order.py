@@ -25,7 +25,7 @@ def test_every_list_is_in_spec_order_whatever_the_input_order(keys, shuffler):
                 for i, (ns, name) in enumerate(keys)]
     shuffler.shuffle(pods)
     shuffler.shuffle(policies)
-    result = translate([], pods, policies, semantics="cluster-wide")
+    result = translate({"Pod": pods, "NetworkPolicy": policies}, semantics="cluster-wide")
     assert [(w["namespace"], w["name"]) for w in result.workloads] == sorted(keys)
     for objects in (result.tags, result.address_groups, result.firewall_rules, result.firewall_policies):
         names = [body["fq_name"][-1] for body in objects]

@@ -48,20 +48,20 @@ def test_no_mutable_module_state_and_no_io():
 
 
 def _cluster():
-    return ([namespace("a", team="x")],
-            [pod("a", "p", ip="10.0.0.1", labels={"app": "web"}, ports=[("http", 80, "TCP")])],
-            [policy("a", "np", {"podSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
+    return {"Namespace": [namespace("a", team="x")],
+            "Pod": [pod("a", "p", ip="10.0.0.1", labels={"app": "web"}, ports=[("http", 80, "TCP")])],
+            "NetworkPolicy": [policy("a", "np", {"podSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
                                 "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"team": "x"}}}],
-                                             "ports": [{"port": "http"}]}]})])
+                                             "ports": [{"port": "http"}]}]})]}
 
 
 def test_translations_do_not_influence_each_other_and_inputs_are_not_modified():
     inputs = _cluster()
     snapshot = json.dumps(inputs, sort_keys=True)
-    first = json.dumps(translate(*inputs).to_dict())
+    first = json.dumps(translate(inputs).to_dict())
     other = ClusterTranslator("other")
-    for manifest in inputs[2]:
-        other.upsert_policy(manifest)
+    for manifest in inputs["NetworkPolicy"]:
+        other.upsert("NetworkPolicy", manifest)
     other.flush()
-    assert json.dumps(translate(*inputs).to_dict()) == first
+    assert json.dumps(translate(inputs).to_dict()) == first
     assert json.dumps(inputs, sort_keys=True) == snapshot

@@ -90,7 +90,7 @@ def test_firewall_policy_marks_name_the_network_policy():
 
 def test_owner_is_configurable():
     from kube_manager.translator import translate
-    result = translate([], [], [], cluster_name="c1", owner="team-a").to_dict()
+    result = translate({}, cluster_name="c1", owner="team-a").to_dict()
     assert {marks(b)["owner"] for b in result["firewall_rules"]} == {"team-a"}
 
 

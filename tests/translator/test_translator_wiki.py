@@ -26,8 +26,7 @@ DB_PODS = ["application=k8s", "namespace=default", "role=db"]
 def illustration(number: int):
     manifests = load_manifests([os.path.join(WIKI, "cluster.yaml"),
                                 os.path.join(WIKI, f"illustration-{number}.yaml")])
-    result = translate(manifests.namespaces, manifests.pods, manifests.network_policies,
-                       semantics="cluster-wide").to_dict()
+    result = translate(manifests.objects, semantics="cluster-wide").to_dict()
     assert_translation_valid(result)
     assert result["errors"] == []
     return result

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Mapping, Optional
 
 from kube_manager.plumbing.kvlog import kv
 
 from ..changes import ChangeLog
 from ..index import ClusterIndex
+from ..kind_source import Identity
 from ..marks import Marks
 from ..model import PodInfo
 from ..rejections import describe_object, object_logger
@@ -27,6 +28,7 @@ from ..exact.tiers import TierBlocks, block_policy_name
 from ..naming import shorten
 from .chain import DIRECTIONS, ChainBuilder, TierChains
 from .model import ADMIN, BASELINE, KIND, TIERS, ParsedCnp
+from .parse import cnp_key, parse_cnp
 from .status import CnpStatus, status_errors
 
 _BLOCKS_OF = MappingProxyType({ADMIN: ("admin",), BASELINE: ("baseline-np", "baseline")})  # a tier's blocks
@@ -50,15 +52,22 @@ class ClusterNetworkPolicies:
 
     # --- events -------------------------------------------------------------------------------
 
-    def upsert(self, policy: ParsedCnp) -> None:
-        old = self._policies.get(policy.name)
-        if old == policy:
-            return
-        self._policies[policy.name] = policy
-        self._mark(old)
-        self._mark(policy)
+    kind = KIND
 
-    def remove(self, name: str) -> None:
+    def identity(self, manifest: Any) -> Identity:
+        return "", cnp_key(manifest)
+
+    def upsert(self, manifest: Mapping[str, Any]) -> Identity:
+        """Add or replace a policy; its tier is rendered again at the next flush."""
+        policy = parse_cnp(manifest)
+        old = self._policies.get(policy.name)
+        if old != policy:
+            self._policies[policy.name] = policy
+            self._mark(old)
+            self._mark(policy)
+        return "", policy.name
+
+    def remove(self, namespace: str, name: str) -> None:
         self._mark(self._policies.pop(name, None))
 
     def _mark(self, policy: Optional[ParsedCnp]) -> None:
@@ -75,7 +84,7 @@ class ClusterNetworkPolicies:
 
     # --- reads --------------------------------------------------------------------------------
 
-    def status(self, name: str) -> Optional[CnpStatus]:
+    def status(self, namespace: str, name: str) -> Optional[CnpStatus]:
         """What the named policy emitted and its errors, as of the last flush; None when unknown."""
         return self._statuses.get(name) if name in self._policies else None
 

@@ -139,9 +139,6 @@ class ExactEnforcement:
     def namespace_relabelled(self) -> None:
         """As pod_changed."""
 
-    def errors(self) -> List[Dict[str, str]]:
-        return []
-
     # --- flushing -----------------------------------------------------------------------------
 
     def flush(self) -> None:
