@@ -2,7 +2,7 @@
 
 `KINDS` is the registry the daemon watches and dispatches from; its order is the order in which
 the events held until every initial list is in are applied (namespaces, then pods, then the
-policies that select them). How to add a kind: `kube_manager/kube/kinds.py`.
+policies that select them). How to add a kind: docs/architecture.md, "Adding a kind".
 """
 from kube_manager.kube.kinds import KindRegistry
 

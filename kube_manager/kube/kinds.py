@@ -16,12 +16,8 @@ twice, with `KindError` when the pipeline is built; asking for a kind that is no
 `KindError` too. There is no default kind: a new kind can never silently fall into another's
 lister or handler.
 
-Adding a kind (ClusterNetworkPolicy is next) is one record, one handler and one translator source:
-1. its `Resource` in `kube/resources.py`;
-2. a module in `kube_manager/handlers/` (see `network_policy.py`) with its trimmer, validator,
-   `KindHandler` and `Kind` record, listed in `handlers.KINDS` (whose order is the order in which
-   the events held until the initial lists are in are applied: what others refer to first);
-3. the translator source the handler feeds (`ClusterTranslator.upsert_...` / `delete_...`).
+Adding a kind (one handler and one translator source): docs/architecture.md, "Adding a kind",
+the one recipe.
 """
 from __future__ import annotations
 
