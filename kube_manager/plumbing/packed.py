@@ -7,7 +7,10 @@ at once afterwards into memory the process then kept (scattered holes). What is 
 shown, compared or applied later, is kept packed. A value orjson cannot write (an integer beyond 64
 bits, a key that is not a string) is kept as it is, so the packed bytes never hold an integer orjson
 would read back as a float: `unpack` gives back exactly what `vnc_client.jsoncodec.loads`, the
-decoder of the watches and of `translate`, had made of the manifest.
+decoder of the watches and of `translate`, had made of the manifest. So is a value holding a float
+JSON has no word for (an infinity or NaN, which YAML can write and orjson would write as `null`): an
+object that can be read in two ways would be rejected under one key when handled at once and
+another when held.
 """
 from __future__ import annotations
 
@@ -23,11 +26,17 @@ def pack(value: Any) -> Held:
     buffer it wrote into (1 KB or more, where a pod's manifest is some 270 bytes), so it is copied
     once, exactly, and the buffer goes back for the next."""
     try:
-        return memoryview(orjson.dumps(value)).tobytes()
+        packed = orjson.dumps(value)
     except TypeError:
         return value
+    # orjson writes a non-finite float as null; a null is rare in what is held (trimmers drop
+    # them), so the search is all most values cost.
+    if b"null" in packed and orjson.loads(packed) != value:
+        return value
+    return memoryview(packed).tobytes()
 
 
 def unpack(held: Held) -> Any:
     """A fresh copy of the value `pack` was given (the value itself when it was kept as it is)."""
     return orjson.loads(held) if isinstance(held, bytes) else held
+
