@@ -190,6 +190,7 @@ class Explainer:
             "rule_fq_name": list(decision.rule_fq_name) if decision.rule_fq_name else None,
             "policy": decision.policy,
             "action": decision.action,
+            "logged": decision.logged,
             "stands_for": stands_for(decision.rule, decision.policy, verdict, self.cluster),
             "semantics": self.semantics,
             "deviation": deviation,

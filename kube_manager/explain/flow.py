@@ -60,6 +60,7 @@ class Decision:
     rule_fq_name: Optional[Tuple[str, ...]] = None
     policy: Optional[str] = None
     action: Optional[str] = None
+    logged: bool = False  # the deciding rule logs its matches (`action_list.log`, SPEC 15)
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class _Entry:
     service: _Service
     match_tags: Tuple[str, ...]
     action: str
+    logged: bool
 
 
 def _sequence_key(ref: Mapping[str, Any]) -> Tuple[Any, ...]:
@@ -235,10 +237,12 @@ class ContrailEvaluator:
         if pairs is None:
             log.warning("rule %s: unknown direction %r, never matches", rule_fq[-1], direction)
             return []
-        action = str((rule.get("action_list") or {}).get("simple_action") or "deny")
+        action_list = rule.get("action_list") or {}
+        action = str(action_list.get("simple_action") or "deny")
+        logged = action_list.get("log") is True
         match_tags = tuple((rule.get("match_tags") or {}).get("tag_list") or ())
         service = _service(rule.get("service"))
-        return [_Entry(policy, rule_fq[-1], rule_fq, src, dst, service, match_tags, action)
+        return [_Entry(policy, rule_fq[-1], rule_fq, src, dst, service, match_tags, action, logged)
                 for src, dst in pairs]
 
     def _index_entries(self) -> None:
@@ -322,7 +326,7 @@ class ContrailEvaluator:
             if entry.service.matches(port, protocol, src_port):
                 return Decision(allowed=entry.action == "pass", under_aps=True, rule=entry.rule,
                                 rule_fq_name=entry.rule_fq_name, policy=entry.policy,
-                                action=entry.action)
+                                action=entry.action, logged=entry.logged)
         return Decision(allowed=False, under_aps=True)
 
     def evaluate(self, src: Workload, dst: Workload, port: int, protocol: str,

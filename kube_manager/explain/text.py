@@ -61,7 +61,8 @@ def render(result: Mapping[str, Any]) -> str:
     lines = [f"{source} -> {destination} {str(result['protocol']).upper()} {result['port']}: "
              f"{contrail} by Contrail; Kubernetes would {kubernetes} it"]
     if result.get("rule"):
-        lines.append(f"deciding rule: {result['rule']} in {result['policy']} ({result['action']})")
+        logged = ", logs its matches" if result.get("logged") else ""
+        lines.append(f"deciding rule: {result['rule']} in {result['policy']} ({result['action']}{logged})")
         if result.get("stands_for"):
             lines.append(f"  which stands for {result['stands_for']}")
     elif not result.get("under_aps", True):
