@@ -53,10 +53,15 @@ class _Handler(WSGIHandler):
         # the client's delayed ACK hold every keep-alive answer back by ~40 ms.
         self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         connections.add(self)
+        rfile = self.rfile
         try:
             super().handle()
         finally:
             connections.discard(self)
+            # pywsgi only drops its reference to the socket's reader, which then keeps the socket
+            # open until the collector finds it, possibly after this server's hub is gone (closing
+            # it then raises inside gevent). Closed here, the socket closes with the connection.
+            rfile.close()
 
     def handle_one_response(self) -> None:
         self.busy = True
