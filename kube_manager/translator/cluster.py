@@ -112,7 +112,7 @@ class ClusterTranslator:
         self._log = ChangeLog(track_changes)
         self._store = DesiredObjects(self._log)
         self._shared = SharedObjects(self._store, self._bodies, self._membership, self._marks)
-        isolation = Isolation(cluster_name, self._index, self._marks)
+        isolation = Isolation(cluster_name, self._index, self._marks, events_follow=track_changes)
         self._pod_tags = PodTags(self._index, self._shared, self._membership, renderer.application_tag,
                                  self._marks, self._log, isolation)
         self._rejections = Rejections()  # objects refused, by (kind, namespace, name)

@@ -7,7 +7,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from kube_manager.translator import ClusterTranslator
+from kube_manager.translator import ClusterTranslator, translate
 from kube_manager.translator.index import _LabelIndex
 from tests.support.builders import namespace, pod, policy
 
@@ -67,3 +67,12 @@ def test_pods_that_come_after_the_bulk_load_are_found_by_later_policies() -> Non
     t.flush()
     t.delete("NetworkPolicy", "b", "cache")
     assert t.flush().pods == ()
+
+
+def test_an_offline_translation_indexes_no_pod(indexed: List[object]) -> None:
+    """`translate()` makes no lookup after its one flush: it pays for no label index of pods."""
+    pods = [pod("a", f"p{i}", f"10.0.0.{i}", {"app": "web"}) for i in range(20)]
+    translation = translate({"Namespace": [namespace("a")], "Pod": pods,
+                             "NetworkPolicy": [policy("a", "web", selecting("web"))]})
+    assert all(INGRESS_TAG in w["tags"] for w in translation.to_dict()["workloads"])
+    assert not [item for item in indexed if isinstance(item, tuple) and item in {("a", f"p{i}") for i in range(20)}]

@@ -25,9 +25,12 @@ def isolation_tag(cluster: str, direction: str) -> str:
 class Isolation:
     """Who carries the isolation tags; off (no pod carries them) until `enable`."""
 
-    def __init__(self, cluster: str, index: ClusterIndex, marks: Marks) -> None:
+    def __init__(self, cluster: str, index: ClusterIndex, marks: Marks, *, events_follow: bool = True) -> None:
+        """`events_follow`: events come after the bulk load (the daemon), so its lookups of pods
+        by label are worth indexing at once; an offline translation makes none."""
         self.tags = {direction: isolation_tag(cluster, direction) for direction in DIRECTIONS}
         self._index = index
+        self._events_follow = events_follow
         self._marks = marks
         self._selections: Dict[str, Dict[Selection, int]] = {}
         self._moved: List[Selection] = []  # selections that came or went since `mark_moved`
@@ -72,7 +75,8 @@ class Isolation:
         if not moved:
             return
         if len(dirty) >= len(pods) and dirty.keys() >= pods.keys():
-            self._index.index_pod_labels()
+            if self._events_follow:
+                self._index.index_pod_labels()
             return
         for _, scope in dict.fromkeys(moved):
             self._marks.mark_pods(pod.key for pod in self._index.pods_in(scope))
