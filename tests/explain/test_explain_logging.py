@@ -9,10 +9,7 @@ import pytest
 
 from introspect.app import create_app
 from kube_manager.cli.main import main
-from kube_manager.explain.explainer import Explainer
-from kube_manager.offline.manifests import load_manifests
-from kube_manager.translator import translate
-from tests.support.introspect_support import build_db, call
+from tests.support.introspect_support import build_db, call, offline_explainer
 
 CLUSTER = """
 apiVersion: v1
@@ -58,9 +55,6 @@ def test_explain_says_whether_the_deciding_rule_logs(tmp_path: Path, capsys, mod
     assert deciding == [f"deciding rule: {result['rule']} in {result['policy']} ({result['action']}"
                         f"{', logs its matches' if logged else ''})"]
 
-    manifests = load_manifests([str(tmp_path)])
-    translation = translate(manifests.objects)
-    explainer = Explainer(translation.to_dict(), manifests, "k8s", translation.selectors)
-    page = call(create_app(build_db(), explain=explainer.explain),
+    page = call(create_app(build_db(), explain=offline_explainer([str(tmp_path)]).explain),
                 f"/explain?from=shop/web&to=shop/db&port={port}&protocol=TCP").text
     assert ('id="deciding-rule-logged"' in page) is logged

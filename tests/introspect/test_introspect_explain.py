@@ -5,13 +5,10 @@ import pytest
 
 from introspect.app import create_app
 from introspect.explain import db_explainer, db_manifests, db_translation
-from kube_manager.explain.explainer import Explainer
 from kube_manager.handlers import KINDS
-from kube_manager.offline.manifests import load_manifests
-from kube_manager.translator import translate
 
 from tests.support.introspect_support import (FP_DB, R_DB_DENY, R_MON_DENY, R_MONITORING, R_WEB_TO_DB, XSS,
-                                build_db, call, policy_sequence)
+                                build_db, call, policy_sequence, offline_explainer)
 
 
 @pytest.fixture
@@ -343,13 +340,6 @@ HOUSES = ("examples/cnp/cluster.yaml", "examples/cnp/admin-pass-then-deny.yaml",
 RAVENCLAW, SLYTHERIN, GRYFFINDOR = ("network-policy-conformance-ravenclaw/luna-lovegood-0",
                                     "network-policy-conformance-slytherin/draco-malfoy-0",
                                     "network-policy-conformance-gryffindor/harry-potter-0")
-
-
-def offline_explainer(paths):
-    """The real explainer over manifests, as `explain -f` builds it."""
-    manifests = load_manifests(paths)
-    translation = translate(manifests.objects)
-    return Explainer(translation.to_dict(), manifests, "k8s", translation.selectors)
 
 
 @pytest.mark.parametrize("files, source, destination, rule_prefix, row", [

@@ -18,13 +18,16 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 from wsgiref.util import setup_testing_defaults
 
 from tests.support.builders import pod as pod_manifest, policy as policy_manifest
 from kube_manager.records.db import (SYNCED, PENDING, REJECTED, ClusterPolicyRecord, ConnectionStatus, Database,
                                      NamespaceRecord, PodRecord, PodStatus, PolicyRecord, PolicyStatus)
 from tests.support.paths import EXAMPLES
+from kube_manager.explain.explainer import Explainer
+from kube_manager.offline.manifests import load_manifests
+from kube_manager.translator import translate
 
 CLUSTER = "k8s"
 PM = "default-policy-management"
@@ -279,3 +282,11 @@ def demo_db() -> Database:
     for resource in KINDS.names():
         cache.on_event(resource, "LISTED", {"resourceVersion": "1"})
     return db
+
+
+def offline_explainer(paths: Iterable[str]) -> Explainer:
+    """The real explainer over manifests on disk, as `explain -f` builds it: for /explain pages
+    over a cluster the support DB does not hold."""
+    manifests = load_manifests(paths)
+    translation = translate(manifests.objects)
+    return Explainer(translation.to_dict(), manifests, "k8s", translation.selectors)
