@@ -7,7 +7,6 @@ removing a NetworkPolicy never renumbers the others.
 from __future__ import annotations
 
 import hashlib
-from typing import Tuple
 
 from .encoding import sha1_hex
 
@@ -69,15 +68,9 @@ def hashed_sequence(name: str) -> str:
     return "1." + str(_FROM_BYTES(_SHA1(name.encode()).digest(), "big"))[:12]
 
 
-def sequence_key(sequence: str) -> Tuple[int, str]:
-    """Numeric order of `major.minor` sequences (the minor digits compare as decimals)."""
-    major, _, minor = sequence.partition(".")
-    return (int(major), minor)
-
-
 def sequence_sort_key(sequence: str, name: str) -> str:
-    """One string ordering refs as (sequence_key(sequence), name) does, cheaper to build and to
-    compare than that tuple: the major number zero-padded (as text: majors are the translator's
+    """One string ordering refs by sequence in numeric order of `major.minor` (the minor digits
+    compare as decimals), then by name, cheaper to build and to compare than a tuple: the major number zero-padded (as text: majors are the translator's
     own canonical integers), the minor digits, then NUL (below every digit, so a shorter minor
     sorts first, as in the tuple) and the name (names never contain NUL)."""
     major, _, minor = sequence.partition(".")

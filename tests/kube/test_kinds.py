@@ -90,10 +90,10 @@ def test_a_new_kind_is_one_record_and_one_handler_and_its_list_is_awaited_too():
     cache.on_event("adminnetworkpolicies", "ADDED", {"metadata": {"name": "deny-all"}})
     for name in KINDS.names():
         cache.on_event(name, "LISTED", {"resourceVersion": "1"})
-    assert not cache.initial_lists_done and handler.seen == []  # held: its list is not in yet
+    assert not cache.lists_applied.is_set() and handler.seen == []  # held: its list is not in yet
     cache.on_event("adminnetworkpolicies", "LISTED", {"resourceVersion": "1"})
     cache.on_event("adminnetworkpolicies", "DELETED", {"metadata": {"name": "deny-all"}})
-    assert cache.initial_lists_done and handler.seen == [("upsert", "deny-all"), ("delete", "deny-all")]
+    assert cache.lists_applied.is_set() and handler.seen == [("upsert", "deny-all"), ("delete", "deny-all")]
 
 
 def test_the_validator_refuses_an_object_without_a_readable_identity_and_the_next_ones_go_on():
