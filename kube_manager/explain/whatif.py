@@ -37,8 +37,8 @@ from .flow import FLOW_PROTOCOLS, ContrailEvaluator, Workload
 from .k8s_cnp import ADMIN, BASELINE, ClusterPort
 from .k8s_semantics import Endpoint, KubernetesModel, PeerBlocks, Pod, PortRule
 from kube_manager.translator.batch import translate
+from kube_manager.translator.semantics import CLUSTER_WIDE, KUBERNETES
 
-KUBERNETES, CLUSTER_WIDE = "kubernetes", "cluster-wide"
 DELETE_ANNOTATION = "contrail-kube-manager/what-if"
 DELETE_VALUE = "delete"
 KINDS = ("Namespace", "Pod", "NetworkPolicy", "ClusterNetworkPolicy")

@@ -6,6 +6,7 @@ from typing import Any, Iterable, Mapping
 from kube_manager.plumbing.gcpolicy import collector_paused
 
 from .cluster import ClusterTranslator
+from .semantics import KUBERNETES
 from .translation import Translation
 
 # A cluster's manifests, by kind (`Namespace`, `Pod`, `NetworkPolicy`, `ClusterNetworkPolicy`).
@@ -13,7 +14,7 @@ ManifestsByKind = Mapping[str, Iterable[Mapping[str, Any]]]
 
 
 def translate(manifests: ManifestsByKind, *, cluster_name: str = "k8s", owner: str = "k8s",
-              semantics: str = "kubernetes") -> Translation:
+              semantics: str = KUBERNETES) -> Translation:
     """Translate plain manifests (as the API server returns them) in one go, each kind in the
     translator's order whatever the mapping's; KeyError for a kind the translator does not read.
 

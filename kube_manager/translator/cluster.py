@@ -38,7 +38,7 @@ from .cnp.chain import ChainBuilder
 from .cnp.source import ClusterNetworkPolicies
 from .decode import SelectorView
 from .exact.isolation import Isolation
-from .exact.source import KUBERNETES, ExactEnforcement, semantics_problem
+from .exact.source import ExactEnforcement
 from .exact.tiers import TierBlocks
 from .index import ClusterIndex, PodKey
 from .kind_source import Emitted, KindSource, KindTable, Unrendered
@@ -47,7 +47,8 @@ from .match_logging import MatchLogging
 from .membership import SelectorMembership
 from .model import PodInfo
 from .namespaces import NamespaceSource
-from .naming import (ALLOWALL_SEQUENCE, DENYALL_SEQUENCE, allowall_policy_name, denyall_policy_name,
+from .naming import (ALLOWALL_SEQUENCE, DENYALL_SEQUENCE, allowall_policy_name, application_policy_set_name,
+                     denyall_policy_name,
                      rule_sequence)
 from .network_policies import NetworkPolicies
 from .parsecache import ParseCache
@@ -55,6 +56,7 @@ from .pods import PodSource
 from .podtags import PodTags
 from .published import DesiredState
 from .rejections import Rejections
+from .semantics import KUBERNETES, semantics_problem
 from .render import PolicyRenderer
 from .sequenced import SequencedRefs
 from .shared import SharedObjects
@@ -287,7 +289,7 @@ class ClusterTranslator:
         denyall_fq = global_fq_name(denyall_policy_name(self.cluster_name))
         denyall = self._bodies.firewall_policy(denyall_fq, [])
         deny_refs = self._store.ref_list(FIREWALL_POLICY, denyall_fq, denyall, FIREWALL_RULE)
-        aps_fq = global_fq_name(self.cluster_name)
+        aps_fq = global_fq_name(application_policy_set_name(self.cluster_name))
         aps = self._bodies.application_policy_set(aps_fq, application, [])
         aps_refs = self._store.ref_list(APPLICATION_POLICY_SET, aps_fq, aps, FIREWALL_POLICY)
         aps_refs.set(denyall_fq, DENYALL_SEQUENCE, denyall["fq_name"])

@@ -43,6 +43,10 @@ def deny_rule_name(rule_prefix: str) -> str:
     return f"{rule_prefix}denyall"
 
 
+def application_policy_set_name(cluster: str) -> str:
+    return cluster
+
+
 def denyall_policy_name(cluster: str) -> str:
     return f"{cluster}-denyall"
 
@@ -75,3 +79,30 @@ def sequence_sort_key(sequence: str, name: str) -> str:
     sorts first, as in the tuple) and the name (names never contain NUL)."""
     major, _, minor = sequence.partition(".")
     return f"{major.zfill(10)}.{minor}\0{name}"
+
+
+# --- the cluster's own policies and blocks (SPEC 5, 13, 14): named here alone; the reconciler's
+# make before break asks for them by these names.
+
+def block_policy_name(cluster: str, block: str) -> str:
+    """`<cluster>--<block>`, the firewall policy of one ordered block."""
+    return f"{cluster}--{block}"
+
+
+ADMIN_BLOCK, BASELINE_NP_BLOCK, BASELINE_BLOCK = "admin", "baseline-np", "baseline"
+ISOLATION_BLOCK, ISOLATION_DENY_BLOCK = "isolation", "isolation-deny"
+# Every ordered block, in APS order: the three tier blocks and the exact enforcement's two.
+ORDERED_BLOCKS = (ADMIN_BLOCK, ISOLATION_BLOCK, ISOLATION_DENY_BLOCK, BASELINE_NP_BLOCK, BASELINE_BLOCK)
+
+
+def isolation_policy_name(cluster: str) -> str:
+    return block_policy_name(cluster, ISOLATION_BLOCK)
+
+
+def isolation_deny_policy_name(cluster: str) -> str:
+    return block_policy_name(cluster, ISOLATION_DENY_BLOCK)
+
+
+def isolation_deny_name(cluster: str) -> str:
+    """The one rule of `<cluster>--isolation-deny`."""
+    return f"{cluster}--isolated-egress-to-isolated-ingress"
