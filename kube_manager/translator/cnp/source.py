@@ -106,7 +106,7 @@ class ClusterNetworkPolicies:
                 self._shared.apply(None, new)
             if old is not None:
                 self._shared.apply(old, None)
-            self._log.cluster_policies_rendered([p.name for p in policies] + list(old.errors if old else ()))
+            self._log.policies_touched(KIND, [("", p.name) for p in policies] + [("", name) for name in (old.errors if old else ())])
             self._log_new_errors(old, new)
         present = any(self._valid(tier) for tier in TIERS)
         if not dirty and (not present or self._written == self._exact.generation):
@@ -141,8 +141,8 @@ class ClusterNetworkPolicies:
             statuses[name] = CnpStatus(global_fq_name(shorten(block_policy_name(cluster, block))), passes, denies, errors)
         # A policy whose rules moved (a rule of its items met a NetworkPolicy's, say) is reported
         # for its record, as the policies of a re-rendered tier are; the others cost nothing.
-        self._log.cluster_policies_rendered(name for name, status in statuses.items()
-                                            if self._statuses.get(name) != status)
+        self._log.policies_touched(KIND, (("", name) for name, status in statuses.items()
+                                          if self._statuses.get(name) != status))
         self._statuses = statuses
 
     @staticmethod
