@@ -79,7 +79,7 @@ class StatusBook:
     def translated(self, changes: Changes) -> None:
         """The translator's change report, once per flush: the records follow it."""
         for kind, book in self.books.items():
-            book.translated(changes.policies_of(kind))
+            book.translated(changes.policies.get(kind, ()))
         self._pod_tags(changes.pods)
         self._read_errors()
 

@@ -46,9 +46,6 @@ class Changes:
     policies: Mapping[str, Tuple[PodKey, ...]] = field(default_factory=dict)
     ref_changes: Tuple[RefChange, ...] = ()
 
-    def policies_of(self, kind: str) -> Tuple[PodKey, ...]:
-        return self.policies.get(kind, ())
-
     def __bool__(self) -> bool:
         """Whether the report says anything the reconciler must hear. A policy named with no object
         changed counts: its new generation is programmed once the reconciler pushes the sync states
