@@ -53,16 +53,15 @@ from .membership import SelectorMembership
 from .model import PodInfo
 from .namespaces import NamespaceSource
 from .naming import (ALLOWALL_SEQUENCE, DENYALL_SEQUENCE, allowall_policy_name, application_policy_set_name,
-                     denyall_policy_name,
-                     rule_sequence)
+                     denyall_policy_name, rule_sequence)
 from .network_policies import NetworkPolicies
 from .parsecache import ParseCache
 from .pods import PodSource
 from .podtags import PodTags
 from .published import DesiredState
 from .rejections import Rejections
-from .semantics import KUBERNETES, semantics_problem
 from .render import PolicyRenderer
+from .semantics import KUBERNETES, semantics_problem
 from .sequenced import SequencedRefs
 from .shared import SharedObjects
 from .store import DesiredObjects
