@@ -7,7 +7,7 @@ from kubernetes import client
 
 from kube_manager.records.db import PodRecord
 from kube_manager.kube.kinds import Kind
-from kube_manager.kube.resources import PODS
+from kube_manager.registry import KINDS, WATCH, PODS
 from .base import Handler, mapping, metadata, trim_metadata, validate_namespaced
 
 
@@ -64,3 +64,4 @@ class PodHandler(Handler):
 
 KIND = Kind(PODS, lambda api: client.CoreV1Api(api).list_pod_for_all_namespaces, trim_pod, validate_namespaced,
             PodHandler)
+KINDS.register(PODS.kind, WATCH, KIND)

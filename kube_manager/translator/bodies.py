@@ -52,10 +52,6 @@ def address_group_endpoint(name: str) -> Body:
     return {"address_group": f"{POLICY_MANAGEMENT}:{name}"}
 
 
-def tags_endpoint(tags: Sequence[str]) -> Body:
-    return {"tags": sorted(set(tags))}
-
-
 # --- compact bodies -------------------------------------------------------------------------
 # A firewall rule and a ref exist once per rule (460,000 rules and as many refs at XLarge), and a
 # dict literal carries its own key table (~110 bytes of a rule's ~300, ~90 of a ref's ~215).
@@ -155,7 +151,7 @@ def sequenced_ref(fq_name: FqName, sequence: str) -> Body:
 
 
 def annotations_body(pairs: Dict[str, str]) -> Body:
-    """`annotations.key_value_pair`, sorted by key as vnc_client.objects writes them."""
+    """`annotations.key_value_pair`, sorted by key (one canonical form, so that bodies compare equal)."""
     return {"key_value_pair": [{"key": k, "value": pairs[k]} for k in sorted(pairs)]}
 
 

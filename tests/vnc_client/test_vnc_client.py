@@ -15,7 +15,6 @@ from responses import matchers
 from kube_manager.plumbing.kvlog import FIELDS_ATTR
 from vnc_client.client import LIST_BULK_THRESHOLD, VncClient, encode_filters
 from vnc_client.errors import InvalidResponse
-from vnc_client.objects import ActionList, FirewallEndpoint, FirewallRule, Tag
 
 BASE = "http://vnc.test:8082"
 RULE_FQ = ["default-policy-management", "k8s-default-ingress-np-0-podSelector-0-0"]
@@ -53,18 +52,6 @@ def test_create_posts_wrapped_body_and_returns_it_with_the_server_fields(rsps, c
     assert created["action_list"] == {"simple_action": "pass"}
 
 
-def test_create_accepts_a_typed_object(rsps, client):
-    rule = FirewallRule(RULE_FQ, action_list=ActionList("pass"), endpoint_1=FirewallEndpoint(any=True))
-    rsps.post(f"{BASE}/firewall-rules", match=[matchers.json_params_matcher({"firewall-rule": rule.to_body()})],
-              json={"firewall-rule": {"uuid": "u-1", "fq_name": RULE_FQ}})
-    assert client.create("firewall-rule", rule)["endpoint_1"] == {"any": True}
-
-
-def test_create_refuses_a_typed_object_of_another_type(client):
-    with pytest.raises(ValueError, match="tag object cannot be sent as firewall-rule"):
-        client.create("firewall-rule", Tag.named("application", "k8s"))
-
-
 @pytest.mark.parametrize("bad_type", ["firewall-rules", "no-such-type", ""])
 def test_unknown_resource_type_is_refused_before_any_request(rsps, client, bad_type):
     with pytest.raises(ValueError, match="unknown resource type"):
@@ -73,7 +60,7 @@ def test_unknown_resource_type_is_refused_before_any_request(rsps, client, bad_t
 
 
 def test_create_refuses_a_body_that_is_not_a_mapping(client):
-    with pytest.raises(ValueError, match="must be a dict or a typed object"):
+    with pytest.raises(ValueError, match="must be a dict, got list"):
         client.create("tag", ["application=k8s"])  # type: ignore[arg-type]
 
 
@@ -265,7 +252,8 @@ def test_success_with_a_body_that_is_not_json_is_an_invalid_response(rsps, clien
 def test_create_answer_without_the_object_is_an_invalid_response(rsps, client):
     rsps.post(f"{BASE}/tags", json={"uuid": "t-1"})
     with pytest.raises(InvalidResponse, match="no 'tag' object"):
-        client.create("tag", Tag.named("namespace", "default"))
+        client.create("tag", {"fq_name": ["namespace=default"], "tag_type_name": "namespace",
+                            "tag_value": "default"})
 
 
 def test_every_write_is_logged_once_at_debug_with_type_and_fq_name(rsps, client, caplog):

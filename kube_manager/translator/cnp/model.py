@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import FrozenSet, Optional, Tuple, Union
 
+from kube_manager.registry import CLUSTER_NETWORK_POLICIES
+
 from ..cidr import Network
 from ..model import PodScope
 
@@ -17,7 +19,7 @@ ADMIN, BASELINE = "Admin", "Baseline"
 TIERS = (ADMIN, BASELINE)
 ACCEPT, DENY, PASS = "Accept", "Deny", "Pass"
 ACTIONS = (ACCEPT, DENY, PASS)
-KIND = "ClusterNetworkPolicy"
+KIND = CLUSTER_NETWORK_POLICIES.kind
 MAX_PRIORITY = 1000
 
 # A numbered port range as Contrail spells its protocol: ("tcp", first, last).
