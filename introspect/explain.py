@@ -89,15 +89,17 @@ class ExplainPage:
     def answer(self, query: Mapping[str, str], blank_ok: bool = True) -> Outcome:
         """The outcome for the query; a blank query is an empty form when `blank_ok` (HTML)."""
         form = {name: str(query.get(name, "")).strip() for name in EXPLAIN_FIELDS}
+        # TCP unless told, as the explain command: a URL written from a command line answers the same.
+        form["protocol"] = form["protocol"] or DEFAULT_PROTOCOL
         if blank_ok and not any(form[name] for name in ("from", "to", "port")):
-            form["protocol"] = form["protocol"] or DEFAULT_PROTOCOL
             return Outcome(200, form)  # a blank form, nothing asked yet
         if self._explain is None:
             return Outcome(503, form, error="explain is not available on this server")
         missing = [name for name in EXPLAIN_FIELDS if not form[name]]
         if missing:
             return Outcome(400, form, error=f"missing {', '.join(missing)}: give from and to "
-                           f"(NS/POD or an IP address), port (1-65535) and protocol (TCP, UDP or SCTP)")
+                           f"(NS/POD or an IP address) and port (1-65535); protocol (TCP, UDP or SCTP) is TCP "
+                           f"unless given")
         try:
             result = self._explain(form["from"], form["to"], form["port"], form["protocol"])
         except ValueError as exc:
