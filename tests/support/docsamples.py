@@ -5,7 +5,8 @@ continuation lines) is a command, the lines after it its output (stdout and stde
 shows them). The HTML comment on the line before the fence says what to do with it:
 
 - `<!-- sample -->`: run the commands in bash from the repository's root, `contrail-kube-manager`
-  being this tree's `python -m kube_manager`, and compare;
+  being this tree's `python -m kube_manager` (and `python3` the Python running the tests), and
+  compare;
 - `<!-- sample: daemon -->`: the same, with a daemon running on the demo
   (`run --demo examples/demo`); `curl` on `127.0.0.1:8108` reaches its introspect server;
 - `<!-- illustration: WHY -->`: not run (say why: a tool the project does not ship, a real
@@ -111,6 +112,7 @@ def _script(session: List[str]) -> str:
     """A bash script printing each command as the sample shows it, then what it prints; `$?` is the
     status of the previous command, as at a prompt."""
     out = ['contrail-kube-manager() { "$DOCS_PYTHON" -m kube_manager "$@"; }',
+           'python3() { "$DOCS_PYTHON" "$@"; }',
            'curl() { local a=() x; for x in "$@"; do a+=("${x//' + DOC_PORT + '/$DOCS_ADDRESS}"); done; '
            'command curl "${a[@]}"; }',
            "__rc=0"]
