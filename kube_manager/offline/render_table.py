@@ -7,8 +7,8 @@ Markdown pipe tables, padded, read well in a terminal and paste into documents u
 application policy set's sequence, then each policy's rule sequence.
 
 A cell never grows with the cluster: the `<cluster>-denyall` policy holds one deny rule per isolated
-direction of every NetworkPolicy, and listing them all in one cell made a 60 MB table of padding at
-5,000 namespaces. A policy with more than RULES_LISTED rules shows their count and first and last
+direction of every NetworkPolicy, and listing them all in one cell made a table mostly of padding
+on a large cluster. A policy with more than RULES_LISTED rules shows their count and first and last
 names (the Firewall Rules table lists them all, in the same order); other lists (prefixes, a pod's
 tags) stop after LISTED items with the number left out. Small inputs, the wiki's among them, print
 as before.

@@ -96,7 +96,7 @@ class VmiIndex:
     by_tag: Dict[str, Set[str]] = field(default_factory=dict)      # tag -> vmi uuids
     names: Dict[str, str] = field(default_factory=dict)            # vmi uuid -> fq_name, for logs
     # Equal tag sets as one frozenset of interned tags: VMIs mostly carry the same few tags, and a
-    # set of strings decoded anew per VMI was most of the index's memory at 100,000 pods.
+    # set of strings decoded anew per VMI was most of the index's memory on a large cluster.
     _tag_sets: Dict[FrozenSet[str], FrozenSet[str]] = field(default_factory=dict, repr=False)
 
     def load(self, pages: Iterable[Iterable[Mapping[str, Any]]], kept: Callable[[str], bool]) -> int:

@@ -156,8 +156,8 @@ class ReconcilerSettings:
     concurrency: int = setting("vnc_max_concurrency", "VNC", v.int_range(1, 256),
                                "concurrent config API requests at most", 8)
     # A resync lists each type in pages of this many objects (`page_limit`), each folded in and
-    # dropped before the next is taken: the daemon never holds a whole listing (350,000 firewall
-    # rules at XLarge) at once. Larger pages cost fewer round trips and more memory at the peak.
+    # dropped before the next is taken: the daemon never holds a whole listing (hundreds of
+    # thousands of firewall rules on a large cluster) at once. Larger pages cost fewer round trips and more memory at the peak.
     list_page_limit: int = setting("vnc_list_page_limit", "VNC", v.int_range(1, 1_000_000),
                                    "objects per config API listing request at a resync", 5000)
     # A full resync (list, repair drift, collect garbage) at this interval, and on SIGHUP.

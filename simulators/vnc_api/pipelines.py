@@ -15,7 +15,7 @@ import api.py.
 
 Each write is logged at DEBUG: the REST client already logs every write it makes at INFO (and the
 daemon's reconciler once more), so in the daemon's embedded mode an INFO line here would be the
-third line, and some 40 us, per write.
+third line, and its cost, per write.
 """
 from __future__ import annotations
 
