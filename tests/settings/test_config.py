@@ -186,12 +186,25 @@ def test_unknown_legacy_and_misplaced_keys(tmp_path: Path) -> None:
     config = load(["-c", path])
     assert config.cluster.name == "moved"
     assert sorted(config.origin.warnings) == sorted([
-        "[DEFAULTS] log_levle: unknown key ignored",
+        "[DEFAULTS] log_levle: unknown key ignored (did you mean log_level?)",
         "[VNC] cluster_name: belongs in [KUBERNETES]; used anyway",
-        "unknown section [DEFAULT] ignored",
+        "unknown section [DEFAULT] ignored (did you mean [DEFAULTS]?)",
         "unknown section [EXTRA] ignored",
     ])
     assert config.origin.ignored_keys == ["[SANDESH]", "orchestrator", "pod_subnets", "rabbit_server"]
+
+
+@pytest.mark.parametrize("text, warning", [
+    ("[KUBERNETES]\npolicy_semantic = kubernetes\n",
+     "[KUBERNETES] policy_semantic: unknown key ignored (did you mean policy_semantics?)"),
+    ("[KUBERNETES]\nlog_levle = DEBUG\n",
+     "[KUBERNETES] log_levle: unknown key ignored (did you mean log_level, in [DEFAULTS]?)"),
+    ("[VNC]\nflavour = mint\n", "[VNC] flavour: unknown key ignored"),
+    ("[kubernetes]\ncluster_name = a\n", "unknown section [kubernetes] ignored (did you mean [KUBERNETES]?)"),
+    ("[SPICES]\nx = 1\n", "unknown section [SPICES] ignored"),
+])
+def test_an_unknown_key_or_section_names_what_was_likely_meant(tmp_path: Path, text: str, warning: str) -> None:
+    assert load(["-c", write(tmp_path, text)]).origin.warnings == [warning]
 
 
 def test_findings_are_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
