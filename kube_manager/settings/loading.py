@@ -59,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for name, key in KEYS.items():
         if key.secret:
             continue
-        group.add_argument(key.flag, dest=name, metavar="VALUE", default=argparse.SUPPRESS,
+        group.add_argument(*key.flags, dest=name, metavar="VALUE", default=argparse.SUPPRESS,
                            help=f"{key.where}: {key.doc}")
 
 

@@ -29,7 +29,8 @@ class ClusterSettings:
                          "owner annotation value: objects carrying it are this cluster's to change", "k8s")
     semantics: str = setting("policy_semantics", "KUBERNETES", v.policy_semantics,
                              "how flows are decided: 'kubernetes' (each end's chain must allow) or"
-                             " 'cluster-wide' (a policy at either end may allow)", "kubernetes")
+                             " 'cluster-wide' (a policy at either end may allow)", "kubernetes",
+                             short_flag="--semantics")
 
 
 @dataclass

@@ -383,3 +383,22 @@ def test_what_the_operator_wrote_wins_over_what_demo_implies(tmp_path: Path) -> 
     config = load_settings(cli_parser().parse_args(["-c", path, "--vnc-endpoint-port", "18082"]), implied=implied)
     assert (config.introspect.listen_ip, config.kubernetes.api_port, config.vnc.port) == ("127.0.0.2", 18080, 18082)
     assert (config.vnc.endpoints, config.kubernetes.api_server) == (["embedded"], "emulated")  # implied, unwritten
+
+
+@pytest.mark.parametrize("flag", ["--semantics", "--policy-semantics"])
+def test_the_daemon_takes_the_semantics_flag_the_commands_take(flag: str) -> None:
+    """`--semantics` on `run` as on translate, explain and what-if; the key's own spelling stays."""
+    assert load([flag, "cluster-wide"]).cluster.semantics == "cluster-wide"
+    assert load([]).cluster.semantics == "kubernetes"
+
+
+def test_every_offline_flag_of_the_semantics_is_the_daemons() -> None:
+    import argparse
+
+    from kube_manager.cli.options import add_semantics_argument
+    offline = argparse.ArgumentParser()
+    add_semantics_argument(offline)
+    spelt = {flag for action in offline._actions for flag in action.option_strings if "semantics" in flag}
+    assert spelt == {"--semantics"} and KEYS["policy_semantics"].flags[0] == "--semantics"
+    with pytest.raises(ConfigError, match=r"--semantics \(\[KUBERNETES\] policy_semantics\)"):
+        load(["--semantics", "everywhere"])
