@@ -12,6 +12,9 @@ shows them). The HTML comment on the line before the fence says what to do with 
 - `<!-- illustration: WHY -->`: not run (say why: a tool the project does not ship, a real
   cluster); a `$ ` block with none of these comments is an error.
 
+The tables of docs/mapping.md between `<!-- translate: FILE... -->` and `<!-- end translate -->`
+are `translate -o table` output too (tests/support/mapping_tables.py); `--write` regenerates them.
+
 What legitimately varies from run to run is normalised on both sides by `NORMALISE`, and nothing
 else. Regenerate the samples after a change of output (then read the diff: it is the change an
 operator sees):
@@ -35,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
+from tests.support.mapping_tables import MAPPING, rewrite_mapping
 from tests.support.paths import REPO
 from tests.support.waiting import wait_until
 
@@ -254,6 +258,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     paths = [path.resolve() for path in args.files] or list(DOCS)
     problems = check(paths, args.write)
+    if args.write and MAPPING in paths and rewrite_mapping():
+        print("rewrote the generated tables of docs/mapping.md")
     for problem in problems:
         print(problem, end="\n\n")
     return 1 if problems else 0
