@@ -76,3 +76,16 @@ def test_a_stale_name_is_caught(tmp_path):
     found, missing = resolve(row, "")
     assert missing == ["cnp/render.py", "algebra.py"]
     assert found == {REPO / "kube_manager/translator", REPO / "kube_manager/translator/cnp/chain.py"}
+
+
+DOC_FILES = (REPO / "README.md", REPO / "DEVELOPMENT.md", *sorted((REPO / "docs").glob("*.md")))
+REPO_PATH = re.compile(r"`((?:tests|kube_manager|vnc_client|introspect|simulators|bench|etc|examples|docs|\.ci)/[\w./-]*)`")
+MADE_BY_CI = {".ci/venvs/"}  # created by .ci/run, git-ignored
+
+
+def test_every_repository_path_the_docs_cite_exists():
+    """A test file deleted or a module moved leaves no reference behind in the docs."""
+    cited = {(doc.name, path) for doc in DOC_FILES for path in REPO_PATH.findall(doc.read_text(encoding="utf-8"))
+             if "*" not in path and "<" not in path and path not in MADE_BY_CI}
+    missing = sorted((doc, path) for doc, path in cited if not (REPO / path).exists())
+    assert not missing, f"the docs cite paths that do not exist: {missing}"
