@@ -121,8 +121,7 @@ def _script(session: List[str]) -> str:
            'command curl "${a[@]}"; }',
            "__rc=0"]
     for command in session:
-        shown = command
-        out.append("printf '%s\\n' " + _quote(shown))
+        out.append("printf '%s\\n' " + _quote(command))
         out.append(f"(exit $__rc); {{ {command[2:]}\n}} 2>&1; __rc=$?")
     return "\n".join(out) + "\n"
 
