@@ -146,6 +146,13 @@ def test_a_policy_without_a_readable_tier_priority_or_subject_is_rejected_whole(
     assert error["name"] == "p" and reason in error["reason"] and "rejected whole" in error["reason"]
 
 
+def test_a_misspelt_spec_field_names_what_was_likely_meant():
+    manifest = cnp("p", "Admin", 1, HOUSE_A, ingress=[{"action": "Deny", "from": FROM_B}])
+    manifest["spec"]["egres"] = manifest["spec"]["ingress"]
+    (error,) = _run(manifest)["errors"]
+    assert error["reason"] == "spec: unknown field 'egres' (did you mean 'egress'?); ignored"
+
+
 def test_status_names_what_each_policy_emitted():
     translator = ClusterTranslator()
     namespaces, pods = cluster()
