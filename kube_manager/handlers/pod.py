@@ -50,8 +50,9 @@ class PodHandler(Handler):
         record.manifest = obj
         record.labels = labels = dict(mapping(meta.get("labels")))
         super().upsert(obj)
-        # The translator's labels where equal, instead of a copy of the record's own (17 MB at
-        # XLarge); a rejected pod keeps its own.
+        # The translator's labels where equal, instead of a copy of the record's own (a copy per pod
+        # adds up at scale: docs/operations.md, "Measurements behind the code"); a rejected pod keeps
+        # its own.
         held = self.translator.pod_labels(*key)
         if held is not None and held == labels:
             record.labels = held

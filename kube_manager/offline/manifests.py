@@ -3,7 +3,8 @@ NetworkPolicy, ClusterNetworkPolicy) for the offline commands (SPEC 8).
 
 Files, directories (recursively, *.yaml / *.yml / *.json, in sorted order), standard input (`-`),
 multi-document YAML and `List` kinds are accepted. Other kinds are skipped, and an object given twice
-is used as last given, each with one line on standard error (SPEC 8). Defaults follow the API server:
+is used as last given, each with one line on standard error (SPEC 8); so is an empty file, or a
+directory with no manifest file in it (the command goes on with what it read: exit status 0). Defaults follow the API server:
 a manifest without `metadata.namespace` is in `default`.
 
 A cluster dump is tens of megabytes of JSON, and PyYAML's pure-Python loader takes minutes over it,
@@ -198,16 +199,23 @@ def parse_documents(data: bytes, name: str) -> List[Any]:
 
 def load_manifests(paths: Iterable[str], warn: Callable[[str], None] = warn_on_stderr,
                    kinds: Kinds = KINDS) -> Manifests:
-    """Load every object of `kinds` from `paths` (`-` is standard input); ManifestError names the
-    bad file. Each of the manifests' `notes` (what was skipped or given again) is passed to `warn`."""
+    """Load every object of `kinds` from `paths` (`-` is standard input); ManifestError names the bad
+    file. Each of the manifests' `notes` (what was skipped or given again) is passed to `warn`."""
     manifests = Manifests(kinds=kinds)
-    for path in _files(paths):
-        data = _read(path)
-        with collector_paused():
-            documents = parse_documents(data, _display(path))
-        del data
-        for number, document in enumerate(documents, 1):
-            manifests.add(document, f"{_display(path)}: document {number}")
+    for given in paths:
+        files = list(_files([given]))
+        if not files:  # a directory, and nothing in it reads as a manifest: a wrong path, likely
+            manifests.notes.append(f"{given}: no manifest file ({', '.join('*' + s for s in MANIFEST_SUFFIXES)}) "
+                                   f"in this directory; nothing read from it")
+        for path in files:
+            data = _read(path)
+            with collector_paused():
+                documents = parse_documents(data, _display(path))
+            del data
+            if all(document is None for document in documents):
+                manifests.notes.append(f"{_display(path)}: empty (no document in it); nothing read from it")
+            for number, document in enumerate(documents, 1):
+                manifests.add(document, f"{_display(path)}: document {number}")
     for note in manifests.notes:
         warn(note)
     return manifests

@@ -32,7 +32,7 @@ from .protocol import Key, ObjKey, ObjectStates, PolicyObserver, PolicyStatusLis
 R = TypeVar("R", bound=PolicyRecord)
 K = TypeVar("K")
 # A policy's objects: its firewall policy, and every rule it emits (in that order). The translator's
-# own fq_name tuples, not (type, fq_name) pairs: one pair per rule was 21 MB at XLarge.
+# own fq_name tuples, not (type, fq_name) pairs: a pair per rule adds up on a large cluster.
 PolicyObjectNames = Tuple[FqName, Tuple[FqName, ...]]
 # What the translator decided for one policy: its objects (None: rejected whole) and its errors.
 Translated = Tuple[Optional[PolicyObjectNames], List[str]]

@@ -1,6 +1,6 @@
 """The translator's validated view of a ClusterNetworkPolicy (SPEC 13).
 
-A manifest is read once into these frozen values; the set algebra and the renderer never look at raw
+A manifest is read once into these frozen values; the chains and the exact mode never look at raw
 dicts. Fail-closed handling is settled here, at reading time: a rule that cannot be enforced or is
 invalid is either left out (an Accept: it matches nothing) or replaced by a Deny of everything its
 subject sends or receives in its direction (a Deny or a Pass), as the API prescribes.
