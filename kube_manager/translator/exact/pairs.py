@@ -8,7 +8,9 @@ keeps a pair only when neither end names two namespaces, so each side indexes it
 namespace (as tag values spell it) of each end, and a lookup walks the rules of the one namespace
 the query's end names plus those whose end names none, at whichever end that is fewer; a query
 naming no namespace at either end walks the rules whose service meets its own. A pair rule is
-named by its content and counted, since two pairs can write one rule.
+named by its content and counted, since two pairs can write one rule. A pair whose ends the
+cluster's namespaces contradict is not written (`contradictions.py`); `naming` tells which
+policies to meet again when a namespace changes.
 """
 from __future__ import annotations
 
@@ -59,6 +61,10 @@ class _Side:
         self._by_service.setdefault(item.service, set()).add(fq_name)
         return keys
 
+    def naming(self, namespace: str) -> Set[FqName]:
+        """The rules with an end in `namespace`."""
+        return self._by_src.get(namespace, set()) | self._by_dst.get(namespace, set())
+
     def remove(self, fq_name: FqName) -> None:
         item, (src, dst) = self.items.pop(fq_name), self._keys.pop(fq_name)
         for table, index in ((self._by_src, src), (self._by_dst, dst), (self._by_service, item.service)):
@@ -88,11 +94,15 @@ class _Side:
 class PairRules:
     """The pair rules of every NetworkPolicy; `put` and `drop` write a rule into the block."""
 
-    def __init__(self, emitter: Emitter, put: Callable[[Rule], None], drop: Callable[[Rule], None]) -> None:
+    def __init__(self, emitter: Emitter, put: Callable[[Rule], None], drop: Callable[[Rule], None],
+                 possible: Callable[[Item], bool]) -> None:
+        """`possible`: whether a pair's ends can match pods of the cluster as it is."""
         self._emitter = emitter
+        self._possible = possible
         self._put, self._drop = put, drop
         self._egress, self._ingress = _Side(), _Side()
         self._policy_rules: Dict[PolicyKey, Tuple[Tuple[FqName, ...], Tuple[FqName, ...]]] = {}
+        self._policy_of: Dict[FqName, PolicyKey] = {}
         self._pairs: Dict[Pair, FqName] = {}
         self._pairs_of: Dict[FqName, Set[Pair]] = {}
         self._rules: Dict[FqName, Tuple[Rule, int]] = {}
@@ -105,6 +115,7 @@ class PairRules:
         for side, names in ((self._egress, old_egress), (self._ingress, old_ingress)):
             for fq_name in names:
                 side.remove(fq_name)
+                del self._policy_of[fq_name]
                 for pair in self._pairs_of.pop(fq_name, ()):
                     found = self._pairs.pop(pair, None)
                     if found is not None:
@@ -115,6 +126,7 @@ class PairRules:
                             partners.discard(pair)
         if egress or ingress:
             self._policy_rules[key] = (tuple(fq for fq, _ in egress), tuple(fq for fq, _ in ingress))
+            self._policy_of.update((fq_name, key) for fq_name, _ in egress + ingress)
         egress_keys = [self._egress.add(fq_name, item) for fq_name, item in egress]
         ingress_keys = [self._ingress.add(fq_name, item) for fq_name, item in ingress]
         for (fq_name, item), keys in zip(egress, egress_keys):
@@ -128,9 +140,14 @@ class PairRules:
         for fq_name in released:
             self._unref(fq_name)
 
+    def naming(self, namespace: str) -> Set[PolicyKey]:
+        """The policies with a rule whose end is in `namespace`: those whose pairs its labels decide."""
+        rules = self._egress.naming(namespace) | self._ingress.naming(namespace)
+        return {self._policy_of[fq_name] for fq_name in rules}
+
     def _pair(self, pair: Pair, egress: Item, ingress: Item) -> None:
         item = meet(egress, ingress)
-        if item is None:
+        if item is None or not self._possible(item):
             return
         rule = self._emitter.rule("pair", item)
         self._pairs[pair] = rule.fq_name
