@@ -5,9 +5,9 @@ egress-isolated and an ingress-isolated pod is decided here, allowed exactly whe
 Kept per NetworkPolicy: a policy's new rendering drops the pairs of its old rules and looks up
 partners for its new ones, so that one event costs in proportion to the pairs it changes. `meet`
 keeps a pair only when neither end names two namespaces, so each side indexes its rules by the
-namespace (as tag values spell it) of each end, and a lookup walks the rules of the one namespace
-the query's end names plus those whose end names none, at whichever end that is fewer; a query
-naming no namespace at either end walks the rules whose service meets its own. A pair rule is
+namespace (as tag values spell it) of each end, and by service; a lookup walks the fewest of: the
+rules of the one namespace the query's source names plus those whose source names none, the same
+at the destination, the rules whose service meets the query's. A pair rule is
 named by its content and counted, since two pairs can write one rule. A pair whose ends the
 cluster's namespaces contradict is not written (`contradictions.py`); `naming` tells which
 policies to meet again when a namespace changes.
@@ -75,20 +75,17 @@ class _Side:
 
     def candidates(self, item: Item, keys: Keys) -> Iterator[FqName]:
         """The rules of this side `item` (whose ends' namespaces are `keys`) may meet: a superset
-        of those `meet` keeps."""
-        best: Optional[Tuple[AbstractSet[FqName], AbstractSet[FqName]]] = None
+        of those `meet` keeps, from the narrowest of three lookups."""
+        best: List[AbstractSet[FqName]] = [group for other, group in self._by_service.items()
+                                           if meet_services(other, item.service) is not None]
+        size = sum(len(group) for group in best)
         for table, key in ((self._by_src, keys[0]), (self._by_dst, keys[1])):
             if key is not None:
-                found = table.get(key, _EMPTY), table.get(None, _EMPTY)
-                if best is None or len(found[0]) + len(found[1]) < len(best[0]) + len(best[1]):
-                    best = found
-        if best is not None:
-            yield from best[0]
-            yield from best[1]
-            return
-        for other, group in self._by_service.items():
-            if meet_services(other, item.service) is not None:
-                yield from group
+                found: List[AbstractSet[FqName]] = [table.get(key, _EMPTY), table.get(None, _EMPTY)]
+                if len(found[0]) + len(found[1]) < size:
+                    best, size = found, len(found[0]) + len(found[1])
+        for group in best:
+            yield from group
 
 
 class PairRules:
