@@ -28,6 +28,14 @@ _EMPTY: FrozenSet[FqName] = frozenset()
 Pair = Tuple[FqName, FqName]  # (egress rule, ingress rule)
 
 
+PAIR_BLOCK = "pair"
+
+
+def pair_rule_prefix(cluster: str) -> str:
+    """What every pair rule's name starts with (emit.Emitter.rule names `<cluster>--<block>-<hash>`)."""
+    return f"{cluster}--{PAIR_BLOCK}-"
+
+
 def namespace_key(end: End) -> Optional[str]:
     """The one namespace (its name as tag values spell it) every pod of `end` is in, as far as
     `meet` can tell: the index must never leave out a pair that `meet` keeps."""
@@ -146,7 +154,7 @@ class PairRules:
         item = meet(egress, ingress)
         if item is None or not self._possible(item):
             return
-        rule = self._emitter.rule("pair", item)
+        rule = self._emitter.rule(PAIR_BLOCK, item)
         self._pairs[pair] = rule.fq_name
         for end in pair:
             self._pairs_of.setdefault(end, set()).add(pair)
