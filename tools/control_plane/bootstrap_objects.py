@@ -73,7 +73,7 @@ def install_cnp_crd(admin: AdminRequests, source: Path, timeout: float) -> None:
 
     def established() -> Optional[str]:
         current = admin.json("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-        conditions = {c["type"]: c for c in current.get("status", {}).get("conditions", [])}
+        conditions = {c["type"]: c for c in (current.get("status") or {}).get("conditions") or []}
         if conditions.get("Established", {}).get("status") == "True":
             return None
         return str(conditions or "no condition yet")

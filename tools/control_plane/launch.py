@@ -48,7 +48,7 @@ class Steps:
         started = time.monotonic()
         yield details
         extra = "".join(f" {key}={value}" for key, value in details.items())
-        self.say(f"{what}:{extra} ({time.monotonic() - started:.2f} s)")
+        self.say(f"{what}{':' + extra if extra else ''} ({time.monotonic() - started:.2f} s)")
 
 
 def _etcd_args(folder: Path, client_port: int, peer_port: int) -> List[str]:
