@@ -45,21 +45,25 @@ def _readyz(env: Dict[str, str]) -> str:
         return f"no answer ({exc})"
 
 
+def _running(env: Dict[str, str]) -> Dict[str, bool]:
+    """Each process `up` wrote into `env`: whether it still runs."""
+    return {name: pid_key in env and local_processes.runs(int(env[pid_key]), Path(env[binary_key]))
+            for name, pid_key, binary_key in PROCESSES}
+
+
 def status(folder: Path) -> int:
     """0 when both processes run, 1 otherwise."""
     env = read_env(folder)
     if not env:
         say(f"not started: no {folder / 'env'}")
         return 1
-    running = 0
-    for name, pid_key, binary_key in PROCESSES:
-        alive = pid_key in env and local_processes.runs(int(env[pid_key]), Path(env[binary_key]))
-        running += alive
-        say(f"{name} pid {env.get(pid_key, '-')}: {'running' if alive else 'not running'}")
-    if "CA_CERT" in env and running:
+    running = _running(env)
+    for name, pid_key, _ in PROCESSES:
+        say(f"{name} pid {env.get(pid_key, '-')}: {'running' if running[name] else 'not running'}")
+    if "CA_CERT" in env and any(running.values()):
         say(f"{env['APISERVER_URL']}/readyz: {_readyz(env)}")
     say(f"kubernetes {env.get('KUBERNETES_VERSION')}, etcd {env.get('ETCD_VERSION')}")
-    return 0 if running == len(PROCESSES) else 1
+    return 0 if all(running.values()) else 1
 
 
 def build(check: bool) -> int:
@@ -106,6 +110,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             return down(arguments.dir)
         if arguments.command == "status":
             return status(arguments.dir)
+        if any(_running(read_env(arguments.dir)).values()):
+            say(f"a control plane already runs in {arguments.dir}: `down --dir {arguments.dir}` first")
+            return 1
         options = UpOptions(arguments.dir, arguments.min_request_timeout,
                             arguments.etcd_compaction_interval, arguments.watch_cache == "true",
                             extra_apiserver_args=tuple(arguments.apiserver_arg))

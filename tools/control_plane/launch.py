@@ -134,6 +134,8 @@ def up(options: UpOptions, say: Callable[[str], None]) -> Dict[str, str]:
     env = {"CONTROL_PLANE_DIR": str(folder), **_describe(pins), "BIN_DIR": str(binaries.folder),
            "ETCD_BIN": str(binaries.etcd), "APISERVER_BIN": str(binaries.apiserver)}
     pids: Dict[str, int] = {}
+    # A folder used before: etcd would take its old membership (and ports) from a kept data dir.
+    shutil.rmtree(folder / "etcd-data", ignore_errors=True)
     with steps.step("etcd started") as line:
         pids["etcd"] = local_processes.start(binaries.etcd, _etcd_args(folder, etcd_port, etcd_peer_port),
                                              folder / "etcd.log")
