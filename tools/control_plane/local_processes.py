@@ -13,6 +13,7 @@ from typing import List, Optional
 
 LOOPBACK = "127.0.0.1"
 STOP_GRACE_SECONDS = 15.0   # kube-apiserver drains its requests on SIGTERM before it exits
+EXEC_SECONDS = 10.0
 
 
 def free_port() -> int:
@@ -23,9 +24,16 @@ def free_port() -> int:
 
 
 def start(binary: Path, arguments: List[str], log_file: Path) -> int:
+    """The pid of `binary`, returned once /proc shows it runs: Popen may return (vfork) while the
+    child is still inside exec, when /proc shows neither the old nor the new command line."""
     with open(log_file, "ab") as log:
         process = subprocess.Popen([str(binary), *arguments], stdin=subprocess.DEVNULL, stdout=log,
                                    stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + EXEC_SECONDS
+    while not runs(process.pid, binary):
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{binary} did not start (exit status {process.poll()}); see {log_file}")
+        time.sleep(0.005)
     return process.pid
 
 
