@@ -39,7 +39,6 @@ from gevent.pool import Pool  # noqa: E402
 
 from vnc_client.client import VncClient  # noqa: E402
 from vnc_client.errors import VncConnectionError  # noqa: E402
-from vnc_client.objects import Tag  # noqa: E402
 from vnc_client.retry import RetryPolicy  # noqa: E402
 
 PM = ["default-policy-management"]
@@ -138,7 +137,8 @@ def workloads(client: VncClient, names: Iterator[int]) -> Dict[str, Callable[[],
         return 1
 
     def create_delete() -> int:
-        created = client.create("tag", Tag.named("bench", f"v{next(names)}"))
+        value = f"v{next(names)}"
+        created = client.create("tag", {"fq_name": [f"bench={value}"], "tag_type_name": "bench", "tag_value": value})
         client.delete("tag", created["uuid"])
         return 2
 

@@ -16,10 +16,10 @@ from prometheus_client import CollectorRegistry
 
 from kube_manager.records.db import Database
 from kube_manager.settings import HealthSettings
+from kube_manager.registry import KINDS, Kinds
 from introspect.explain import ExplainFn
 from introspect.health import ConfigApiProbe
 from introspect.http import TEXT, BadQuery, Request, Response
-from introspect.lists import LIST_PAGES
 from introspect.redact import Redactor
 from introspect.views import Pages
 
@@ -50,7 +50,7 @@ class IntrospectApp:
             "/readyz": pages.readyz,
             "/metrics": pages.metrics,
         }
-        for page in LIST_PAGES:
+        for page in pages.list_pages:
             self.routes[page.path] = functools.partial(pages.list_page, page)
         self.static = {f"/static/{path.name}": path for path in sorted(STATIC_DIR.glob("*"))
                        if path.suffix in STATIC_TYPES}
@@ -89,7 +89,8 @@ def create_app(db: Database, *, registry: Optional[CollectorRegistry] = None,
                config: Optional[Any] = None, explain: Optional[ExplainFn] = None,
                config_api_probe: Optional[ConfigApiProbe] = None,
                health_policy: HealthSettings = HealthSettings(),
-               clock: Callable[[], float] = time.time, semantics: str = "kubernetes") -> IntrospectApp:
+               clock: Callable[[], float] = time.time, semantics: str = "kubernetes",
+               kinds: Kinds = KINDS) -> IntrospectApp:
     """The introspect application over `db`.
 
     - registry: the `Metrics.registry` served at /metrics (404 there when None).
@@ -101,8 +102,9 @@ def create_app(db: Database, *, registry: Optional[CollectorRegistry] = None,
     - config_api_probe: `() -> bool`, True when the config API answers now (raise or return False
       otherwise); without it /readyz trusts `db.vnc_connection.connected`.
     - semantics: the daemon's `policy_semantics`, shown on the index.
+    - kinds: the registry of kinds whose pages are served (`kube_manager/registry.py`).
     """
     pages = Pages(db, redactor=Redactor(config), registry=registry, explain=explain,
                   config_api_probe=config_api_probe, health_policy=health_policy, clock=clock,
-                  semantics=semantics)
+                  semantics=semantics, kinds=kinds)
     return IntrospectApp(pages)

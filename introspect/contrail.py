@@ -15,6 +15,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 import gevent
 
 from kube_manager.records.db import Database, FqName
+from kube_manager.translator.naming import EGRESS, INGRESS, deny_rule_name, rule_prefix
 
 T = TypeVar("T")
 # Items handled between two yields to the gevent loop (see `paced`).
@@ -206,7 +207,8 @@ def deny_rule_names(policy: ContrailObject) -> List[str]:
     if prefix == "--" or not policy.name.startswith(prefix):
         return []
     suffix = policy.name[len(prefix):]
-    return [f"{prefix}{direction}-{suffix}-denyall" for direction in ("ingress", "egress")]
+    cluster, namespace = policy.annotation("cluster"), policy.annotation("namespace")
+    return [deny_rule_name(rule_prefix(cluster, namespace, direction, suffix)) for direction in (INGRESS, EGRESS)]
 
 
 def _membership_key(membership: Optional[Membership]) -> Tuple[str, str]:

@@ -89,15 +89,17 @@ class ExplainPage:
     def answer(self, query: Mapping[str, str], blank_ok: bool = True) -> Outcome:
         """The outcome for the query; a blank query is an empty form when `blank_ok` (HTML)."""
         form = {name: str(query.get(name, "")).strip() for name in EXPLAIN_FIELDS}
+        # TCP unless told, as the explain command: a URL written from a command line answers the same.
+        form["protocol"] = form["protocol"] or DEFAULT_PROTOCOL
         if blank_ok and not any(form[name] for name in ("from", "to", "port")):
-            form["protocol"] = form["protocol"] or DEFAULT_PROTOCOL
             return Outcome(200, form)  # a blank form, nothing asked yet
         if self._explain is None:
             return Outcome(503, form, error="explain is not available on this server")
         missing = [name for name in EXPLAIN_FIELDS if not form[name]]
         if missing:
             return Outcome(400, form, error=f"missing {', '.join(missing)}: give from and to "
-                           f"(NS/POD or an IP address), port (1-65535) and protocol (TCP, UDP or SCTP)")
+                           f"(NS/POD or an IP address) and port (1-65535); protocol (TCP, UDP or SCTP) is TCP "
+                           f"unless given")
         try:
             result = self._explain(form["from"], form["to"], form["port"], form["protocol"])
         except ValueError as exc:
@@ -162,7 +164,7 @@ def db_explainer(db: Database, cluster_name: str, semantics: str = KUBERNETES) -
     The Kubernetes side compiles the policies and pods of the namespaces a question touches when
     first asked for, and keeps them: a question that compiled some freezes them (`freeze_young`),
     else they reach the oldest generation and a full collection, every twenty or so questions,
-    walks them all during a question (54 ms at 20,000 pods, the slowest question by far)."""
+    walks them all during a question (the slowest question by far)."""
     cached: Dict[int, Explainer] = {}
 
     def explain(source: str, destination: str, port: str, protocol: str) -> Mapping[str, Any]:
@@ -183,9 +185,9 @@ def db_explainer(db: Database, cluster_name: str, semantics: str = KUBERNETES) -
 def _build_explainer(db: Database, cluster_name: str, semantics: str) -> Explainer:
     """The index, built with the cyclic garbage collector paused, then frozen out of its reach.
 
-    Every object of the index survives, so collecting while building only costs time (half of the
-    build at 20,000 pods), and each full collection afterwards would walk the whole index again
-    (0.4-0.6 s at 5,000 pods and 15,000 NetworkPolicies, every few dozen questions). So the garbage
+    Every object of the index survives, so collecting while building only costs time, and each
+    full collection afterwards would walk the whole index again, every few dozen questions
+    (docs/operations.md, "Measurements behind the code"). So the garbage
     there is is collected once, and what lives is frozen (`gc.freeze`, as the daemon does after its
     initial lists). The index holds no reference cycles, so when a change replaces it, reference
     counting frees it although it is frozen (a test checks)."""

@@ -1,5 +1,7 @@
 """The list pages of SPEC section 10: which rows each shows, in what order, and how they filter
-(the machinery is in `listing`, the rows in `list_rows`).
+(the machinery is in `listing`, the rows in `list_rows`). A kind's own page is its `PAGE` hook in
+the registry of kinds (`kube_manager/registry.py`); the server shows the registry's kinds' pages,
+in its order, then the others.
 """
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from introspect.cluster_policies import cluster_network_policy_rows
 from introspect.list_rows import (address_group_rows, aps_rows, describe_rule, firewall_policy_rows,
                                   firewall_rule_rows, kube_connection_rows, namespace_rows, network_policy_rows,
                                   pod_rows, tag_rows, vnc_connection_rows)
+from kube_manager import registry
+from kube_manager.registry import PAGE, Kinds
 from introspect.listing import (CLUSTER_NETWORK_POLICIES_PATH, FIREWALL_POLICIES_PATH, NAME, NAME_CONTAINS,
                                 NAMESPACE, STATE, TAGS_PATH, Column, Filter, ListPage, href, pod_detail_href,
                                 policy_detail_href)
@@ -189,6 +193,17 @@ VNC_CONNECTIONS = ListPage(
     tuple(col for col in _CONNECTION_COLUMNS if col.key not in _WATCH_ONLY), (NAME,), vnc_connection_rows,
     "The Contrail config API (contrail-api) kube-manager writes to.", "Connections")
 
-LIST_PAGES: Tuple[ListPage, ...] = (
-    NETWORK_POLICIES, CLUSTER_NETWORK_POLICIES, PODS, NAMESPACES, TAGS, ADDRESS_GROUPS, FIREWALL_POLICIES, FIREWALL_RULES,
-    APPLICATION_POLICY_SETS, KUBE_CONNECTIONS, VNC_CONNECTIONS)
+registry.KINDS.register(registry.NAMESPACES.kind, PAGE, NAMESPACES)
+registry.KINDS.register(registry.PODS.kind, PAGE, PODS)
+registry.KINDS.register(registry.NETWORK_POLICIES.kind, PAGE, NETWORK_POLICIES)
+registry.KINDS.register(registry.CLUSTER_NETWORK_POLICIES.kind, PAGE, CLUSTER_NETWORK_POLICIES)
+OTHER_PAGES = (TAGS, ADDRESS_GROUPS, FIREWALL_POLICIES, FIREWALL_RULES, APPLICATION_POLICY_SETS, KUBE_CONNECTIONS,
+               VNC_CONNECTIONS)
+
+
+def list_pages(kinds: Kinds) -> Tuple[ListPage, ...]:
+    """The list pages of a server over `kinds`: each kind's own, in the registry's order, then the others."""
+    return tuple(page for _entry, page in kinds.hooked(PAGE)) + OTHER_PAGES
+
+
+LIST_PAGES = list_pages(registry.KINDS)  # the product's

@@ -27,8 +27,8 @@ class _LogWriter:
 
 class _NoDelayServer(WSGIServer):
     """Answers without Nagle's delay: on a kept-alive connection (a browser's, a `requests`
-    session's) each answer otherwise waited for the client's delayed ACK, about 40 ms (an /explain
-    answer: 48 ms instead of 4 ms)."""
+    session's) each answer otherwise waited for the client's delayed ACK (docs/operations.md,
+    "Measurements behind the code")."""
 
     def handle(self, sock: Any, address: Any) -> Any:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -16,6 +16,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from kube_manager.records.db import Database
+from kube_manager.registry import KINDS, Kinds
 from kube_manager.settings import HealthSettings
 from kube_manager.version import VERSION, python_version
 from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
@@ -26,7 +27,7 @@ from introspect.health import ConfigApiProbe, liveness, readiness, render_text
 from introspect.http import BadQuery, Request, Response
 from introspect.listing import (NAME, NAME_CONTAINS, NAMESPACE, ListPage, Snapshot, href, pod_detail_href,
                                 policy_detail_href)
-from introspect.lists import LIST_PAGES
+from introspect.lists import list_pages
 from introspect import pod_page
 from introspect.redact import Redactor
 
@@ -69,8 +70,9 @@ class Pages:
     def __init__(self, db: Database, *, redactor: Redactor, registry: Optional[CollectorRegistry],
                  explain: Optional[ExplainFn], config_api_probe: Optional[ConfigApiProbe],
                  health_policy: HealthSettings, clock: Callable[[], float],
-                 semantics: str = "kubernetes") -> None:
+                 semantics: str = "kubernetes", kinds: Kinds = KINDS) -> None:
         self.db = db
+        self.list_pages = list_pages(kinds)
         self.semantics = semantics
         self.redactor = redactor
         self.registry = registry
@@ -83,7 +85,7 @@ class Pages:
             autoescape=select_autoescape(default=True, default_for_string=True),
             undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
         self.templates.filters.update(when=self._when, slug=_slug)
-        self.templates.globals.update(nav=LIST_PAGES, groups=GROUPS, href=href,
+        self.templates.globals.update(nav=self.list_pages, groups=GROUPS, href=href,
                                       policy_detail_href=policy_detail_href,
                                       pod_detail_href=pod_detail_href,
                                       has_config=redactor.config_view is not None,
@@ -116,11 +118,11 @@ class Pages:
     def index(self, request: Request) -> Response:
         request.check_params(["format"])
         snapshot = self.snapshot()
-        counts = {page.path: page.size(snapshot) for page in LIST_PAGES}
+        counts = {page.path: page.size(snapshot) for page in self.list_pages}
         live = liveness(self.db, self.health_policy, self.clock())
         if request.wants_json():
             return Response.json(200, {
-                "lists": [{"path": p.path, "title": p.title, "count": counts[p.path]} for p in LIST_PAGES],
+                "lists": [{"path": p.path, "title": p.title, "count": counts[p.path]} for p in self.list_pages],
                 "errors": len(self.db.errors), "liveness": [c.to_dict() for c in live], "role": leader_role(self.db),
                 "version": VERSION, "python": python_version(), "policy_semantics": self.semantics})
         return self.render("index.html", title="kube-manager introspect", counts=counts,

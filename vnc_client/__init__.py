@@ -1,2 +1,2 @@
-"""The Contrail config API REST client, its typed objects and the schema table; a library that imports
+"""The Contrail config API REST client and the schema table; a library that imports
 nothing from kube_manager or introspect (tests/architecture/test_import_rules.py)."""

@@ -20,13 +20,12 @@ from urllib.parse import quote
 from .logfields import kv
 
 from .errors import InvalidResponse
-from .objects import VncObject
 from .schema import ResourceType, resource_type
 from .transport import LIST_BULK_PATH, Transport
 
 log = logging.getLogger(__name__)
 
-Body = Union[Mapping[str, Any], VncObject]
+Body = Mapping[str, Any]
 # A uuid (str) or an fq_name (list of str); reads, updates and deletes accept either.
 Ident = Union[str, Sequence[str]]
 
@@ -330,10 +329,6 @@ def _resource(obj_type: str) -> ResourceType:
 
 
 def _body_dict(obj_type: str, body: Body) -> Dict[str, Any]:
-    if isinstance(body, VncObject):
-        if body.resource_type != obj_type:
-            raise ValueError(f"a {body.resource_type} object cannot be sent as {obj_type}")
-        return body.to_body()
     if isinstance(body, Mapping):
         return dict(body)
-    raise ValueError(f"a {obj_type} body must be a dict or a typed object, got {type(body).__name__}")
+    raise ValueError(f"a {obj_type} body must be a dict, got {type(body).__name__}")

@@ -2,12 +2,12 @@
 
 requests honours the environment on every request (`trust_env`): HTTP_PROXY/HTTPS_PROXY/NO_PROXY
 and REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE. Finding them walks the whole of `os.environ` twice per
-request, about 0.25 ms on a 2-core test machine, a sixth of what one config API request costs the
-client, for an answer that never changes: kube-manager does not change its own environment while it
+request, a good part of what one config API request costs the client (docs/operations.md,
+"Measurements behind the code"), for an answer that never changes: kube-manager does not change its own environment while it
 runs. So the session keeps requests' rules but remembers their outcome per origin (scheme, host and
 port) from the first request on. Turning the environment off instead (`trust_env = False`) would
 silently ignore a proxy or CA bundle an operator set, which is why it stays on. (requests still
-looks for ~/.netrc credentials per request; that costs a few stat calls, ~20 us.)
+looks for ~/.netrc credentials per request; that costs only a few stat calls.)
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`contrail-kube-manager [-c FILE] [run] [--once] [--demo PATH]`: the daemon.
 
 gevent's monkey-patching must happen before anything imports ssl, urllib3, requests or kubernetes,
-so that their blocking sockets become cooperative; `cli.py` imports this module lazily, only for the
+so that their blocking sockets become cooperative; `cli/main.py` imports this module lazily, only for the
 `run` command, and this module patches before importing anything else of kube-manager.
 
 `--demo PATH` is the main job on embedded defaults: the in-process config API

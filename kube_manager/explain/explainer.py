@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from kube_manager.translator.decode import decode_tags
+from kube_manager.translator.semantics import CLUSTER_WIDE, KUBERNETES
 from kube_manager.explain.flow import FLOW_PROTOCOLS, ContrailEvaluator, Decision, Workload
 from kube_manager.explain.k8s_cnp import ADMIN, BASELINE
 from kube_manager.explain.k8s_semantics import (NETWORK_POLICY_TIER, Endpoint, KubernetesModel,
@@ -31,8 +32,6 @@ from kube_manager.explain.k8s_semantics import (NETWORK_POLICY_TIER, Endpoint, K
 from kube_manager.explain.stands_for import allows_words, drops_words, isolation_tags, stands_for
 from kube_manager.explain.trace import trace
 
-KUBERNETES = "kubernetes"
-CLUSTER_WIDE = "cluster-wide"
 MISMATCH = "mismatch"
 
 

@@ -11,21 +11,20 @@ from __future__ import annotations
 
 from typing import Optional
 
+from kube_manager.translator.naming import (ADMIN_BLOCK, BASELINE_BLOCK, BASELINE_NP_BLOCK, ISOLATION_BLOCK,
+                                           ISOLATION_DENY_BLOCK, block_policy_name, isolation_deny_name)
+
 from .k8s_semantics import NETWORK_POLICY_TIER, SideVerdict, Verdict
 
-# The blocks of the APS that hold such rules, by firewall policy name less `<cluster>--`.
+# The blocks of the APS that hold such rules, by block (the translator's naming names them).
 BLOCK_MEANING = {
-    "admin": "the Admin tier at one end met with the other end's whole chain",
-    "isolation": "a flow between two isolated ends",
-    "isolation-deny": "a flow between two isolated ends",
-    "baseline-np": "a NetworkPolicy allowing at one end met with the Baseline tier at the other",
-    "baseline": "the Baseline tier at one end met with the other end's chain",
+    ADMIN_BLOCK: "the Admin tier at one end met with the other end's whole chain",
+    ISOLATION_BLOCK: "a flow between two isolated ends",
+    ISOLATION_DENY_BLOCK: "a flow between two isolated ends",
+    BASELINE_NP_BLOCK: "a NetworkPolicy allowing at one end met with the Baseline tier at the other",
+    BASELINE_BLOCK: "the Baseline tier at one end met with the other end's chain",
 }
 ISOLATED_TAG_MEANING = "pods some NetworkPolicy of their namespace isolates for {direction}"
-
-
-def isolation_deny_rule(cluster: str) -> str:
-    return f"{cluster}--isolated-egress-to-isolated-ingress"
 
 
 def isolation_tags(cluster: str) -> dict:
@@ -69,14 +68,14 @@ def stands_for(rule: Optional[str], policy: Optional[str], verdict: Verdict,
                cluster: str) -> Optional[str]:
     """What the deciding `rule` (in firewall policy `policy`) stands for, or None for a rule a
     NetworkPolicy writes under its own name (its name says it)."""
-    prefix = f"{cluster}--"
+    prefix = block_policy_name(cluster, "")
     if not rule or not policy or not policy.startswith(prefix):
         return None
     block = policy[len(prefix):]
     chains = (f"the source's egress {side_words(verdict.egress)}; the destination's ingress "
               f"{side_words(verdict.ingress)}")
-    if block in ("isolation", "isolation-deny"):
-        if rule == isolation_deny_rule(cluster):
+    if block in (ISOLATION_BLOCK, ISOLATION_DENY_BLOCK):
+        if rule == isolation_deny_name(cluster):
             return ("the isolation deny: the source is isolated for egress and the destination "
                     "for ingress, and no egress rule at the source meets an ingress rule at the "
                     f"destination that allows the flow: {chains}")
@@ -87,5 +86,5 @@ def stands_for(rule: Optional[str], policy: Optional[str], verdict: Verdict,
     return f"{meaning}: {chains}"
 
 
-__all__ = ["allows_words", "drops_words", "isolation_deny_rule", "isolation_tags", "rule_words",
+__all__ = ["allows_words", "drops_words", "isolation_tags", "rule_words",
            "side_words", "stands_for"]

@@ -10,8 +10,8 @@ it produces (pass or deny) has the pods it selects, all in N, at one end; a pod'
 labels matter only to flows with that pod, or a pod of that namespace, at one end. So a flow
 whose two ends are outside the *affected* pods (the pods of the namespaces of changed policies,
 the changed pods, the pods of changed namespaces; every pod when a ClusterNetworkPolicy changes,
-as its subject and peers can be anywhere) keeps both verdicts, and only pairs with an affected end
-are evaluated. Outside addresses are represented by one address per interval
+as its subject and peers can be anywhere: each kind's `reach` in the registry of kinds) keeps both
+verdicts, and only pairs with an affected end are evaluated. Outside addresses are represented by one address per interval
 between the boundaries of every ipBlock CIDR, except and address-group prefix (before and after):
 inside one interval, no rule or ipBlock can tell two addresses apart.
 
@@ -36,31 +36,32 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, 
 from .flow import FLOW_PROTOCOLS, ContrailEvaluator, Workload
 from .k8s_cnp import ADMIN, BASELINE, ClusterPort
 from .k8s_semantics import Endpoint, KubernetesModel, PeerBlocks, Pod, PortRule
+from kube_manager.registry import KINDS, REACHES_ITS_NAMESPACE, REACHES_ITSELF, REACHES_NAMED_NAMESPACE, Kinds
 from kube_manager.translator.batch import translate
+from kube_manager.translator.semantics import CLUSTER_WIDE, KUBERNETES
 
-KUBERNETES, CLUSTER_WIDE = "kubernetes", "cluster-wide"
 DELETE_ANNOTATION = "contrail-kube-manager/what-if"
 DELETE_VALUE = "delete"
-KINDS = ("Namespace", "Pod", "NetworkPolicy", "ClusterNetworkPolicy")
-_CLUSTER_SCOPED = ("Namespace", "ClusterNetworkPolicy")
 # The API server's protocol spelling for each flow protocol.
 _K8S_PROTOCOL = {p: p.upper() for p in FLOW_PROTOCOLS}
 
-ObjectKey = Tuple[str, str, str]  # (kind, namespace, name); namespace "" for a Namespace
+ObjectKey = Tuple[str, str, str]  # (kind, namespace, name); namespace "" when cluster-scoped
 
 
 class WhatIfError(ValueError):
     """A change that cannot be applied (a deletion of an object the cluster does not have)."""
 
 
-def _key(kind: str, manifest: Mapping[str, Any]) -> ObjectKey:
+def _key(kinds: Kinds, kind: str, manifest: Mapping[str, Any]) -> ObjectKey:
     metadata = manifest.get("metadata") or {}
-    namespace = "" if kind in _CLUSTER_SCOPED else str(metadata.get("namespace") or "default")
+    namespaced = kinds[kind].resource.namespaced
+    namespace = str(metadata.get("namespace") or "default") if namespaced else ""
     return (kind, namespace, str(metadata.get("name") or ""))
 
 
-def _groups(manifests: Any) -> Dict[str, Sequence[Dict[str, Any]]]:
-    return {kind: manifests.objects.get(kind, ()) for kind in KINDS}
+def _kinds_of(manifests: Any) -> Kinds:
+    """The registry the manifests were read with (`Manifests.kinds`)."""
+    return getattr(manifests, "kinds", KINDS)
 
 
 def _is_deletion(manifest: Mapping[str, Any]) -> bool:
@@ -71,23 +72,24 @@ def _is_deletion(manifest: Mapping[str, Any]) -> bool:
 def apply_change(cluster: Any, change: Any) -> Tuple[Any, Set[ObjectKey]]:
     """The cluster with the change applied, and the keys of the objects the change touched.
 
-    `cluster` and `change` hold lists of manifests by kind in `objects`
-    (kube_manager.offline.manifests.Manifests does); the result is of the cluster's own type, built
-    from such a mapping.
+    `cluster` and `change` hold lists of manifests by kind in `objects`, of the kinds of the
+    registry in `kinds` (kube_manager.offline.manifests.Manifests does); the result is of the
+    cluster's own type, built from such a mapping and registry.
 
-    Each Namespace, Pod, NetworkPolicy or ClusterNetworkPolicy in `change` is added, or replaces
-    the cluster's object of the same kind, namespace and name; one carrying the annotation
+    Each object of `change` (of any kind of the registry) is added, or replaces the cluster's
+    object of the same kind, namespace and name; one carrying the annotation
     `contrail-kube-manager/what-if: delete` deletes it instead (only its kind, namespace and name
     are read). Raises WhatIfError for a deletion of an object the cluster does not have.
     """
+    kinds = _kinds_of(cluster)
     objects: Dict[ObjectKey, Dict[str, Any]] = {}
-    for kind, items in _groups(cluster).items():
+    for kind, items in cluster.objects.items():
         for manifest in items:
-            objects[_key(kind, manifest)] = manifest
+            objects[_key(kinds, kind, manifest)] = manifest
     touched: Set[ObjectKey] = set()
-    for kind, items in _groups(change).items():
+    for kind, items in change.objects.items():
         for manifest in items:
-            key = _key(kind, manifest)
+            key = _key(kinds, kind, manifest)
             touched.add(key)
             if _is_deletion(manifest):
                 if objects.pop(key, None) is None:
@@ -95,10 +97,10 @@ def apply_change(cluster: Any, change: Any) -> Tuple[Any, Set[ObjectKey]]:
                                       f"which the cluster does not have")
             else:
                 objects[key] = manifest
-    lists: Dict[str, List[Dict[str, Any]]] = {kind: [] for kind in KINDS}
+    lists: Dict[str, List[Dict[str, Any]]] = {kind: [] for kind in kinds.names()}
     for key, manifest in objects.items():
         lists[key[0]].append(manifest)
-    after = type(cluster)(lists)
+    after = type(cluster)(lists, kinds=kinds)
     return after, touched
 
 
@@ -131,7 +133,8 @@ class _State:
     """One side of the comparison: the translation's evaluator and the Kubernetes model."""
 
     def __init__(self, manifests: Any, cluster_name: str, semantics: str) -> None:
-        translation = translate(manifests.objects, cluster_name=cluster_name, semantics=semantics).to_dict()
+        translation = translate(manifests.objects, cluster_name=cluster_name, semantics=semantics,
+                                kinds=_kinds_of(manifests)).to_dict()
         self.translation = translation
         self.contrail = ContrailEvaluator(translation, cluster_name)
         self.kubernetes = KubernetesModel.of(manifests.objects)
@@ -218,12 +221,20 @@ def _pair_changes(before: _State, after: _State, src: _End, dst: _End) -> List[F
     return changes
 
 
-def _affected_pods(touched: Set[ObjectKey], pods: Iterable[Tuple[str, str]]) -> Set[Tuple[str, str]]:
-    if any(kind == "ClusterNetworkPolicy" for kind, _, _ in touched):
-        return set(pods)  # its subject and peers may be any pod of the cluster
-    namespaces = {namespace for kind, namespace, _ in touched if kind == "NetworkPolicy"}
-    namespaces |= {name for kind, _, name in touched if kind == "Namespace"}
-    direct = {(namespace, name) for kind, namespace, name in touched if kind == "Pod"}
+def _affected_pods(kinds: Kinds, touched: Set[ObjectKey], pods: Iterable[Tuple[str, str]]) -> Set[Tuple[str, str]]:
+    """The pods a change of the `touched` objects may affect, by the reach of their kinds."""
+    namespaces: Set[str] = set()
+    direct: Set[Tuple[str, str]] = set()
+    for kind, namespace, name in touched:
+        reach = kinds[kind].reach
+        if reach == REACHES_ITS_NAMESPACE:
+            namespaces.add(namespace)
+        elif reach == REACHES_NAMED_NAMESPACE:
+            namespaces.add(name)
+        elif reach == REACHES_ITSELF:
+            direct.add((namespace, name))
+        else:  # REACHES_CLUSTER: its subject and peers may be any pod
+            return set(pods)
     return {key for key in pods if key[0] in namespaces or key in direct}
 
 
@@ -280,7 +291,7 @@ def what_if(cluster: Any, change: Any, cluster_name: str = "k8s",
     applied, touched = apply_change(cluster, change)
     before, after = _State(cluster, cluster_name, semantics), _State(applied, cluster_name, semantics)
     pods = _common_pods(before, after)
-    return _compare(before, after, pods, _affected_pods(touched, pods))
+    return _compare(before, after, pods, _affected_pods(_kinds_of(cluster), touched, pods))
 
 
 def semantics_switch(cluster: Any, cluster_name: str = "k8s", before: str = CLUSTER_WIDE,

@@ -15,7 +15,7 @@ from kubernetes import client
 
 from kube_manager.records.db import ClusterPolicyRecord, Key
 from kube_manager.kube.kinds import Kind
-from kube_manager.kube.resources import CLUSTER_NETWORK_POLICIES
+from kube_manager.registry import KINDS, WATCH, CLUSTER_NETWORK_POLICIES
 from kube_manager.observability.logging_setup import kv
 from kube_manager.translator.match_logging import ANNOTATION as LOGGING_ANNOTATION
 from kube_manager.translator.validation import object_name_problem
@@ -87,3 +87,4 @@ class ClusterNetworkPolicyHandler(Handler):
 
 
 KIND = Kind(CLUSTER_NETWORK_POLICIES, list_cluster_network_policies, trim_cluster_network_policy, validate_cluster_network_policy, ClusterNetworkPolicyHandler)
+KINDS.register(CLUSTER_NETWORK_POLICIES.kind, WATCH, KIND)

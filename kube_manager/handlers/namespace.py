@@ -7,7 +7,7 @@ from kubernetes import client
 
 from kube_manager.records.db import Key, NamespaceRecord
 from kube_manager.kube.kinds import Kind
-from kube_manager.kube.resources import NAMESPACES
+from kube_manager.registry import KINDS, WATCH, NAMESPACES
 from kube_manager.translator.match_logging import ANNOTATION as LOGGING_ANNOTATION
 from kube_manager.translator.validation import namespace_name_problem
 
@@ -45,3 +45,4 @@ class NamespaceHandler(Handler):
 
 KIND = Kind(NAMESPACES, lambda api: client.CoreV1Api(api).list_namespace, trim_namespace, validate_namespace,
             NamespaceHandler)
+KINDS.register(NAMESPACES.kind, WATCH, KIND)

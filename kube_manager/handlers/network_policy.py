@@ -11,7 +11,7 @@ from kubernetes import client
 
 from kube_manager.records.db import PolicyRecord
 from kube_manager.kube.kinds import Kind
-from kube_manager.kube.resources import NETWORK_POLICIES
+from kube_manager.registry import KINDS, WATCH, NETWORK_POLICIES
 from kube_manager.observability.logging_setup import kv
 
 from .base import Handler, generation_of, mapping, metadata, trim_metadata, validate_namespaced
@@ -61,3 +61,4 @@ class NetworkPolicyHandler(Handler):
 
 KIND = Kind(NETWORK_POLICIES, lambda api: client.NetworkingV1Api(api).list_network_policy_for_all_namespaces,
             trim_network_policy, validate_namespaced, NetworkPolicyHandler)
+KINDS.register(NETWORK_POLICIES.kind, WATCH, KIND)

@@ -7,7 +7,7 @@ from kubernetes import client
 
 from kube_manager.records.db import PodRecord
 from kube_manager.kube.kinds import Kind
-from kube_manager.kube.resources import PODS
+from kube_manager.registry import KINDS, WATCH, PODS
 from .base import Handler, mapping, metadata, trim_metadata, validate_namespaced
 
 
@@ -50,8 +50,9 @@ class PodHandler(Handler):
         record.manifest = obj
         record.labels = labels = dict(mapping(meta.get("labels")))
         super().upsert(obj)
-        # The translator's labels where equal, instead of a copy of the record's own (17 MB at
-        # XLarge); a rejected pod keeps its own.
+        # The translator's labels where equal, instead of a copy of the record's own (a copy per pod
+        # adds up at scale: docs/operations.md, "Measurements behind the code"); a rejected pod keeps
+        # its own.
         held = self.translator.pod_labels(*key)
         if held is not None and held == labels:
             record.labels = held
@@ -64,3 +65,4 @@ class PodHandler(Handler):
 
 KIND = Kind(PODS, lambda api: client.CoreV1Api(api).list_pod_for_all_namespaces, trim_pod, validate_namespaced,
             PodHandler)
+KINDS.register(PODS.kind, WATCH, KIND)

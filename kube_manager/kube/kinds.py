@@ -1,7 +1,8 @@
-"""The kind record: one per Kubernetes kind kube-manager watches.
+"""The kind record: what the watchers and the event dispatcher know of each Kubernetes kind.
 
-A `Kind` is everything the daemon knows about one kind, in one place:
-- `resource`: its REST resource (`kube/resources.py`), the name of its events, watch and metrics;
+A `Kind` is the kind's `WATCH` hook in the registry of kinds (`kube_manager/registry.py`), registered
+by its handler's module:
+- `resource`: its REST resource (the registry's), the name of its events, watch and metrics;
 - `lister`: the official client's cluster-wide list function (also used to watch);
 - `trimmer`: what of an object the translator reads (the rest of the object is dropped at once);
 - `validator`: why an object of the kind cannot be handled at all (its identity is unreadable), or
@@ -11,20 +12,19 @@ A `Kind` is everything the daemon knows about one kind, in one place:
   and translator input.
 
 The watchers take the lister and trimmer from the record, the event dispatcher (`EventDispatcher`) the
-validator and handler. `KindRegistry` refuses a record that misses any part, or a kind registered
+validator and handler; `watched_kinds` gathers the records of a registry, in its order. `KindRegistry` refuses a record that misses any part, or a kind registered
 twice, with `KindError` when the pipeline is built; asking for a kind that is not registered is a
 `KindError` too. There is no default kind: a new kind can never silently fall into another's
 lister or handler.
 
-Adding a kind (one handler and one translator source): docs/architecture.md, "Adding a kind",
-the one recipe.
+Adding a kind: docs/architecture.md, "Adding a kind", the one recipe.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Protocol, Tuple
 
-from kube_manager.kube.resources import Resource
+from kube_manager.registry import WATCH, KindError, Kinds, Resource
 
 # api_client -> the official client's list function for the kind (called with watch=True to watch).
 Lister = Callable[[Any], Callable[..., Any]]
@@ -57,10 +57,6 @@ class KindHandler(Protocol):
 HandlerFactory = Callable[[Any], KindHandler]
 
 _PARTS = ("lister", "trimmer", "validator", "handler")
-
-
-class KindError(Exception):
-    """A kind registered incompletely, twice, or asked for without being registered."""
 
 
 @dataclass(frozen=True)
@@ -104,3 +100,9 @@ class KindRegistry:
 
     def names(self) -> List[str]:
         return list(self._kinds)
+
+
+def watched_kinds(kinds: Kinds) -> KindRegistry:
+    """The registry's kinds as the watchers and the event dispatcher take them: each one's `Kind`
+    record (its `WATCH` hook), in the registry's order; KindError for a kind without one."""
+    return KindRegistry(kinds.hook(entry.kind, WATCH) for entry in kinds)

@@ -45,10 +45,6 @@ class SeenObjects:
     def __len__(self) -> int:
         return len(self._held)
 
-    def held(self) -> Iterator[Held]:
-        """The packed objects (for tests of what is kept)."""
-        return iter(self._held.values())
-
     def listed(self, items: Dict[Key, Dict[str, Any]]) -> Iterator[Event]:
         """The events that make what was seen equal to a complete list, in key order: deletions
         first. Consumed lazily, each object is packed as its event is delivered."""

@@ -58,7 +58,7 @@ def micro_time(moment: Optional[datetime.datetime] = None) -> str:
     """A MicroTime string (UTC, microseconds), as the API server stores Lease times.
 
     The client re-reads it into a datetime and sends `isoformat()`, which drops the fraction when the
-    microseconds are 0; the server's MicroTime wants six digits, so that one instant moves by 1 us."""
+    microseconds are 0; the server's MicroTime wants six digits, so that one instant moves by a microsecond."""
     moment = moment or datetime.datetime.now(datetime.timezone.utc)
     if moment.microsecond == 0:
         moment = moment.replace(microsecond=1)

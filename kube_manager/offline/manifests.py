@@ -1,8 +1,10 @@
-"""Reading Namespace, Pod, NetworkPolicy and ClusterNetworkPolicy manifests for the offline commands (SPEC 8).
+"""Reading the manifests of the registry's kinds (`kube_manager/registry.py`: Namespace, Pod,
+NetworkPolicy, ClusterNetworkPolicy) for the offline commands (SPEC 8).
 
 Files, directories (recursively, *.yaml / *.yml / *.json, in sorted order), standard input (`-`),
 multi-document YAML and `List` kinds are accepted. Other kinds are skipped, and an object given twice
-is used as last given, each with one line on standard error (SPEC 8). Defaults follow the API server:
+is used as last given, each with one line on standard error (SPEC 8); so is an empty file, or a
+directory with no manifest file in it (the command goes on with what it read: exit status 0). Defaults follow the API server:
 a manifest without `metadata.namespace` is in `default`.
 
 A cluster dump is tens of megabytes of JSON, and PyYAML's pure-Python loader takes minutes over it,
@@ -22,6 +24,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Tuple
 import yaml
 
 from kube_manager.plumbing.gcpolicy import collector_paused
+from kube_manager.registry import KINDS, Kinds
 from vnc_client import jsoncodec
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
@@ -34,14 +37,10 @@ class ManifestError(Exception):
     """A manifest file that cannot be read or parsed; the message (one line) names the file."""
 
 
-KINDS_READ = ("Namespace", "Pod", "NetworkPolicy", "ClusterNetworkPolicy")  # the translator's kinds
-NAMESPACED = ("Pod", "NetworkPolicy")
-
-
 @dataclass
 class Manifests:
-    """The objects found in a set of manifest files, by kind (each of `KINDS_READ`, the input of
-    `translate()`), each kind's in file order.
+    """The objects found in a set of manifest files, by kind (each kind of `kinds`, the registry
+    the translator reads too: the input of `translate()`), each kind's in file order.
 
     What is not read (a document that is not an object, another kind, a misspelt one) is skipped,
     and an object given again (same kind, namespace and name) replaces the earlier copy in place:
@@ -49,15 +48,16 @@ class Manifests:
 
     objects: Dict[str, List[Dict[str, Any]]] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
+    kinds: Kinds = field(default=KINDS, repr=False, compare=False)
     # (kind, namespace, name) -> (position in its list, where it was given)
     _seen: Dict[Tuple[str, str, str], Tuple[int, str]] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         """Every kind read has its list (empty when none is given); no other kind has one."""
-        unknown = set(self.objects).difference(KINDS_READ)
+        unknown = set(self.objects).difference(self.kinds.names())
         if unknown:
             raise ValueError(f"manifests of kinds not read: {', '.join(sorted(unknown))}")
-        self.objects = {kind: self.objects.get(kind, []) for kind in KINDS_READ}
+        self.objects = {kind: self.objects.get(kind, []) for kind in self.kinds.names()}
 
     def add(self, obj: Any, where: str = "a document") -> None:
         if obj is None:
@@ -72,22 +72,23 @@ class Manifests:
             return
         target = self.objects.get(kind) if isinstance(kind, str) else None
         if target is None or not isinstance(kind, str):
-            self.notes.append(f"{where}: {_kind_problem(kind)}; skipped")
+            self.notes.append(f"{where}: {_kind_problem(kind, self.kinds.names())}; skipped")
             return
         metadata = obj.setdefault("metadata", {}) or {}
         obj["metadata"] = metadata
-        if isinstance(metadata, dict) and kind in NAMESPACED and not metadata.get("namespace"):
+        namespaced = self.kinds[kind].resource.namespaced
+        if isinstance(metadata, dict) and namespaced and not metadata.get("namespace"):
             metadata["namespace"] = "default"
-        self._place(target, obj, kind, metadata, where)
+        self._place(target, obj, kind, namespaced, metadata, where)
 
-    def _place(self, target: List[Dict[str, Any]], obj: Dict[str, Any], kind: str, metadata: Any,
-               where: str) -> None:
+    def _place(self, target: List[Dict[str, Any]], obj: Dict[str, Any], kind: str, namespaced: bool,
+               metadata: Any, where: str) -> None:
         """Append `obj`, or put it in the place of an earlier copy of the same object."""
         name = metadata.get("name") if isinstance(metadata, dict) else None
         if not isinstance(name, str):  # no identity to compare: the translator rejects it by itself
             target.append(obj)
             return
-        namespace = metadata.get("namespace") if kind in NAMESPACED else ""
+        namespace = metadata.get("namespace") if namespaced else ""
         key = (kind, namespace if isinstance(namespace, str) else "", name)
         earlier = self._seen.get(key)
         if earlier is None:
@@ -108,15 +109,14 @@ def _json_type(value: Any) -> str:
     return f"the value {value!r}"[:60]
 
 
-def _kind_problem(kind: Any) -> str:
+def _kind_problem(kind: Any, read: Tuple[str, ...]) -> str:
     if kind is None:
         return "no kind"
     if not isinstance(kind, str):
         return f"kind is not a string ({_json_type(kind)})"
-    close = [known for known in KINDS_READ if known.lower() == kind.lower()] \
-        or difflib.get_close_matches(kind, KINDS_READ, n=1)
+    close = [known for known in read if known.lower() == kind.lower()] or difflib.get_close_matches(kind, read, n=1)
     hint = f" (did you mean {close[0]}?)" if close else ""
-    return f"kind {kind!r} is not read here{hint}: only {', '.join(KINDS_READ)} are"
+    return f"kind {kind!r} is not read here{hint}: only {', '.join(read)} are"
 
 
 def warn_on_stderr(line: str) -> None:
@@ -197,17 +197,25 @@ def parse_documents(data: bytes, name: str) -> List[Any]:
         raise ManifestError(f"{name}: not valid YAML: nested too deeply") from None
 
 
-def load_manifests(paths: Iterable[str], warn: Callable[[str], None] = warn_on_stderr) -> Manifests:
-    """Load every supported object from `paths` (`-` is standard input); ManifestError names the bad
+def load_manifests(paths: Iterable[str], warn: Callable[[str], None] = warn_on_stderr,
+                   kinds: Kinds = KINDS) -> Manifests:
+    """Load every object of `kinds` from `paths` (`-` is standard input); ManifestError names the bad
     file. Each of the manifests' `notes` (what was skipped or given again) is passed to `warn`."""
-    manifests = Manifests()
-    for path in _files(paths):
-        data = _read(path)
-        with collector_paused():
-            documents = parse_documents(data, _display(path))
-        del data
-        for number, document in enumerate(documents, 1):
-            manifests.add(document, f"{_display(path)}: document {number}")
+    manifests = Manifests(kinds=kinds)
+    for given in paths:
+        files = list(_files([given]))
+        if not files:  # a directory, and nothing in it reads as a manifest: a wrong path, likely
+            manifests.notes.append(f"{given}: no manifest file ({', '.join('*' + s for s in MANIFEST_SUFFIXES)}) "
+                                   f"in this directory; nothing read from it")
+        for path in files:
+            data = _read(path)
+            with collector_paused():
+                documents = parse_documents(data, _display(path))
+            del data
+            if all(document is None for document in documents):
+                manifests.notes.append(f"{_display(path)}: empty (no document in it); nothing read from it")
+            for number, document in enumerate(documents, 1):
+                manifests.add(document, f"{_display(path)}: document {number}")
     for note in manifests.notes:
         warn(note)
     return manifests

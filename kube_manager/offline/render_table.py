@@ -7,11 +7,12 @@ Markdown pipe tables, padded, read well in a terminal and paste into documents u
 application policy set's sequence, then each policy's rule sequence.
 
 A cell never grows with the cluster: the `<cluster>-denyall` policy holds one deny rule per isolated
-direction of every NetworkPolicy, and listing them all in one cell made a 60 MB table of padding at
-5,000 namespaces. A policy with more than RULES_LISTED rules shows their count and first and last
-names (the Firewall Rules table lists them all, in the same order); other lists (prefixes, a pod's
-tags) stop after LISTED items with the number left out. Small inputs, the wiki's among them, print
-as before.
+direction of every NetworkPolicy, and listing them all in one cell made a table mostly of padding
+on a large cluster. A policy with more than RULES_LISTED rules (or too long a list of them) shows
+their count and first and last names (the Firewall Rules table lists them all, in the same order);
+other lists (prefixes, a pod's tags, an endpoint's tags) stop after LISTED items or CELL_WIDTH
+characters with the number left out, since a Markdown row cannot wrap and its widest cell pads
+every row of its table (`-o json` has everything). A name is never cut, nor an error's reason.
 """
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ Body = Mapping[str, Any]
 
 LISTED = 32
 RULES_LISTED = 10
+# A cell of names (prefixes, tags, rules) stops at this many characters, so that one long list does
+# not pad every row of its table to its width; an error's reason is always shown whole.
+CELL_WIDTH = 120
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -40,7 +44,7 @@ def endpoint_text(endpoint: Body) -> str:
         return "any"
     if "address_group" in endpoint:
         return "Address Group: " + endpoint["address_group"].split(":", 1)[-1]
-    return " && ".join(endpoint.get("tags", ()))
+    return bounded(endpoint.get("tags", ()), " && ", limit=len(endpoint.get("tags", ())))
 
 
 def service_text(service: Body) -> str:
@@ -53,18 +57,38 @@ def service_text(service: Body) -> str:
     return f"{protocol}:{start}" if start == end else f"{protocol}:{start}-{end}"
 
 
+def bounded(items: Sequence[str], separator: str = ", ", limit: int = LISTED, width: int = CELL_WIDTH) -> str:
+    """`items` joined by `separator`, as many as fit in `width` characters (at most `limit`, at
+    least one), then how many were left out."""
+    shown: List[str] = []
+    length = 0
+    for index, item in enumerate(items):
+        left_after = len(items) - index - 1
+        tail = len(f"{separator}... ({left_after} more)") if left_after else 0
+        grown = length + (len(separator) if shown else 0) + len(item)
+        if shown and (len(shown) == limit or grown + tail > width):
+            break
+        shown.append(item)
+        length = grown
+    if len(shown) == len(items):
+        return separator.join(items)
+    return separator.join(shown) + f"{separator}... ({len(items) - len(shown)} more)"
+
+
 def listing(items: Sequence[str], limit: int = LISTED) -> str:
-    """`items` joined by commas, at most `limit` of them, then how many were left out."""
-    if len(items) <= limit:
-        return ", ".join(items)
-    return ", ".join(items[:limit]) + f", ... ({len(items) - limit} more)"
+    """`items` joined by commas, at most `limit` of them and CELL_WIDTH characters, then how many
+    were left out."""
+    return bounded(items, ", ", limit)
 
 
 def rule_names(names: Sequence[str]) -> str:
-    """A policy's rules: all of them when few, else their count, first and last."""
-    if len(names) <= RULES_LISTED:
-        return ", ".join(names)
-    return f"{len(names)} rules, {names[0]} ... {names[-1]} (all in Firewall Rules, in this order)"
+    """A policy's rules: all of them when they fit, else their count, first and last (or first
+    only, when two names are already too long); the Firewall Rules table lists them all, in order."""
+    joined = ", ".join(names)
+    if len(names) <= RULES_LISTED and len(joined) <= CELL_WIDTH:
+        return joined
+    both = f"{len(names)} rules: {names[0]} ... {names[-1]}"
+    return both if len(both) <= CELL_WIDTH else f"{len(names)} rules: {names[0]} ..."
 
 
 def _section(title: str, headers: Sequence[str], rows: List[List[str]]) -> str:
@@ -90,7 +114,7 @@ def render_table(translation: Translation) -> str:
             rule_rows.append([rule["fq_name"][-1], rule["action_list"]["simple_action"],
                               service_text(rule["service"]), endpoint_text(rule["endpoint_1"]),
                               rule["direction"], endpoint_text(rule["endpoint_2"]),
-                              " && ".join(rule["match_tags"]["tag_list"])])
+                              bounded(rule["match_tags"]["tag_list"], " && ")])
         policy_rows.append([policy_ref["attr"]["sequence"], policy["fq_name"][-1], rule_names(names)])
     workload_rows = [[w["namespace"], w["name"], w["ip"] or "", listing(w["tags"])]
                      for w in translation.workloads]

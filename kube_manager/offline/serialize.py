@@ -64,8 +64,8 @@ CHUNK = 2000
 class _FastPlainDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     """_PlainDumper with libyaml's emitter, and a lean representer for JSON data.
 
-    libyaml only emits; building PyYAML's node graph in Python was most of the time (20 s for the
-    Contrail objects of 5,000 namespaces). The graph built here is the one SafeRepresenter builds
+    libyaml only emits; building PyYAML's node graph in Python was most of the time (figures in
+    docs/operations.md, "Measurements behind the code"). The graph built here is the one SafeRepresenter builds
     for dicts, lists, strings, integers, booleans and None under `default_flow_style=False` (same
     tags, values and styles; a fresh node per occurrence, so no anchors), and the implicit-tag
     resolution of a scalar is computed once per distinct value, the same keys and values recurring
@@ -128,7 +128,7 @@ def yaml_bytes(data: Any) -> bytes:
     A top-level mapping is dumped key by key, and a long list under a simple key CHUNK items at a
     time (PyYAML prints a sequence under a simple key of a top-level mapping without indenting it,
     so a chunk dumped as a top-level sequence is the same bytes): the node graph of the whole
-    translation took 2.3 GB. Each part is written by yaml_block when it can (names and numbers),
+    translation would be held at once. Each part is written by yaml_block when it can (names and numbers),
     else by libyaml when every string is printable ASCII, else by PyYAML's own emitter.
     """
     if not isinstance(data, dict) or not data:

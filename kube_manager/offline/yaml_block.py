@@ -1,7 +1,7 @@
 """PyYAML's block-style output for the common case, written directly (`translate -o yaml`).
 
-libyaml emits fast, but PyYAML builds a node per value in Python first: 20 s for the Contrail
-objects of 5,000 namespaces. The translation is JSON data whose strings are names, tags and
+libyaml emits fast, but PyYAML builds a node per value in Python first, which was most of the time
+of `-o yaml` on a large cluster (docs/operations.md, "Measurements behind the code"). The translation is JSON data whose strings are names, tags and
 numbers; for such data PyYAML's output is simple enough to write here, byte for byte:
 
 - block mappings indented by 2, sequences under a mapping key not indented ("indentless"), a

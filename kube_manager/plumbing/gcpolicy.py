@@ -35,9 +35,9 @@ class collector_paused:
 
     Parsing, translating and printing a cluster dump allocate millions of long-lived containers and
     no reference cycles (the translator creates none); every full collection would rescan them all
-    (a fifth of `translate`'s time on a 5,000-namespace dump, three quarters of the first flush of
-    a daemon's initial lists), for nothing to free. What the job allocated still meets one
-    young-generation pass after it (about a third of the job's time at 5,000 namespaces): a
+    (a large part of `translate`'s time on a big dump, and of the first flush of a daemon's initial
+    lists), for nothing to free. What the job allocated still meets one young-generation pass after
+    it (figures in docs/operations.md, "Measurements behind the code"): a
     caller that keeps the result for good (the daemon) freezes it.
     """
 
@@ -59,8 +59,7 @@ def settle() -> None:
     The young generations only: a full pass also untracks every dict holding only atoms (strings,
     tuples of strings: the keys and maps of the records, the desired and actual state), and the
     first key an event adds to one puts it back, whole, into the youngest generation, which the
-    next young collections then walk entry by entry (0.7 ms at 1,500 NetworkPolicies, growing with
-    the cluster). Frozen while tracked, such a dict stays out of view. What a full pass would add
+    next young collections then walk entry by entry (a cost growing with the cluster). Frozen while tracked, such a dict stays out of view. What a full pass would add
     is the reference cycles that died in the oldest generation since the last automatic full pass:
     none at the end of the benches' initial lists, cold starts and events (measured)."""
     freeze_young()
@@ -89,8 +88,8 @@ _TRIM = _malloc_trim()
 def release_free_memory() -> None:
     """Give the C allocator's free pages back to the system (glibc's `malloc_trim`). The large
     blocks of a bulk phase (a listing's answers, the initial lists) are freed into holes of the heap
-    which glibc keeps for itself: 61 MB of RSS at XLarge (100,000 pods, 75,000 NetworkPolicies)
-    after a restart's resync. Python's own small-object arenas are returned when empty anyway."""
+    which glibc keeps for itself, as RSS, after a restart's resync (docs/operations.md,
+    "Measurements behind the code"). Python's own small-object arenas are returned when empty anyway."""
     if _TRIM is not None:
         _TRIM(0)
 

@@ -1,8 +1,7 @@
 """Kubernetes objects held for long as compact JSON (orjson bytes), decoded anew when read.
 
-A decoded manifest costs five to ten times its JSON: at XLarge (100,000 pods, 75,000
-NetworkPolicies) the records' manifests and specs alone were some 330 MB as dicts and 55 MB as
-JSON, and the initial lists held by `EventDispatcher` until every list is in were as much again, freed
+A decoded manifest costs several times its JSON (docs/operations.md, "Measurements behind the
+code"), and the initial lists held by `EventDispatcher` until every list is in were as much again, freed
 at once afterwards into memory the process then kept (scattered holes). What is only kept, to be
 shown, compared or applied later, is kept packed. A value orjson cannot write (an integer beyond 64
 bits, a key that is not a string) is kept as it is, so the packed bytes never hold an integer orjson
@@ -23,7 +22,7 @@ Held = Union[bytes, Any]
 
 def pack(value: Any) -> Held:
     """`value` as compact JSON bytes, in a block of its own size: orjson's answer keeps the
-    buffer it wrote into (1 KB or more, where a pod's manifest is some 270 bytes), so it is copied
+    buffer it wrote into, often several times the size of a pod's manifest, so it is copied
     once, exactly, and the buffer goes back for the next."""
     try:
         packed = orjson.dumps(value)

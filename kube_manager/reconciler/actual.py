@@ -92,7 +92,7 @@ class ActualState:
     def unsettled(self) -> List[ObjKey]:
         """Every key desired or held that is not `settled`, in no order. An object kept as its very
         desired body (`compare.AsDesired`: nearly every object after a resync) is settled without
-        a look: asking `settled` of each of 100,000s of keys was a tenth of a restart."""
+        a look: asking `settled` of each of 100,000s of keys was a large part of a restart."""
         found: List[ObjKey] = []
         desired_objects, actual_objects = self._desired.objects, self._db.actual
         for obj_type in set(desired_objects) | set(actual_objects):

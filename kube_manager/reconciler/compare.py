@@ -209,9 +209,9 @@ def _same_logging(desired: Any, actual: Any) -> bool:
 
 class AsDesired(Mapping[str, Any]):
     """What `kept` keeps of an object that reads back exactly as desired: the desired body itself
-    (shared; bodies are replaced, never changed) and the KEPT_FIELDS the config API gave it. 64
-    bytes where a dict of the same fields took some 290: at 75,000 NetworkPolicies (538,000
-    objects, nearly all as desired) that dict was the largest item of the reconciler's memory."""
+    (shared; bodies are replaced, never changed) and the KEPT_FIELDS the config API gave it, in a
+    fraction of a dict's size: nearly every object is as desired, and a dict of the same fields
+    per object was the largest item of the reconciler's memory on a large cluster."""
 
     __slots__ = ("body", "_uuid", "_tag_id")
 
@@ -253,7 +253,7 @@ def kept(obj_type: str, desired: Optional[Mapping[str, Any]], actual: Mapping[st
     against `desired` later: its KEPT_FIELDS and the fields we set, each field that reads back as
     desired kept as desired's own (shared) value. A full copy of every written object (what the
     server adds: name, hrefs, parent uuid; every value decoded anew) was most of the daemon's memory
-    at 75,000 NetworkPolicies. An object we do not want (desired None) is kept whole: it is
+    on a large cluster. An object we do not want (desired None) is kept whole: it is
     deleted soon, and introspect shows it as the config API has it. `skip`: fields kept as they
     are (the ref lists a RefListIndex owns). An object all of whose fields read back as desired
     (nearly all of them) is kept as an `AsDesired`."""
@@ -282,8 +282,8 @@ def kept(obj_type: str, desired: Optional[Mapping[str, Any]], actual: Mapping[st
 def own_copy(value: Any) -> Any:
     """A string kept for long as a fresh copy of its own, other values as they are. A listing (or a
     create's answer) is decoded into one block of memory; one string of each body kept from it (its
-    uuid) kept every page of that memory from going back to the system: at 75,000 NetworkPolicies
-    a restart's listing left some 3 GB of RSS behind that way."""
+    uuid) kept every page of that memory from going back to the system (docs/operations.md,
+    "Measurements behind the code")."""
     return value.encode().decode() if isinstance(value, str) else value
 
 

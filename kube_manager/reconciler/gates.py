@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, Optional, Set, Tuple
 
+from kube_manager.translator.naming import application_policy_set_name, denyall_policy_name
 from kube_manager.translator.published import DesiredState
 from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
 
@@ -32,8 +33,8 @@ class Gates:
 
     def __init__(self, cluster: str, desired: DesiredState) -> None:
         pm = tuple(DEFAULT_POLICY_MANAGEMENT)
-        self.aps_key: ObjKey = ("application-policy-set", pm + (cluster,))
-        self.denyall_key: ObjKey = ("firewall-policy", pm + (f"{cluster}-denyall",))
+        self.aps_key: ObjKey = ("application-policy-set", pm + (application_policy_set_name(cluster),))
+        self.denyall_key: ObjKey = ("firewall-policy", pm + (denyall_policy_name(cluster),))
         self._desired = desired
         self.tiers = TierDeny(cluster)
         # The two ref lists that refer to every NetworkPolicy, planned from their differences.

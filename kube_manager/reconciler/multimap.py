@@ -10,9 +10,9 @@ V = TypeVar("V", bound=Hashable)
 class Multimap(Generic[K, V]):
     """key -> a set of values, holding a single value as itself and only several in a set.
 
-    A set per key costs ~200 bytes where most keys have one value: each firewall rule is listed by
-    one firewall policy, each pod's VM has one interface; at 75,000 NetworkPolicies (hundreds of
-    thousands of rules, 100,000 pods) those sets were a large part of the reconciler's memory.
+    A set per key costs many times its one value where most keys have one: each firewall rule is
+    listed by one firewall policy, each pod's VM has one interface; on a large cluster those sets
+    were a large part of the reconciler's memory.
     """
 
     __slots__ = ("_held",)

@@ -96,7 +96,7 @@ class VmiIndex:
     by_tag: Dict[str, Set[str]] = field(default_factory=dict)      # tag -> vmi uuids
     names: Dict[str, str] = field(default_factory=dict)            # vmi uuid -> fq_name, for logs
     # Equal tag sets as one frozenset of interned tags: VMIs mostly carry the same few tags, and a
-    # set of strings decoded anew per VMI was most of the index's memory at 100,000 pods.
+    # set of strings decoded anew per VMI was most of the index's memory on a large cluster.
     _tag_sets: Dict[FrozenSet[str], FrozenSet[str]] = field(default_factory=dict, repr=False)
 
     def load(self, pages: Iterable[Iterable[Mapping[str, Any]]], kept: Callable[[str], bool]) -> int:
@@ -312,6 +312,7 @@ class PodTagger:
             return outcome
         kept, outcome.holding = self._view.tier_hold({t for v in vmis for t in self.index.tags[v] - desired
                                             if _split(t)[0] == LABEL_TYPE and self._managed(t)})
+        gone = []
         for vmi in vmis:
             changes = tag_changes(self.index.tags[vmi], desired, self._managed, skip=missing | kept)
             if not changes:
@@ -319,13 +320,22 @@ class PodTagger:
             try:
                 self._client.set_tags(VMI, vmi, changes)
             except NotFound:
-                self.index.drop(vmi)  # the CNI replaced it; rediscover on the retry
-                raise
+                # The CNI removed it first (the pod deleted or its interface replaced): an interface
+                # that is gone needs no tag. Not a refused write: the pod is looked at again.
+                self.index.drop(vmi)
+                gone.append(vmi)
+                continue
             outcome.written.append(vmi)
             self.index.put(vmi, record.uid, apply_changes(self.index.tags[vmi], changes))
             log.info("tagged pod VMI", extra=kv(pod=f"{key[0]}/{key[1]}", fq_name=self.index.names.get(vmi, ""),
                                                  uuid=vmi, changes=",".join(sorted(changes))))
-        if outcome.blocked:
+        if gone:
+            log.info("pod VMI gone before it was tagged; looking again", extra=kv(
+                pod=f"{key[0]}/{key[1]}", uuids=",".join(gone)))
+            self._status.pod_tagged(key, RETRYING, "an interface was removed while being tagged; "
+                                    "looking for the pod's interfaces again")
+            outcome.done = False
+        elif outcome.blocked:
             self._status.pod_tagged(key, RETRYING, "tags not created yet: " + ", ".join(
                 sorted(":".join(k[1]) for k in outcome.blocked)))
             outcome.done = False

@@ -145,6 +145,6 @@ class RefListIndex:
 
 
 def _valid(ref: Any) -> bool:
-    # a dict first: `isinstance` against `typing.Mapping` costs ~10 us a call, the time of a
-    # restart's whole fold of one long ref list
+    # a dict first: `isinstance` against `typing.Mapping` is slow enough, once per ref, to be the
+    # time of a restart's whole fold of one long ref list
     return (type(ref) is dict or isinstance(ref, abc.Mapping)) and bool(ref.get("to"))

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import AbstractSet, Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
+from kube_manager.translator.naming import (ORDERED_BLOCKS, block_policy_name, isolation_deny_policy_name,
+                                           isolation_policy_name)
 from vnc_client.schema import DEFAULT_POLICY_MANAGEMENT
 
 from .actual import ActualState
@@ -23,7 +25,6 @@ from .compare import ENDPOINT_FIELDS, ObjKey
 from .reflists import RefListIndex
 
 RULE_REFS = "firewall_rule_refs"
-BLOCKS = ("admin", "isolation", "isolation-deny", "baseline-np", "baseline")
 
 
 def endpoint_tags(body: Optional[Mapping[str, Any]]) -> Set[str]:
@@ -48,9 +49,9 @@ class TierDeny:
     def __init__(self, cluster: str) -> None:
         pm = tuple(DEFAULT_POLICY_MANAGEMENT)
         self.policies: Tuple[ObjKey, ...] = tuple(
-            ("firewall-policy", pm + (f"{cluster}--{block}",)) for block in BLOCKS)
-        self.isolation: ObjKey = ("firewall-policy", pm + (f"{cluster}--isolation",))
-        self.isolation_deny: ObjKey = ("firewall-policy", pm + (f"{cluster}--isolation-deny",))
+            ("firewall-policy", pm + (block_policy_name(cluster, block),)) for block in ORDERED_BLOCKS)
+        self.isolation: ObjKey = ("firewall-policy", pm + (isolation_policy_name(cluster),))
+        self.isolation_deny: ObjKey = ("firewall-policy", pm + (isolation_deny_policy_name(cluster),))
         # The isolation block's refs change one at a time (its body is not replaced): they are
         # read from its ref-list index, which gates.py keeps.
         self.isolation_refs = RefListIndex(RULE_REFS, "firewall-rule")

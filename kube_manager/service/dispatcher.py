@@ -147,11 +147,6 @@ class EventDispatcher:
             done = FAILED
         self.status.applied(handler.kind, handler.key(obj), done)
 
-    @property
-    def initial_lists_done(self) -> bool:
-        """Every first list is in and applied (translated)."""
-        return self._held is None
-
     def flush(self) -> Changes:
         """Take the translator's change report; hand it to the status book, then to the sink."""
         changes = self.translator.flush()

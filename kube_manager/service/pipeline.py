@@ -12,20 +12,22 @@ the tests and the benchmarks start from, so none of them wires the pieces by han
 connected for each term as leader (`connect`) and dropped when the term ends (`disconnect`); in
 between (a standby) the pipeline runs up to the translator and writes nothing.
 
-A kind registered without a lister, trimmer, validator or handler fails here, at start-up, with
-`KindError`.
+Every layer takes its kinds from one registry (`kube_manager/registry.py`, the product's by
+default): a kind registered without a lister, trimmer, validator, handler or translator source
+fails here, at start-up, with `KindError`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Optional
 
 from kube_manager.service.dispatcher import EventDispatcher
 from kube_manager.records.db import Database
-from kube_manager.handlers import KINDS
-from kube_manager.kube.kinds import Kind, KindRegistry
+from kube_manager import handlers  # noqa: F401  (registers each product kind's WATCH hook)
+from kube_manager.kube.kinds import KindRegistry, watched_kinds
 from kube_manager.reconciler.core import ConfigApiCalls, Observer, Reconciler
 from kube_manager.reconciler.ownership import OwnershipMarks
+from kube_manager.registry import KINDS, Kinds
 from kube_manager.settings import ReconcilerSettings
 from kube_manager.status.book import StatusBook
 from kube_manager.translator import ClusterTranslator
@@ -65,12 +67,12 @@ class Pipeline:
             self.reconciler = None
 
 
-def build_pipeline(cluster_name: str = "k8s", owner: str = "k8s", *, kinds: Iterable[Kind] = KINDS,
+def build_pipeline(cluster_name: str = "k8s", owner: str = "k8s", *, kinds: Kinds = KINDS,
                    db: Optional[Database] = None, semantics: str = "kubernetes") -> Pipeline:
     """The daemon's pipeline for one cluster, without a reconciler yet; KindError for a kind
     registered incompletely."""
-    registry = KindRegistry(kinds)
+    watched = watched_kinds(kinds)
     db = db if db is not None else Database()
-    translator = ClusterTranslator(cluster_name, owner, semantics=semantics)
-    status = StatusBook(db, translator)
-    return Pipeline(db, registry, translator, EventDispatcher(db, translator, kinds=registry, status=status), status)
+    translator = ClusterTranslator(cluster_name, owner, semantics=semantics, kinds=kinds)
+    status = StatusBook(db, translator, kinds)
+    return Pipeline(db, watched, translator, EventDispatcher(db, translator, kinds=watched, status=status), status)

@@ -27,6 +27,7 @@ class IniKey:
     doc: str                        # why the setting exists and its unit; the flag's help
     secret: bool = False            # never on the command line, in a repr, a page or a log line
     path: Tuple[str, ...] = ()      # attribute path in the tree, e.g. ("vnc", "port"); set by derive
+    short_flag: str = ""            # the spelling the offline commands use for the same choice
 
     @property
     def exposed(self) -> bool:
@@ -40,17 +41,29 @@ class IniKey:
 
     @property
     def flag(self) -> str:
-        """The command-line flag that overrides the file: `--vnc-endpoint-port`."""
+        """The command-line flag that overrides the file: `--vnc-endpoint-port` (or the offline
+        commands' spelling of the same choice, `--semantics`, when the key has one)."""
+        return self.short_flag or self.long_flag
+
+    @property
+    def long_flag(self) -> str:
+        """The flag spelt after the key, accepted as well."""
         return "--" + self.name.replace("_", "-")
+
+    @property
+    def flags(self) -> Tuple[str, ...]:
+        return (self.short_flag, self.long_flag) if self.short_flag else (self.long_flag,)
 
 
 def setting(key: str, section: str, parse: Callable[[str], Any], doc: str, default: Any = None, *,
-            default_factory: Optional[Callable[[], Any]] = None, secret: bool = False) -> Any:
+            default_factory: Optional[Callable[[], Any]] = None, secret: bool = False,
+            short_flag: str = "") -> Any:
     """A dataclass field that the INI file and the command line set (see the module docstring).
 
     A secret field is left out of the dataclass's repr, so printing the settings never shows it.
+    `short_flag`: the daemon's flag when the offline commands already spell the same choice so.
     """
-    metadata = {_METADATA: IniKey(key, section, parse, doc, secret)}
+    metadata = {_METADATA: IniKey(key, section, parse, doc, secret, short_flag=short_flag)}
     if default_factory is not None:
         return field(default_factory=default_factory, repr=not secret, metadata=metadata)
     return field(default=default, repr=not secret, metadata=metadata)

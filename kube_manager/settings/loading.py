@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import configparser
+import difflib
 from typing import Any, Dict, List, Optional, Sequence
 
 from .keys import assign
@@ -58,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for name, key in KEYS.items():
         if key.secret:
             continue
-        group.add_argument(key.flag, dest=name, metavar="VALUE", default=argparse.SUPPRESS,
+        group.add_argument(*key.flags, dest=name, metavar="VALUE", default=argparse.SUPPRESS,
                            help=f"{key.where}: {key.doc}")
 
 
@@ -96,7 +97,7 @@ def _apply_file(values: Dict[str, Any], settings: OperatorSettings, ini: configp
             ignored.append(f"[{section}]")
             continue
         if section not in SECTIONS:
-            warnings.append(f"unknown section [{section}] ignored")
+            warnings.append(f"unknown section [{section}] ignored{_did_you_mean_section(section)}")
             continue
         for name, text in ini.items(section):
             key = KEYS.get(name)
@@ -104,12 +105,28 @@ def _apply_file(values: Dict[str, Any], settings: OperatorSettings, ini: configp
                 if name in LEGACY_KEYS:
                     ignored.append(name)
                 else:
-                    warnings.append(f"[{section}] {name}: unknown key ignored")
+                    warnings.append(f"[{section}] {name}: unknown key ignored{_did_you_mean_key(name, section)}")
                 continue
             if key.section != section:
                 warnings.append(f"[{section}] {name}: belongs in [{key.section}]; used anyway")
             values[name] = _parse_value(name, text, f"[{section}] {name}")
     settings.origin.ignored_keys = sorted(set(ignored))
+
+
+def _did_you_mean_key(name: str, section: str) -> str:
+    """" (did you mean log_level?)" for a key one typo away from a known one (and its section when
+    that is another)."""
+    close = difflib.get_close_matches(name.lower(), list(KEYS), n=1, cutoff=0.75)
+    if not close:
+        return ""
+    where = "" if KEYS[close[0]].section == section else f", in [{KEYS[close[0]].section}]"
+    return f" (did you mean {close[0]}{where}?)"
+
+
+def _did_you_mean_section(section: str) -> str:
+    known = {name.lower(): name for name in SECTIONS}
+    close = difflib.get_close_matches(section.lower(), list(known), n=1, cutoff=0.75)
+    return f" (did you mean [{known[close[0]]}]?)" if close else ""
 
 
 def _check_consistency(settings: OperatorSettings) -> None:

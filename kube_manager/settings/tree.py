@@ -29,7 +29,8 @@ class ClusterSettings:
                          "owner annotation value: objects carrying it are this cluster's to change", "k8s")
     semantics: str = setting("policy_semantics", "KUBERNETES", v.policy_semantics,
                              "how flows are decided: 'kubernetes' (each end's chain must allow) or"
-                             " 'cluster-wide' (a policy at either end may allow)", "kubernetes")
+                             " 'cluster-wide' (a policy at either end may allow)", "kubernetes",
+                             short_flag="--semantics")
 
 
 @dataclass
@@ -156,8 +157,8 @@ class ReconcilerSettings:
     concurrency: int = setting("vnc_max_concurrency", "VNC", v.int_range(1, 256),
                                "concurrent config API requests at most", 8)
     # A resync lists each type in pages of this many objects (`page_limit`), each folded in and
-    # dropped before the next is taken: the daemon never holds a whole listing (350,000 firewall
-    # rules at XLarge) at once. Larger pages cost fewer round trips and more memory at the peak.
+    # dropped before the next is taken: the daemon never holds a whole listing (hundreds of
+    # thousands of firewall rules on a large cluster) at once. Larger pages cost fewer round trips and more memory at the peak.
     list_page_limit: int = setting("vnc_list_page_limit", "VNC", v.int_range(1, 1_000_000),
                                    "objects per config API listing request at a resync", 5000)
     # A full resync (list, repair drift, collect garbage) at this interval, and on SIGHUP.

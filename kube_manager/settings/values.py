@@ -11,7 +11,7 @@ import os
 import re
 from typing import Callable, List, TypeVar
 
-from kube_manager.translator.exact.source import semantics_problem
+from kube_manager.translator.semantics import semantics_problem
 
 T = TypeVar("T")
 

@@ -4,7 +4,8 @@ It is the one writer of the records' status parts (`PolicyStatus`, `PodStatus`) 
 `db.errors`, fed only from upstream, each once:
 - the event dispatcher says which objects each event touched (`applied`), then hands over the
   translator's change report after each flush (`translated`): the policies' objects and errors
-  (policies.py), the pods' tags (from the published `DesiredState`), the translator's errors;
+  (policies.py: one book per kind with a `STATUS` hook in the registry of kinds), the pods' tags
+  (from the published `DesiredState`), the translator's errors;
 - the reconciler pushes its progress (`objects_progressed`, `pod_tagged`; protocol.py's
   `SyncProgress`): the policies' sync states, the pods' tagging states.
 
@@ -18,21 +19,22 @@ from __future__ import annotations
 from typing import Collection, Dict, List, Optional, Set
 
 from kube_manager.records.db import Database
+from kube_manager.registry import KINDS, PODS, STATUS, Kinds
 from kube_manager.translator import Changes, ClusterTranslator
 
-from .policies import ClusterNetworkPolicyBook, NetworkPolicyBook
+from .policies import PolicyBook, StatusParts
 from .protocol import Key, ObjectStates, ObjKey, PolicyObserver, PolicyStatusListener
 
 # What an event did to an object (`applied`).
 UPSERTED, DELETED, FAILED = "upserted", "deleted", "failed"
-_POD = "Pod"
+_POD = PODS.kind
 
 
 class StatusBook:
     """See the module docstring. `listeners` hear of every policy state or errors change,
     `observers` of every settling of a policy's status and of each policy deleted."""
 
-    def __init__(self, db: Database, translator: ClusterTranslator) -> None:
+    def __init__(self, db: Database, translator: ClusterTranslator, kinds: Kinds = KINDS) -> None:
         self._db = db
         self._translator = translator
         self._desired = translator.published()
@@ -42,11 +44,9 @@ class StatusBook:
         # Keys rejected as of the last read of the errors, by kind ("Pod": {(namespace, name)}).
         self._rejected: Dict[str, Set[Key]] = {}
         self._pods_touched: Set[Key] = set()  # upserted since the last flush
-        self.network_policies = NetworkPolicyBook(translator, db.network_policies, db.parked, self.listeners,
-                                                  self.observers, self._mark_errors_stale)
-        self.cluster_network_policies = ClusterNetworkPolicyBook(
-            translator, db.cluster_network_policies, db.parked, self.listeners, self.observers,
-            self._mark_errors_stale)
+        parts = StatusParts(translator, db, self.listeners, self.observers, self._mark_errors_stale)
+        # The books of the kinds that emit policies, by kind.
+        self.books: Dict[str, PolicyBook] = {entry.kind: hook(parts) for entry, hook in kinds.hooked(STATUS)}
 
     # --- from the event dispatcher ----------------------------------------------------------------
 
@@ -54,21 +54,19 @@ class StatusBook:
         """An event of `kind` (the Kubernetes kind) was applied to `key`, after its handler."""
         if event == FAILED:
             self._errors_stale = True  # a refusal
+        book = self.books.get(kind)
         if kind == _POD:
             self._errors_stale |= key in self._rejected.get(kind, ())  # fixed, or gone
             if event == UPSERTED:
                 self._pod_upserted(key)
-        elif kind == self.network_policies.kind:
-            self.network_policies.touched(key)
-            self._errors_stale |= event == DELETED and key in self._rejected.get(kind, ())
-        elif kind == self.cluster_network_policies.kind:
-            self.cluster_network_policies.touched(key[1])
-            self._errors_stale |= event == DELETED
+        elif book is not None:
+            book.touched(key)
+            if event == DELETED:
+                self._errors_stale |= book.deleted(key, self._rejected.get(kind, set()))
+                for observer in self.observers:
+                    observer.policy_forgotten(kind, key)
         else:  # rare: a namespace created or relabelled; and a kind without a book of its own
             self._errors_stale = True
-        if event == DELETED and kind in (self.network_policies.kind, self.cluster_network_policies.kind):
-            for observer in self.observers:
-                observer.policy_forgotten(kind, key)
 
     def _pod_upserted(self, key: Key) -> None:
         """A pod on the node's network has nothing to tag; any other keeps the tags of its name
@@ -80,8 +78,8 @@ class StatusBook:
 
     def translated(self, changes: Changes) -> None:
         """The translator's change report, once per flush: the records follow it."""
-        self.network_policies.translated(changes.policies)
-        self.cluster_network_policies.translated(changes.cluster_policies)
+        for kind, book in self.books.items():
+            book.translated(changes.policies.get(kind, ()))
         self._pod_tags(changes.pods)
         self._read_errors()
 
@@ -116,8 +114,8 @@ class StatusBook:
 
     def objects_progressed(self, states: ObjectStates, keys: Optional[Collection[ObjKey]]) -> None:
         changed = None if keys is None else list(keys)
-        self.network_policies.progressed(states, changed)
-        self.cluster_network_policies.progressed(states, changed)
+        for book in self.books.values():
+            book.progressed(states, changed)
 
     def pod_tagged(self, pod: Key, state: str, error: Optional[str] = None) -> None:
         record = self._db.pods.get(pod)

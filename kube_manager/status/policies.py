@@ -1,6 +1,7 @@
 """The status of policies: which Contrail objects each emits, its errors, its sync state.
 
-One `PolicyBook` per policy kind (NetworkPolicies, ClusterNetworkPolicies), fed downstream only:
+One `PolicyBook` per kind that emits policies (NetworkPolicies, ClusterNetworkPolicies: each
+registered as the kind's `STATUS` hook, `kube_manager/registry.py`), fed downstream only:
 - `touched` by the event dispatcher for each policy an event upserted, deleted or failed;
 - `translated` after each translator flush, with the keys its change report names: the objects
   and errors of those policies and of the touched ones are read from the translator's one pure
@@ -16,10 +17,13 @@ looked at.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Generic, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, TypeVar
+from dataclasses import dataclass
+from typing import (AbstractSet, Callable, Dict, Generic, Iterable, Iterator, List, Mapping, Optional, Set, Tuple,
+                    TypeVar)
 
 from kube_manager.plumbing.gcpolicy import TrackedDict
-from kube_manager.records.db import PARKED, PENDING, REJECTED, RETRYING, SYNCED, PolicyRecord
+from kube_manager.records.db import PARKED, PENDING, REJECTED, RETRYING, SYNCED, Database, PolicyRecord
+from kube_manager.registry import CLUSTER_NETWORK_POLICIES, KINDS, NETWORK_POLICIES, STATUS
 from kube_manager.translator import ClusterTranslator
 from kube_manager.translator.bodies import FIREWALL_POLICY, FIREWALL_RULE, FqName
 
@@ -28,27 +32,36 @@ from .protocol import Key, ObjKey, ObjectStates, PolicyObserver, PolicyStatusLis
 R = TypeVar("R", bound=PolicyRecord)
 K = TypeVar("K")
 # A policy's objects: its firewall policy, and every rule it emits (in that order). The translator's
-# own fq_name tuples, not (type, fq_name) pairs: one pair per rule was 21 MB at XLarge.
+# own fq_name tuples, not (type, fq_name) pairs: a pair per rule adds up on a large cluster.
 PolicyObjectNames = Tuple[FqName, Tuple[FqName, ...]]
 # What the translator decided for one policy: its objects (None: rejected whole) and its errors.
 Translated = Tuple[Optional[PolicyObjectNames], List[str]]
 
 
+@dataclass(frozen=True)
+class StatusParts:
+    """What a kind's `STATUS` hook builds its `PolicyBook` from (the book's arguments but its records)."""
+
+    translator: ClusterTranslator
+    db: Database
+    listeners: List[PolicyStatusListener]
+    observers: List[PolicyObserver]
+    mark_errors_stale: Callable[[], None]
+
+
 class PolicyBook(Generic[K, R]):
     """The status of one kind's policies; see the module docstring. `records` is the kind's
-    records (by `K`, the kind's record key), `key_of` turns a record key into (namespace, name)."""
+    records (by `K`, the kind's record key; `record_key` turns a (namespace, name) into one)."""
 
     kind = ""
 
-    def __init__(self, translator: ClusterTranslator, records: Mapping[K, R], parked: Mapping[ObjKey, str],
-                 listeners: List[PolicyStatusListener], observers: List[PolicyObserver],
-                 mark_errors_stale: Callable[[], None]) -> None:
-        self._translator = translator  # its pure reads answer for the flush just reported
+    def __init__(self, parts: StatusParts, records: Mapping[K, R]) -> None:
+        self._translator = parts.translator  # its pure reads answer for the flush just reported
         self._records = records
-        self._parked = parked  # the reconciler's: why an object's last write was refused
-        self._listeners = listeners
-        self._observers = observers
-        self._errors_stale = mark_errors_stale
+        self._parked = parts.db.parked  # the reconciler's: why an object's last write was refused
+        self._listeners = parts.listeners
+        self._observers = parts.observers
+        self._errors_stale = parts.mark_errors_stale
         self._touched: Set[K] = set()  # upserted, deleted or failed since the last flush
         self._objects_of: Dict[K, PolicyObjectNames] = TrackedDict()
         # resource type -> fq_name -> the policy it belongs to
@@ -57,15 +70,24 @@ class PolicyBook(Generic[K, R]):
 
     # --- fed by the dispatcher and the translator's report --------------------------------------
 
-    def touched(self, key: K) -> None:
+    def touched(self, key: Key) -> None:
         """An event upserted, deleted or failed the policy: it follows at the next flush."""
-        self._touched.add(key)
+        self._touched.add(self.record_key(key))
 
-    def translated(self, named: Iterable[K]) -> None:
+    def deleted(self, key: Key, rejected: AbstractSet[Key]) -> bool:
+        """The policy was deleted: whether the translator's errors may have changed (`rejected`:
+        the kind's keys rejected as of the last read of the errors)."""
+        return key in rejected
+
+    def translated(self, named: Iterable[Key]) -> None:
         """After a flush: the policies the change report names, and the touched ones, follow."""
         touched, self._touched = self._touched, set()
-        for key in touched.union(named):
+        for key in touched.union(map(self.record_key, named)):
             self._refresh(key)
+
+    def record_key(self, key: Key) -> K:
+        """The record key of the policy (namespace, name)."""
+        raise NotImplementedError
 
     def _read(self, key: K) -> Translated:
         """What the last flush decided for one policy."""
@@ -173,7 +195,10 @@ def _object_keys(names: PolicyObjectNames) -> Iterator[ObjKey]:
 class NetworkPolicyBook(PolicyBook[Key, PolicyRecord]):
     """NetworkPolicies, by (namespace, name)."""
 
-    kind = "NetworkPolicy"
+    kind = NETWORK_POLICIES.kind
+
+    def record_key(self, key: Key) -> Key:
+        return key
 
     def _identity(self, key: Key) -> Tuple[str, str]:
         return key
@@ -183,7 +208,14 @@ class ClusterNetworkPolicyBook(PolicyBook[str, R]):
     """ClusterNetworkPolicies, by name (SPEC 13). One's rules depend on the others of its tier, so
     the change report names every policy of a re-rendered tier."""
 
-    kind = "ClusterNetworkPolicy"
+    kind = CLUSTER_NETWORK_POLICIES.kind
+
+    def record_key(self, key: Key) -> str:
+        return key[1]
+
+    def deleted(self, key: Key, rejected: AbstractSet[Key]) -> bool:
+        """Its tier is re-rendered: the errors of the others may change."""
+        return True
 
     def _identity(self, name: str) -> Tuple[str, str]:
         return "", name
@@ -191,3 +223,8 @@ class ClusterNetworkPolicyBook(PolicyBook[str, R]):
     def _unrendered_state(self, record: R) -> str:
         """Rejected whole, as its refresh said."""
         return record.state
+
+
+KINDS.register(NETWORK_POLICIES.kind, STATUS, lambda parts: NetworkPolicyBook(parts, parts.db.network_policies))
+KINDS.register(CLUSTER_NETWORK_POLICIES.kind, STATUS,
+               lambda parts: ClusterNetworkPolicyBook(parts, parts.db.cluster_network_policies))

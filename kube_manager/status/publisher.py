@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from kube_manager.registry import CLUSTER_NETWORK_POLICIES, NETWORK_POLICIES
 from kube_manager.records.db import PENDING, ClusterPolicyRecord, PolicyRecord
 from kube_manager.status.outbox import StatusOutbox
 from kube_manager.status.recorder import EventRecorder
@@ -29,7 +30,7 @@ from kube_manager.status.verdicts import PolicyFacts, conditions_of, events_betw
 log = logging.getLogger(__name__)
 
 PolicyId = Tuple[str, str, str]  # kind, namespace, name
-_CNP = ("policy.networking.k8s.io", "v1alpha2", "clusternetworkpolicies")
+_CNP = (CLUSTER_NETWORK_POLICIES.group, CLUSTER_NETWORK_POLICIES.version, CLUSTER_NETWORK_POLICIES.name)
 _MERGE_PATCH = "application/merge-patch+json"
 
 
@@ -40,7 +41,7 @@ def now_text() -> str:
 
 def facts_of(record: PolicyRecord, redact: Callable[[str], str] = str) -> PolicyFacts:
     """What `record` says; the config API's messages through `redact`, as on the pages."""
-    kind = "ClusterNetworkPolicy" if isinstance(record, ClusterPolicyRecord) else "NetworkPolicy"
+    kind = (CLUSTER_NETWORK_POLICIES if isinstance(record, ClusterPolicyRecord) else NETWORK_POLICIES).kind
     return PolicyFacts(kind, record.namespace, record.name, record.uid, record.generation or 0, record.state,
                        tuple(record.errors), tuple(map(redact, record.write_errors)), bool(record.firewall_policy))
 
@@ -145,7 +146,7 @@ class StatusPublisher:
             self._announced[policy] = facts.generation
         for spec in events_between(before, facts, announce):
             self._recorder.record(facts, spec)
-        if facts.kind == "ClusterNetworkPolicy":
+        if facts.kind == CLUSTER_NETWORK_POLICIES.kind:
             conditions = tuple(conditions_of(facts))
             if self._conditions.get(policy) != conditions:
                 self._conditions[policy] = conditions

@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, Tuple
 
 from kubernetes.client.exceptions import ApiException
 
+from kube_manager.registry import KINDS
 from kube_manager.status.verdicts import EventSpec, PolicyFacts
 
 log = logging.getLogger(__name__)
@@ -26,7 +27,6 @@ log = logging.getLogger(__name__)
 CONTROLLER = "contrail-kube-manager"
 WINDOW = 600.0  # seconds: a recurrence within it is the same Event's series
 CLUSTER_EVENTS_NAMESPACE = "default"  # where Events about cluster-scoped objects go
-_API_VERSIONS = {"NetworkPolicy": "networking.k8s.io/v1", "ClusterNetworkPolicy": "policy.networking.k8s.io/v1alpha2"}
 _MERGE_PATCH = "application/merge-patch+json"
 
 AggregationKey = Tuple[str, str, str, str, str, str]  # kind, namespace, name, uid, reason, note
@@ -110,7 +110,7 @@ class EventRecorder:
                               recorded.count, micro_time(now), spec.reason))
 
     def _body(self, facts: PolicyFacts, spec: EventSpec, recorded: _Recorded, now: float) -> Dict[str, Any]:
-        regarding = {"apiVersion": _API_VERSIONS[facts.kind], "kind": facts.kind, "name": facts.name, "uid": facts.uid}
+        regarding = {"apiVersion": KINDS[facts.kind].resource.api_version, "kind": facts.kind, "name": facts.name, "uid": facts.uid}
         if facts.namespace:
             regarding["namespace"] = facts.namespace
         return {"apiVersion": "events.k8s.io/v1", "kind": "Event",

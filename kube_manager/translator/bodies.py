@@ -52,19 +52,15 @@ def address_group_endpoint(name: str) -> Body:
     return {"address_group": f"{POLICY_MANAGEMENT}:{name}"}
 
 
-def tags_endpoint(tags: Sequence[str]) -> Body:
-    return {"tags": sorted(set(tags))}
-
-
 # --- compact bodies -------------------------------------------------------------------------
-# A firewall rule and a ref exist once per rule (460,000 rules and as many refs at XLarge), and a
-# dict literal carries its own key table (~110 bytes of a rule's ~300, ~90 of a ref's ~215).
+# A firewall rule and a ref exist once per rule (hundreds of thousands on a large cluster), and a
+# dict literal carries its own key table (about a third of a rule's size).
 # CPython gives the attribute dicts of one class's instances a key table shared by all ("split"
 # dicts, PEP 412): so these bodies are built as an instance's `__dict__`, attributes set always in
 # the same order. What comes back is a plain dict in every way (type, equality, key order, JSON);
 # only its size differs, and modifying it would merely unshare its table (nobody does: bodies are
 # read-only). The instance itself is dropped at once. (Not copies of one such dict: a copy's values
-# are sized for the key table's whole capacity, 40% more memory per NetworkPolicy, measured.)
+# are sized for the key table's whole capacity, which costs more memory per NetworkPolicy.)
 
 
 class _Rule:
@@ -155,7 +151,7 @@ def sequenced_ref(fq_name: FqName, sequence: str) -> Body:
 
 
 def annotations_body(pairs: Dict[str, str]) -> Body:
-    """`annotations.key_value_pair`, sorted by key as vnc_client.objects writes them."""
+    """`annotations.key_value_pair`, sorted by key (one canonical form, so that bodies compare equal)."""
     return {"key_value_pair": [{"key": k, "value": pairs[k]} for k in sorted(pairs)]}
 
 

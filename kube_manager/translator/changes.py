@@ -6,7 +6,7 @@ the reconciler only ever hears about real differences.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from .bodies import Body, FqName
@@ -41,15 +41,16 @@ class Changes:
     changed: Tuple[ObjectKey, ...] = ()
     removed: Tuple[ObjectKey, ...] = ()
     pods: Tuple[PodKey, ...] = ()  # pods whose tag set changed (new and deleted pods included)
-    policies: Tuple[PodKey, ...] = ()  # NetworkPolicies whose objects or errors changed
-    cluster_policies: Tuple[str, ...] = ()  # ClusterNetworkPolicies re-rendered (their tier was)
+    # By kind, the (namespace, name) of the policies whose objects or errors may have changed
+    # (namespace "" when cluster-scoped; a ClusterNetworkPolicy is named when its tier was re-rendered).
+    policies: Mapping[str, Tuple[PodKey, ...]] = field(default_factory=dict)
     ref_changes: Tuple[RefChange, ...] = ()
 
     def __bool__(self) -> bool:
         """Whether the report says anything the reconciler must hear. A policy named with no object
         changed counts: its new generation is programmed once the reconciler pushes the sync states
         of its objects (which may all be in sync already), and only a report makes it push."""
-        return bool(self.added or self.changed or self.removed or self.pods or self.policies or self.cluster_policies)
+        return bool(self.added or self.changed or self.removed or self.pods or self.policies)
 
 
 class ChangeLog:
@@ -59,8 +60,7 @@ class ChangeLog:
         self.enabled = enabled
         self._objects: Dict[ObjectKey, Any] = {}
         self._pods: Dict[PodKey, Any] = {}
-        self._policies: Set[PodKey] = set()
-        self._cluster_policies: Set[str] = set()
+        self._policies: Dict[str, Set[PodKey]] = {}
         self._refs: List[RefChange] = []
 
     def object_touched(self, key: ObjectKey, previous: Optional[Body]) -> None:
@@ -71,13 +71,10 @@ class ChangeLog:
         if self.enabled and key not in self._pods:
             self._pods[key] = previous
 
-    def policy_touched(self, key: PodKey) -> None:
+    def policies_touched(self, kind: str, keys: Iterable[PodKey]) -> None:
+        """Policies of `kind` whose objects or errors may have changed."""
         if self.enabled:
-            self._policies.add(key)
-
-    def cluster_policies_rendered(self, names: Iterable[str]) -> None:
-        if self.enabled:
-            self._cluster_policies.update(names)
+            self._policies.setdefault(kind, set()).update(keys)
 
     def refs_moved(self, resource_type: str, fq_name: FqName, ref_type: str,
                    operations: List[RefOperation]) -> None:
@@ -99,11 +96,10 @@ class ChangeLog:
                 changed.append(key)  # the same object was updated in place (long ref lists)
         pods = [key for key, previous in self._pods.items() if pod_tags.get(key) != previous]
         changes = Changes(tuple(sorted(added)), tuple(sorted(changed)), tuple(sorted(removed)),
-                          tuple(sorted(pods)), tuple(sorted(self._policies)),
-                          tuple(sorted(self._cluster_policies)), tuple(self._refs))
+                          tuple(sorted(pods)), {kind: tuple(sorted(keys)) for kind, keys in self._policies.items() if keys},
+                          tuple(self._refs))
         self._objects.clear()
         self._pods.clear()
         self._policies.clear()
-        self._cluster_policies.clear()
         self._refs = []
         return changes

@@ -6,11 +6,13 @@ and marks what depends on it (`marks.py`); `flush()` re-renders the marked polic
 marked pods and reports what changed. Reads never flush: they answer for the state of the last
 flush. The rooms:
 
-- kind sources (`kind_source.py`): one per Kubernetes kind, by kind in `_kinds` (`namespaces.py`,
+- kind sources (`kind_source.py`): one per kind of the registry of kinds (`kube_manager/registry.py`),
+  built by its `SOURCE` hook from the `TranslatorParts`, by kind in `_kinds` (`namespaces.py`,
   `pods.py`, `network_policies.py`, `cnp/source.py` for ClusterNetworkPolicies); `upsert`, `delete`
   and `reject` read, forget and refuse objects through them, the same way for every kind;
-- policy sources (the NetworkPolicy and ClusterNetworkPolicy sources, and the exact enforcement's
-  pair rules): renderings applied at each flush; each plugs in as one `PolicySource` in `_sources`;
+- policy sources (the NetworkPolicy and ClusterNetworkPolicy sources, the exact enforcement's
+  pair rules, and any kind's source that renders): renderings applied at each flush; each plugs in
+  as one `PolicySource` in `_sources`;
 - `shared.py`: the tags and address groups policies share, reference-counted;
 - `podtags.py`: the tags each pod must carry;
 - `store.py`: the desired objects, the change log of every write, and the two objects that refer
@@ -26,10 +28,13 @@ scratch with `translate()`.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any, Dict, List, Mapping, Optional, Protocol, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol, Tuple, runtime_checkable
 
 from kube_manager.plumbing.gcpolicy import collector_paused
+from kube_manager.registry import (CLUSTER_NETWORK_POLICIES, KINDS, NAMESPACES, NETWORK_POLICIES, PODS, SOURCE,
+                                   Kinds)
 
 from .bodies import (ADDRESS_GROUP, APPLICATION_POLICY_SET, FIREWALL_POLICY, FIREWALL_RULE,
                      PASS, TAG, Body, BodyFactory, FqName, global_fq_name, sequenced_ref)
@@ -38,17 +43,17 @@ from .cnp.chain import ChainBuilder
 from .cnp.source import ClusterNetworkPolicies
 from .decode import SelectorView
 from .exact.isolation import Isolation
-from .exact.source import KUBERNETES, ExactEnforcement, semantics_problem
+from .exact.source import ExactEnforcement
 from .exact.tiers import TierBlocks
 from .index import ClusterIndex, PodKey
-from .kind_source import Emitted, KindSource, KindTable, Unrendered
+from .kind_source import Emitted, KindTable, Unrendered
 from .marks import Marks
 from .match_logging import MatchLogging
 from .membership import SelectorMembership
 from .model import PodInfo
 from .namespaces import NamespaceSource
-from .naming import (ALLOWALL_SEQUENCE, DENYALL_SEQUENCE, allowall_policy_name, denyall_policy_name,
-                     rule_sequence)
+from .naming import (ALLOWALL_SEQUENCE, DENYALL_SEQUENCE, allowall_policy_name, application_policy_set_name,
+                     denyall_policy_name, rule_sequence)
 from .network_policies import NetworkPolicies
 from .parsecache import ParseCache
 from .pods import PodSource
@@ -56,6 +61,7 @@ from .podtags import PodTags
 from .published import DesiredState
 from .rejections import Rejections
 from .render import PolicyRenderer
+from .semantics import KUBERNETES, semantics_problem
 from .sequenced import SequencedRefs
 from .shared import SharedObjects
 from .store import DesiredObjects
@@ -72,8 +78,10 @@ def cluster_name_problem(name: Any) -> Optional[str]:
     return None
 
 
+@runtime_checkable
 class PolicySource(Protocol):
-    """One kind of policy the translator renders (NetworkPolicy; ClusterNetworkPolicy next).
+    """What the translator renders at each flush: the NetworkPolicy and ClusterNetworkPolicy
+    sources, the exact enforcement, and any kind's source that has these methods.
 
     A source marks its own objects in `Marks` on events, renders and applies them in `flush`
     (through `SharedObjects` and `DesiredObjects`, so tags, address groups and the change report
@@ -87,6 +95,33 @@ class PolicySource(Protocol):
     def namespace_relabelled(self) -> None: ...
 
 
+@dataclass(frozen=True)
+class TranslatorParts:
+    """What a kind's `SOURCE` hook (`kube_manager/registry.py`) may build its source from: the
+    product's sources, and what a kind that emits objects writes through (its firewall policies
+    join the APS through `aps_refs`; `log` reports its policies as `Changes.policies` of its kind)."""
+
+    bodies: BodyFactory
+    index: ClusterIndex
+    shared: SharedObjects
+    store: DesiredObjects
+    aps_refs: SequencedRefs
+    log: ChangeLog
+    parse_cache: ParseCache
+    namespaces: NamespaceSource
+    pod_changed: Callable[[PodKey, Optional[PodInfo], Optional[PodInfo]], None]
+    network_policies: NetworkPolicies
+    cluster_policies: ClusterNetworkPolicies
+
+
+# The product's kinds' sources; a source that renders objects is also a `PolicySource`.
+KINDS.register(NAMESPACES.kind, SOURCE, lambda parts: parts.namespaces)
+KINDS.register(PODS.kind, SOURCE,
+               lambda parts: PodSource(parts.index, parts.namespaces, parts.parse_cache, parts.pod_changed))
+KINDS.register(NETWORK_POLICIES.kind, SOURCE, lambda parts: parts.network_policies)
+KINDS.register(CLUSTER_NETWORK_POLICIES.kind, SOURCE, lambda parts: parts.cluster_policies)
+
+
 class ClusterTranslator:
     """Incremental translation of one cluster (SPEC 2-5, 11). Not thread-safe; one gevent loop.
 
@@ -94,7 +129,7 @@ class ClusterTranslator:
     """
 
     def __init__(self, cluster_name: str = "k8s", owner: str = "k8s", *, track_changes: bool = True,
-                 semantics: str = KUBERNETES) -> None:
+                 semantics: str = KUBERNETES, kinds: Kinds = KINDS) -> None:
         problem = cluster_name_problem(cluster_name) or semantics_problem(semantics)
         if problem:
             raise ValueError(problem)
@@ -132,20 +167,19 @@ class ClusterTranslator:
         self._cluster_policies = ClusterNetworkPolicies(ChainBuilder(renderer), self._index, self._shared, blocks,
                                                         self._exact, self._marks, self._log)
         self._sources: Tuple[PolicySource, ...] = (self._network_policies, self._exact, self._cluster_policies)
-        # In the order a whole cluster is loaded: what others refer to first.
-        self._kinds = KindTable([namespaces, PodSource(self._index, namespaces, self._parse_cache, self._pod_changed),
-                                 self._network_policies, self._cluster_policies])
+        parts = TranslatorParts(self._bodies, self._index, self._shared, self._store, aps_refs, self._log,
+                                self._parse_cache, namespaces, self._pod_changed, self._network_policies,
+                                self._cluster_policies)
+        # The registry's kinds, in its order (the order a whole cluster is loaded).
+        self._kinds = KindTable(kinds.hook(entry.kind, SOURCE)(parts) for entry in kinds)
+        self._sources += tuple(source for source in self._kinds.sources()
+                               if isinstance(source, PolicySource) and source not in self._sources)
 
     # --- Kubernetes events --------------------------------------------------------------------
 
     def kinds(self) -> Tuple[str, ...]:
         """The kinds read, in the order a whole cluster is loaded (what others refer to first)."""
         return self._kinds.kinds()
-
-    def add_kind(self, source: KindSource) -> None:
-        """Read one more kind, through `source` (its events go through `upsert`, `delete` and
-        `reject` like any other kind's; its errors join `errors()`)."""
-        self._kinds.add(source)
 
     def upsert(self, kind: str, manifest: Mapping[str, Any]) -> None:
         """An object of `kind` was added or changed. One that cannot be read replaces any earlier
@@ -287,7 +321,7 @@ class ClusterTranslator:
         denyall_fq = global_fq_name(denyall_policy_name(self.cluster_name))
         denyall = self._bodies.firewall_policy(denyall_fq, [])
         deny_refs = self._store.ref_list(FIREWALL_POLICY, denyall_fq, denyall, FIREWALL_RULE)
-        aps_fq = global_fq_name(self.cluster_name)
+        aps_fq = global_fq_name(application_policy_set_name(self.cluster_name))
         aps = self._bodies.application_policy_set(aps_fq, application, [])
         aps_refs = self._store.ref_list(APPLICATION_POLICY_SET, aps_fq, aps, FIREWALL_POLICY)
         aps_refs.set(denyall_fq, DENYALL_SEQUENCE, denyall["fq_name"])

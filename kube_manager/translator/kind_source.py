@@ -1,11 +1,11 @@
 """What the translator asks of each Kubernetes kind it reads: one `KindSource` per kind.
 
-`ClusterTranslator` holds one source per kind, by kind (namespaces, pods, NetworkPolicies,
-ClusterNetworkPolicies, in the order a whole cluster is loaded), and does for all of them what is
-the same for every kind: the try/except around reading a manifest, the rejection of an object that
-cannot be read (or whose handling failed), the discard of an earlier rejection, the list of errors.
-A source only reads its manifests and keeps what it read; adding a kind is one source and one
-handler (docs/architecture.md, "Adding a kind").
+`ClusterTranslator` holds one source per kind of the registry of kinds (`kube_manager/registry.py`:
+each kind's `SOURCE` hook builds it, in the registry's order, the order a whole cluster is loaded),
+and does for all of them what is the same for every kind: the try/except around reading a
+manifest, the rejection of an object that cannot be read (or whose handling failed), the discard
+of an earlier rejection, the list of errors. A source only reads its manifests and keeps what it
+read (docs/architecture.md, "Adding a kind").
 """
 from __future__ import annotations
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterator, Mapping, Optional
 
+from kube_manager.registry import NAMESPACES
+
 from .encoding import namespace_tag
 from .index import ClusterIndex
 from .inputs import implicit_namespace, parse_namespace, reported_key
@@ -20,7 +22,7 @@ from .model import NamespaceInfo
 from .parsecache import ParseCache
 from .shared import SharedObjects
 
-NAMESPACE_KIND = "Namespace"
+NAMESPACE_KIND = NAMESPACES.kind
 
 
 class NamespaceSource:

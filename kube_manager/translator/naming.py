@@ -7,7 +7,6 @@ removing a NetworkPolicy never renumbers the others.
 from __future__ import annotations
 
 import hashlib
-from typing import Tuple
 
 from .encoding import sha1_hex
 
@@ -44,6 +43,10 @@ def deny_rule_name(rule_prefix: str) -> str:
     return f"{rule_prefix}denyall"
 
 
+def application_policy_set_name(cluster: str) -> str:
+    return cluster
+
+
 def denyall_policy_name(cluster: str) -> str:
     return f"{cluster}-denyall"
 
@@ -69,16 +72,37 @@ def hashed_sequence(name: str) -> str:
     return "1." + str(_FROM_BYTES(_SHA1(name.encode()).digest(), "big"))[:12]
 
 
-def sequence_key(sequence: str) -> Tuple[int, str]:
-    """Numeric order of `major.minor` sequences (the minor digits compare as decimals)."""
-    major, _, minor = sequence.partition(".")
-    return (int(major), minor)
-
-
 def sequence_sort_key(sequence: str, name: str) -> str:
-    """One string ordering refs as (sequence_key(sequence), name) does, cheaper to build and to
-    compare than that tuple: the major number zero-padded (as text: majors are the translator's
+    """One string ordering refs by sequence in numeric order of `major.minor` (the minor digits
+    compare as decimals), then by name, cheaper to build and to compare than a tuple: the major number zero-padded (as text: majors are the translator's
     own canonical integers), the minor digits, then NUL (below every digit, so a shorter minor
     sorts first, as in the tuple) and the name (names never contain NUL)."""
     major, _, minor = sequence.partition(".")
     return f"{major.zfill(10)}.{minor}\0{name}"
+
+
+# --- the cluster's own policies and blocks (SPEC 5, 13, 14): named here alone; the reconciler's
+# make before break asks for them by these names.
+
+def block_policy_name(cluster: str, block: str) -> str:
+    """`<cluster>--<block>`, the firewall policy of one ordered block."""
+    return f"{cluster}--{block}"
+
+
+ADMIN_BLOCK, BASELINE_NP_BLOCK, BASELINE_BLOCK = "admin", "baseline-np", "baseline"
+ISOLATION_BLOCK, ISOLATION_DENY_BLOCK = "isolation", "isolation-deny"
+# Every ordered block, in APS order: the three tier blocks and the exact enforcement's two.
+ORDERED_BLOCKS = (ADMIN_BLOCK, ISOLATION_BLOCK, ISOLATION_DENY_BLOCK, BASELINE_NP_BLOCK, BASELINE_BLOCK)
+
+
+def isolation_policy_name(cluster: str) -> str:
+    return block_policy_name(cluster, ISOLATION_BLOCK)
+
+
+def isolation_deny_policy_name(cluster: str) -> str:
+    return block_policy_name(cluster, ISOLATION_DENY_BLOCK)
+
+
+def isolation_deny_name(cluster: str) -> str:
+    """The one rule of `<cluster>--isolation-deny`."""
+    return f"{cluster}--isolated-egress-to-isolated-ingress"

@@ -13,6 +13,8 @@ from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Set, Tuple
 
 from kube_manager.plumbing.kvlog import kv
 
+from kube_manager.registry import NETWORK_POLICIES
+
 from .bodies import FqName
 from .changes import ChangeLog
 from .collisions import NameRegistry
@@ -33,7 +35,7 @@ from .sequenced import SequencedRefs
 from .shared import SharedObjects
 from .store import DesiredObjects
 
-POLICY_KIND = "NetworkPolicy"
+POLICY_KIND = NETWORK_POLICIES.kind
 
 
 @dataclass(frozen=True)
@@ -211,7 +213,7 @@ class NetworkPolicies:
         else:
             self._errors.pop(key, None)
         if changed or old_errors != new_errors:
-            self._log.policy_touched(key)
+            self._log.policies_touched(POLICY_KIND, (key,))
         for reason in errors:  # each reason once, whole rejections included
             if reason not in logged:
                 object_logger(POLICY_KIND, *key).warning("%s: %s", describe_object((POLICY_KIND,) + key), reason,

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Iterator, Mapping, Optional
 
+from kube_manager.registry import PODS
+
 from .index import ClusterIndex, PodKey
 from .inputs import parse_pod, reported_key
 from .kind_source import Emitted, Identity
@@ -15,7 +17,7 @@ from .model import PodInfo
 from .namespaces import NamespaceSource
 from .parsecache import ParseCache
 
-POD_KIND = "Pod"
+POD_KIND = PODS.kind
 # (key, old, new): a pod appeared (old None), changed, or went (new None).
 PodChanged = Callable[[PodKey, Optional[PodInfo], Optional[PodInfo]], None]
 

@@ -18,7 +18,7 @@ from .parsecache import ParseCache, content_key
 from .ports import ANY_SERVICE, PortSpec, Service, parse_port
 from .selectors import parse_selector
 from .inputs import identity
-from .shapes import EGRESS_RULE, INGRESS_RULE, PEER, POLICY, POLICY_SPEC, as_object, conform, conform_field
+from .shapes import EGRESS_RULE, INGRESS_RULE, PEER, POLICY, POLICY_SPEC, as_object, conform, conform_field, unknown_fields
 from .validation import InvalidInput, metadata_problem
 
 _POLICY_TYPES = MappingProxyType({"Ingress": INGRESS, "Egress": EGRESS})
@@ -91,6 +91,19 @@ def _policy_types(spec: Mapping[str, Any]) -> Tuple[str, ...]:
     return tuple(d for d in (INGRESS, EGRESS) if d in given)
 
 
+def _absent_effect(spec: Mapping[str, Any], types: Tuple[str, ...]) -> str:
+    """What the policy does without the fields it lacks, said beside an unknown field (most often
+    the misspelling of one of them), so that a typo's consequence is not left to be guessed."""
+    effects = []
+    if "podSelector" not in spec:
+        effects.append("without spec.podSelector it selects every pod of its namespace")
+    for direction, field_name, traffic in ((INGRESS, "ingress", "no ingress traffic to"),
+                                           (EGRESS, "egress", "no egress traffic from")):
+        if direction in types and field_name not in spec:
+            effects.append(f"without spec.{field_name} it allows {traffic} the pods it selects")
+    return f"; {'; '.join(effects)}" if effects else ""
+
+
 def parse_spec(raw_spec: Any, digest: str, cache: ParseCache) -> PolicySpec:
     """Validate a NetworkPolicy spec on its own: peers of "the policy's namespace" are left unbound."""
     errors: List[str] = []
@@ -100,9 +113,8 @@ def parse_spec(raw_spec: Any, digest: str, cache: ParseCache) -> PolicySpec:
         types = _policy_types(spec)
     except InvalidInput as exc:
         return PolicySpec(digest, None, errors=(f"{exc}; the policy is rejected whole",))
-    if not POLICY_SPEC.fields.keys() >= spec.keys():  # (the names sorted only when one is unknown)
-        unknown = sorted(str(k) for k in spec if k not in POLICY_SPEC.fields)
-        errors.append(f"spec: unknown field {', '.join(repr(u) for u in unknown)}; ignored")
+    unknown = [] if POLICY_SPEC.fields.keys() >= spec.keys() else sorted(
+        str(k) for k in spec if k not in POLICY_SPEC.fields)  # (sorted only when one is unknown)
     raw_blocks = {}
     for direction in (INGRESS, EGRESS):
         try:
@@ -114,6 +126,8 @@ def parse_spec(raw_spec: Any, digest: str, cache: ParseCache) -> PolicySpec:
         # Defaulted as the API server does; an unreadable egress list counts as given (fail closed).
         egress = raw_blocks[EGRESS]
         types = (INGRESS, EGRESS) if egress is None or egress else (INGRESS,)
+    if unknown:  # (after the defaults: what an absent field means depends on them)
+        errors.append(f"spec: {unknown_fields(unknown, POLICY_SPEC.fields)}; ignored{_absent_effect(spec, types)}")
     blocks = []
     for direction in types:
         for b, raw in enumerate(raw_blocks[direction] or ()):

@@ -68,7 +68,7 @@ class PolicyRendering:
     policy: Tuple[FqName, Body]
     aps_sequence: str
     # Its pass rules in sequence order, as two tuples (fq_names, bodies) rather than a pair per
-    # rule: 460,000 pairs at XLarge were some 25 MB.
+    # rule, which adds up on a large cluster.
     rules: Tuple[FqName, ...]
     rule_bodies: Tuple[Body, ...]
     deny_rules: List[Tuple[FqName, Body, str]]  # (fq_name, body, sequence in <cluster>-denyall)

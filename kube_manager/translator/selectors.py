@@ -49,10 +49,6 @@ class LabelSelector:
     match_labels: Tuple[Tuple[str, str], ...] = ()
     expressions: Tuple[Requirement, ...] = ()
 
-    @property
-    def is_empty(self) -> bool:
-        return not self.match_labels and not self.expressions
-
     @cached_property
     def is_simple(self) -> bool:
         return all(r.operator == IN and len(r.values) == 1 for r in self.expressions)

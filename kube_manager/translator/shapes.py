@@ -15,9 +15,10 @@ fields as the API server's strict decoding does, so a misspelt `from` never open
 """
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Callable, List, Mapping, Tuple
+from typing import Any, Callable, Iterable, List, Mapping, Tuple
 
 from .validation import InvalidInput
 
@@ -142,6 +143,17 @@ class MapOf(Shape):
         return result
 
 
+def unknown_fields(unknown: List[str], known: Iterable[str]) -> str:
+    """"unknown field 'podSelectr' (did you mean 'podSelector'?)": a misspelling is the likely cause,
+    and the person reading it should not have to compare the two by eye."""
+    known = list(known)
+    named = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+        named.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
+    return f"unknown field {', '.join(named)}"
+
+
 @dataclass(frozen=True)
 class Fields(Shape):
     """An object with known fields; `closed`: any other field is refused."""
@@ -156,7 +168,7 @@ class Fields(Shape):
         if self.closed:
             unknown = sorted(str(k) for k in raw if k not in fields)
             if unknown:
-                raise _Mismatch(f"unknown field {', '.join(repr(u) for u in unknown)}")
+                raise _Mismatch(unknown_fields(unknown, fields))
         for key, value in raw.items():
             shape = fields.get(key)
             if shape is None or value is None:

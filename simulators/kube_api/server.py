@@ -44,7 +44,7 @@ from simulators.kube_api.events import event_route
 from simulators.kube_api.leases import lease_route
 from simulators.kube_api.store import (CLOSE, DROP, FREEZE, ApiError, Bookmark, KubeStore,
                                               Subscription, event_line, expired)
-from kube_manager.kube.resources import RESOURCES, Resource
+from kube_manager.registry import KINDS, Resource
 from kube_manager.observability.logging_setup import kv, setup_logging
 from kube_manager.offline.manifests import ManifestError, load_manifests
 
@@ -60,7 +60,7 @@ Route = Tuple[Resource, Optional[str], Optional[str]]  # resource, namespace, na
 def _routes() -> List[Tuple["re.Pattern[str]", Resource, bool]]:
     """(pattern, resource, has namespace group) for every URL form served."""
     routes = []
-    for res in RESOURCES.values():
+    for res in KINDS.resources().values():
         routes.append((re.compile(rf"^{re.escape(res.api_prefix)}/{res.name}(?:/([^/]+))?$"), res,
                        False))
         if res.namespaced:

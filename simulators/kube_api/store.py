@@ -33,11 +33,13 @@ from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Set, Tu
 from gevent.queue import Queue
 
 from kube_manager.observability.logging_setup import kv
-from kube_manager.kube.resources import BY_KIND, NAMESPACES, RESOURCES, Resource
+from kube_manager.registry import KINDS, NAMESPACES, Resource
 from kube_manager.offline.manifests import Manifests
 from simulators.kube_api.errors import ApiError
 from simulators.kube_api.events import EventStore, merge_patch
 from simulators.kube_api.leases import LeaseStore
+
+_RESOURCES = KINDS.resources()  # the product's kinds, served by REST plural
 
 log = logging.getLogger(__name__)
 
@@ -109,8 +111,8 @@ class KubeStore:
                  crds: Optional[Iterable[str]] = None) -> None:
         """`crds`: the custom resources installed at start (their REST plurals); None installs
         every one the table knows, `()` starts a cluster without any (see `install_crd`)."""
-        self._objects: Dict[str, Dict[Key, Dict[str, Any]]] = {name: {} for name in RESOURCES}
-        self._crds: Set[str] = {name for name, res in RESOURCES.items() if res.crd}
+        self._objects: Dict[str, Dict[Key, Dict[str, Any]]] = {name: {} for name in _RESOURCES}
+        self._crds: Set[str] = {name for name, res in _RESOURCES.items() if res.crd}
         if crds is not None:
             self._crds = {_known_crd(name).name for name in crds}
         self._rv = 0
@@ -140,7 +142,7 @@ class KubeStore:
 
     def served(self, resource: str) -> bool:
         """Whether `resource` is served: a built-in kind, or a custom one whose CRD is installed."""
-        res = RESOURCES.get(resource)
+        res = _RESOURCES.get(resource)
         return res is not None and (not res.crd or res.name in self._crds)
 
     def namespace_exists(self, name: str) -> bool:
@@ -243,7 +245,7 @@ class KubeStore:
         if old is None:
             raise _not_found(res, name)
         if res is NAMESPACES:
-            for other in RESOURCES.values():
+            for other in _RESOURCES.values():
                 if other.namespaced:
                     for inner in [k for k in self._objects[other.name] if k[0] == name]:
                         self.delete(other.name, *inner)
@@ -351,7 +353,8 @@ class KubeStore:
         if not isinstance(obj, dict):
             raise ApiError(400, "BadRequest", "object must be a JSON object")
         kind = obj.get("kind")
-        res = BY_KIND.get(kind) if isinstance(kind, str) else None  # a list is no key: a 400, not a crash
+        # A list is no key: a 400, not a crash.
+        res = KINDS[kind].resource if isinstance(kind, str) and kind in KINDS else None
         if res is None:
             raise ApiError(400, "BadRequest", f"kind {obj.get('kind')!r} is not served here")
         self._resource(res.name)  # 404 for a custom resource whose CRD is not installed
@@ -406,12 +409,12 @@ class KubeStore:
         """The served resource `name`; 404 as the API server answers for what it does not serve."""
         if not self.served(name):
             raise ApiError(404, "NotFound", f"the server could not find the requested resource {name!r}")
-        return RESOURCES[name]
+        return _RESOURCES[name]
 
 
 def _known_crd(name: str) -> Resource:
     """The custom resource `name` of the table (a ValueError for any other: a test's typo)."""
-    res = RESOURCES.get(name)
+    res = _RESOURCES.get(name)
     if res is None or not res.crd:
         raise ValueError(f"{name!r} is not a custom resource of the table")
     return res

@@ -8,13 +8,11 @@ virtual-machine-interface rules live here. Hooks raise `ApiError` to refuse a re
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Protocol
 
 from .errors import bad_request
-from .store import Ref, RefMap, StoredObject
+from .store import Ref, RefMap, Store, StoredObject
 
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .api import ConfigApi
 
 Undo = List[Callable[[], None]]
 
@@ -39,27 +37,46 @@ class Change:
                 for f, refs in self.refs.items()}
 
 
+class HookedApi(Protocol):
+    """What the write pipelines and the type hooks may ask of the config API that runs them: its
+    store, look-ups, and the writes a hook makes itself (a tag's value pool, a rule's tag refs).
+    `ConfigApi` (api.py) is the one implementation; naming only this here keeps the pipelines and
+    hooks from importing the API that imports them."""
+
+    store: Store
+
+    def resolve_type(self, name: Any, status: int = 404) -> str: ...
+
+    def lookup(self, obj_type: str, fq_name: List[str]) -> Optional[StoredObject]: ...
+
+    def create_internal(self, obj_type: str, body: Dict[str, Any]) -> StoredObject: ...
+
+    def update_internal(self, obj: StoredObject, change: Change) -> None: ...
+
+    def delete_internal(self, obj_type: str, uuid: str) -> None: ...
+
+
 class ResourceHooks:
     """No-op hooks; subclasses override what their type needs."""
 
-    def pre_alloc(self, api: "ConfigApi", body: Dict[str, Any]) -> None:
+    def pre_alloc(self, api: HookedApi, body: Dict[str, Any]) -> None:
         """Before the fq_name uniqueness check (may rename the object, as tags do)."""
 
-    def pre_create(self, api: "ConfigApi", obj: StoredObject, undo: Undo) -> None:
+    def pre_create(self, api: HookedApi, obj: StoredObject, undo: Undo) -> None:
         """After parent and refs are resolved and the uuid is set, before the object is stored.
         Side effects (objects created, ids allocated) push their reversal on `undo`."""
 
-    def pre_update(self, api: "ConfigApi", current: StoredObject, change: Change) -> None:
+    def pre_update(self, api: HookedApi, current: StoredObject, change: Change) -> None:
         """Before a PUT, ref-update or set-tag change is applied to `current`."""
 
-    def post_delete(self, api: "ConfigApi", obj: StoredObject) -> None:
+    def post_delete(self, api: HookedApi, obj: StoredObject) -> None:
         """After the object left the store (free ids, delete implicit objects)."""
 
 
 class VirtualMachineInterfaceHooks(ResourceHooks):
     """A VMI must name its virtual network on create, and gets a MAC address as on the real server."""
 
-    def pre_create(self, api: "ConfigApi", obj: StoredObject, undo: Undo) -> None:
+    def pre_create(self, api: HookedApi, obj: StoredObject, undo: Undo) -> None:
         if not obj.refs.get("virtual_network_refs"):
             raise bad_request("Virtual Machine Interface must have valide Virtual Network reference")
         macs = obj.props.get("virtual_machine_interface_mac_addresses") or {}

@@ -50,7 +50,7 @@ class _Handler(WSGIHandler):
         connections: Set["_Handler"] = self.server.connections
         self.greenlet = gevent.getcurrent()
         # pywsgi sends the headers and the body in two writes: without this, Nagle's algorithm and
-        # the client's delayed ACK hold every keep-alive answer back by ~40 ms.
+        # the client's delayed ACK hold every keep-alive answer back (as introspect's server says).
         self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         connections.add(self)
         rfile = self.rfile

@@ -15,15 +15,13 @@ read-only on every security object.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 from .errors import bad_request, fq_repr, not_found, unknown_id
-from .hooks import Change, ResourceHooks, Undo
+from .hooks import Change, HookedApi, ResourceHooks, Undo
 from .store import Ref, RefMap, StoredObject
 from .tags import PREDEFINED_TAG_TYPES, tag_type_id, underscored
 
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .api import ConfigApi
 
 # IANA protocol numbers under the names the config API accepts (Contrail adds "icmp6" and "any").
 PROTOCOLS: Dict[str, int] = {
@@ -62,30 +60,30 @@ def _check_scope(obj: StoredObject, ref_fields: Mapping[str, Mapping[str, Ref]],
 class SecurityHooks(ResourceHooks):
     """Address and service groups: only the read-only draft state."""
 
-    def pre_create(self, api: "ConfigApi", obj: StoredObject, undo: Undo) -> None:
+    def pre_create(self, api: HookedApi, obj: StoredObject, undo: Undo) -> None:
         _check_draft_state(obj.props)
 
-    def pre_update(self, api: "ConfigApi", current: StoredObject, change: Change) -> None:
+    def pre_update(self, api: HookedApi, current: StoredObject, change: Change) -> None:
         _check_draft_state(change.props)
 
 
 class FirewallPolicyHooks(SecurityHooks):
-    def pre_create(self, api: "ConfigApi", obj: StoredObject, undo: Undo) -> None:
+    def pre_create(self, api: HookedApi, obj: StoredObject, undo: Undo) -> None:
         super().pre_create(api, obj, undo)
         _check_scope(obj, obj.refs, "firewall_rule_refs")
 
-    def pre_update(self, api: "ConfigApi", current: StoredObject, change: Change) -> None:
+    def pre_update(self, api: HookedApi, current: StoredObject, change: Change) -> None:
         super().pre_update(api, current, change)
         _check_scope(current, change.new_refs(current), "firewall_rule_refs")
 
 
 class ApplicationPolicySetHooks(SecurityHooks):
-    def pre_create(self, api: "ConfigApi", obj: StoredObject, undo: Undo) -> None:
+    def pre_create(self, api: HookedApi, obj: StoredObject, undo: Undo) -> None:
         super().pre_create(api, obj, undo)
         _check_all_applications(obj.props)
         _check_scope(obj, obj.refs, "firewall_policy_refs")
 
-    def pre_update(self, api: "ConfigApi", current: StoredObject, change: Change) -> None:
+    def pre_update(self, api: HookedApi, current: StoredObject, change: Change) -> None:
         super().pre_update(api, current, change)
         _check_all_applications(change.props)
         _check_scope(current, change.new_refs(current), "firewall_policy_refs")
@@ -99,7 +97,7 @@ def _check_all_applications(props: Mapping[str, Any]) -> None:
 class FirewallRuleHooks(SecurityHooks):
     _SCOPED_REFS = ("address_group_refs", "service_group_refs", "virtual_network_refs")
 
-    def pre_create(self, api: "ConfigApi", obj: StoredObject, undo: Undo) -> None:
+    def pre_create(self, api: HookedApi, obj: StoredObject, undo: Undo) -> None:
         super().pre_create(api, obj, undo)
         _check_scope(obj, obj.refs, *self._SCOPED_REFS)
         _check_service(obj.props.get("service"), obj.refs.get("service_group_refs"))
@@ -122,7 +120,7 @@ class FirewallRuleHooks(SecurityHooks):
             else:
                 obj.refs.pop(ref_field, None)
 
-    def pre_update(self, api: "ConfigApi", current: StoredObject, change: Change) -> None:
+    def pre_update(self, api: HookedApi, current: StoredObject, change: Change) -> None:
         super().pre_update(api, current, change)
         _check_scope(current, change.new_refs(current), *self._SCOPED_REFS)
         service = change.props["service"] if "service" in change.props else current.props.get("service")
@@ -175,7 +173,7 @@ def _fix_protocol(props: Dict[str, Any]) -> None:
             raise bad_request(f"Invalid {key} range {start}-{end}: the start port is above the end port")
 
 
-def _compile_match_tags(api: "ConfigApi", props: Dict[str, Any]) -> None:
+def _compile_match_tags(api: HookedApi, props: Dict[str, Any]) -> None:
     if "match_tags" not in props:
         return
     type_ids = []
@@ -196,7 +194,7 @@ def _check_endpoints(props: Mapping[str, Any]) -> None:
             raise bad_request("Endpoint is limited to only one endpoint type at a time")
 
 
-def _endpoint_tag_refs(api: "ConfigApi", obj: StoredObject, new: Dict[str, Any],
+def _endpoint_tag_refs(api: HookedApi, obj: StoredObject, new: Dict[str, Any],
                        old: Mapping[str, Any]) -> RefMap:
     """Tag refs of the endpoints (new ones where given, else the stored ones); fills `tag_ids`."""
     refs: RefMap = {}
@@ -231,7 +229,7 @@ def _endpoint_tag_fq_name(obj: StoredObject, tag_name: str) -> List[str]:
                       f"'{obj.uuid}' is not supported as security resource scope")
 
 
-def _endpoint_address_group_refs(api: "ConfigApi", new: Mapping[str, Any], old: Mapping[str, Any]) -> RefMap:
+def _endpoint_address_group_refs(api: HookedApi, new: Mapping[str, Any], old: Mapping[str, Any]) -> RefMap:
     refs: RefMap = {}
     for ep_name in _ENDPOINTS:
         endpoint = new.get(ep_name) if ep_name in new else old.get(ep_name)

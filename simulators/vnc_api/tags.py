@@ -14,14 +14,12 @@ and `VncApiServer.set_tag`).
 from __future__ import annotations
 
 import uuid as uuid_lib
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from .errors import ApiError, bad_request, fq_repr, not_found, unknown_id
-from .hooks import Change, ResourceHooks, Undo
+from .hooks import Change, HookedApi, ResourceHooks, Undo
 from .store import Ref, StoredObject, ref_map
 
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .api import ConfigApi
 
 PREDEFINED_TAG_TYPES: Dict[str, int] = {"label": 0, "application": 1, "tier": 2, "deployment": 3, "site": 4}
 MULTI_VALUED_TAG_TYPES = frozenset({"label"})
@@ -32,7 +30,7 @@ _TYPE_ID_START = 0x00FF  # ids below are reserved for pre-defined types
 _ID_SPACE = 0xFFFF
 
 
-def _value_pool(api: "ConfigApi", type_str: str):
+def _value_pool(api: HookedApi, type_str: str):
     return api.store.pool(f"tag-values:{type_str}", 0, _ID_SPACE)
 
 
@@ -45,7 +43,7 @@ def tag_type_of(ref: Ref) -> str:
 
 
 class TagTypeHooks(ResourceHooks):
-    def pre_create(self, api: "ConfigApi", obj: StoredObject, undo: Undo) -> None:
+    def pre_create(self, api: HookedApi, obj: StoredObject, undo: Undo) -> None:
         type_str = obj.fq_name[-1]
         obj.props["display_name"] = type_str
         if obj.props.get("tag_type_id") is not None:
@@ -57,11 +55,11 @@ class TagTypeHooks(ResourceHooks):
         undo.append(lambda: pool.free(type_id, type_str))
         obj.props["tag_type_id"] = f"0x{type_id:04x}"
 
-    def pre_update(self, api: "ConfigApi", current: StoredObject, change: Change) -> None:
+    def pre_update(self, api: HookedApi, current: StoredObject, change: Change) -> None:
         if change.props.get("display_name") or change.props.get("tag_type_id"):
             raise bad_request("Tag Type value or ID cannot be updated")
 
-    def post_delete(self, api: "ConfigApi", obj: StoredObject) -> None:
+    def post_delete(self, api: HookedApi, obj: StoredObject) -> None:
         type_str = obj.fq_name[-1]
         pool = api.store.pool(_TYPE_ID_POOL, _TYPE_ID_START, _ID_SPACE - _TYPE_ID_START)
         pool.free(int(obj.props["tag_type_id"], 0), type_str)
@@ -69,7 +67,7 @@ class TagTypeHooks(ResourceHooks):
 
 
 class TagHooks(ResourceHooks):
-    def pre_alloc(self, api: "ConfigApi", body: Dict[str, Any]) -> None:
+    def pre_alloc(self, api: HookedApi, body: Dict[str, Any]) -> None:
         type_str = body.get("tag_type_name")
         value_str = body.get("tag_value")
         if type_str is None or value_str is None:
@@ -80,7 +78,7 @@ class TagHooks(ResourceHooks):
         body["display_name"] = name
         body["tag_type_name"] = type_str
 
-    def pre_create(self, api: "ConfigApi", obj: StoredObject, undo: Undo) -> None:
+    def pre_create(self, api: HookedApi, obj: StoredObject, undo: Undo) -> None:
         if obj.props.get("tag_id") is not None:
             raise bad_request("Tag ID is not setable")
         if "tag_type_refs" in obj.refs:
@@ -102,13 +100,13 @@ class TagHooks(ResourceHooks):
         obj.props["tag_id"] = f"{tag_type.props['tag_type_id']}{value_id:04x}"
         obj.props["perms2"] = {**obj.props.get("perms2", {}), "owner": "cloud-admin", "global_access": 7}
 
-    def pre_update(self, api: "ConfigApi", current: StoredObject, change: Change) -> None:
+    def pre_update(self, api: HookedApi, current: StoredObject, change: Change) -> None:
         if any(change.props.get(p) is not None for p in ("display_name", "tag_type_name", "tag_value", "tag_id")):
             raise bad_request("Tag name, type, value or ID cannot be updated")
         if "tag_type_refs" in change.refs:
             raise bad_request("Tag-type reference cannot be updated")
 
-    def post_delete(self, api: "ConfigApi", obj: StoredObject) -> None:
+    def post_delete(self, api: HookedApi, obj: StoredObject) -> None:
         type_str = obj.props["tag_type_name"]
         _value_pool(api, type_str).free(int(obj.props["tag_id"], 0) & 0xFFFF, ":".join(obj.fq_name))
         if type_str in PREDEFINED_TAG_TYPES:
@@ -135,7 +133,7 @@ def check_tag_refs(obj_type: str, tag_refs: Iterable[Ref]) -> None:
             raise bad_request(f"Invalid tag type {tag_type} for object type {underscored(obj_type)}")
 
 
-def tag_type_id(api: "ConfigApi", type_str: str) -> int:
+def tag_type_id(api: HookedApi, type_str: str) -> int:
     """The numeric id of a tag type (pre-defined, or an existing tag-type object: else 404)."""
     if type_str in PREDEFINED_TAG_TYPES:
         return PREDEFINED_TAG_TYPES[type_str]
@@ -145,7 +143,7 @@ def tag_type_id(api: "ConfigApi", type_str: str) -> int:
     return int(tag_type.props["tag_type_id"], 0)
 
 
-def set_tag(api: "ConfigApi", body: Dict[str, Any]) -> Dict[str, Any]:
+def set_tag(api: HookedApi, body: Dict[str, Any]) -> Dict[str, Any]:
     """`POST /set-tag`: set, replace or remove tags of one object (see module docstring)."""
     body = dict(body)
     obj_type = body.pop("obj_type", None)
@@ -170,7 +168,7 @@ def set_tag(api: "ConfigApi", body: Dict[str, Any]) -> Dict[str, Any]:
     return {}
 
 
-def _apply_tag_change(api: "ConfigApi", obj: StoredObject, tag_type: str, attrs: Any,
+def _apply_tag_change(api: HookedApi, obj: StoredObject, tag_type: str, attrs: Any,
                       refs: List[Ref]) -> List[Ref]:
     if not isinstance(attrs, dict):
         raise bad_request(f"Tag type {tag_type}: expected an object or null, got {attrs!r}")
@@ -206,7 +204,7 @@ def _string_set(tag_type: str, key: str, values: Any) -> Set[str]:
     return set(values)
 
 
-def _locate_tag(api: "ConfigApi", obj: StoredObject, tag_type: str, value: str, is_global: bool) -> Ref:
+def _locate_tag(api: HookedApi, obj: StoredObject, tag_type: str, value: str, is_global: bool) -> Ref:
     name = f"{tag_type}={value}"
     fq_name = _tag_scope(api, obj, name) if not is_global else [name]
     tag = api.lookup("tag", fq_name)
@@ -215,7 +213,7 @@ def _locate_tag(api: "ConfigApi", obj: StoredObject, tag_type: str, value: str, 
     return Ref(list(tag.fq_name), tag.uuid, None)
 
 
-def _tag_scope(api: "ConfigApi", obj: StoredObject, name: str) -> List[str]:
+def _tag_scope(api: HookedApi, obj: StoredObject, name: str) -> List[str]:
     """Where a non-global tag lives: in the object's project (or the owner's), as on the real server."""
     if obj.type == "project":
         return obj.fq_name + [name]

@@ -7,7 +7,8 @@
   of the watchers, handlers, dispatcher or pipeline, and they and the translator nothing of it.
 - The simulators are loaded only by the commands and daemon branches that use them: importing every
   product module leaves them unloaded, so `run` against a real cluster never imports an emulator.
-- The import graph of the product and of the simulators (lazy imports included) has no cycle.
+- The import graph of the product and of the simulators (lazy imports and imports for type hints
+  included) has no cycle.
 - No two product classes share a name; no product, simulator or tool module is over 450 lines; at
   most six modules lie loose at the top of `kube_manager/`; beside `kube_manager/`, `vnc_client/` and
   `introspect/` there are two packages, the simulators and the developer tools (`tools/`: not
@@ -52,15 +53,16 @@ def _sources(*packages: str) -> List[Path]:
     return sorted(path for package in packages for path in (ROOT / package).rglob("*.py"))
 
 
-def _graph_imports(path: Path, known: Set[str]) -> Set[str]:
-    """The project modules a file imports, at load time or lazily inside a function (but not under
-    TYPE_CHECKING), relative imports resolved; `from package import module` counts the module."""
+def _graph_imports(path: Path, known: Set[str], typing_too: bool = False) -> Set[str]:
+    """The project modules a file imports, at load time or lazily inside a function (and under
+    TYPE_CHECKING with `typing_too`), relative imports resolved; `from package import module`
+    counts the module."""
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: Set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if not typing_too and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             for child in node.orelse:
                 visit(child)
             return
@@ -79,11 +81,11 @@ def _graph_imports(path: Path, known: Set[str]) -> Set[str]:
     return {m for m in found if m in known and m != name}
 
 
-def _cycles(packages: Tuple[str, ...]) -> List[List[str]]:
+def _cycles(packages: Tuple[str, ...], typing_too: bool = False) -> List[List[str]]:
     """Strongly connected components of more than one module (Tarjan)."""
     paths = _sources(*packages)
     known = {_module_name(p) for p in paths}
-    graph: Dict[str, Set[str]] = {_module_name(p): _graph_imports(p, known) for p in paths}
+    graph: Dict[str, Set[str]] = {_module_name(p): _graph_imports(p, known, typing_too) for p in paths}
     # A package's __init__ importing its own submodules is how packages export: not a cycle.
     for module, targets in graph.items():
         graph[module] = {t for t in targets if not (module == t.rpartition(".")[0] and
@@ -207,8 +209,9 @@ def test_importing_every_product_module_loads_no_simulator() -> None:
 
 
 def test_the_import_graph_has_no_cycle() -> None:
-    assert _cycles(PRODUCT) == []
-    assert _cycles((SIMULATORS,)) == []
+    """Imports for type hints count: a cycle of types is a cycle of knowledge all the same."""
+    assert _cycles(PRODUCT, typing_too=True) == []
+    assert _cycles((SIMULATORS,), typing_too=True) == []
 
 
 def test_the_cycle_finder_finds_a_cycle(tmp_path: Path, monkeypatch: "object") -> None:
@@ -219,6 +222,18 @@ def test_the_cycle_finder_finds_a_cycle(tmp_path: Path, monkeypatch: "object") -
     (package / "b.py").write_text("from pkg import a\nx = 1\n")
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)  # type: ignore[attr-defined]
     assert _cycles(("pkg",)) == [["pkg.a", "pkg.b"]]
+
+
+def test_the_cycle_finder_finds_a_cycle_through_type_hints(tmp_path: Path, monkeypatch: "object") -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "api.py").write_text("from .hooks import Hooks\n")
+    (package / "hooks.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                      "    from .api import Api\nclass Hooks: ...\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)  # type: ignore[attr-defined]
+    assert _cycles(("pkg",)) == []
+    assert _cycles(("pkg",), typing_too=True) == [["pkg.api", "pkg.hooks"]]
 
 
 def test_no_two_product_classes_share_a_name() -> None:

@@ -12,6 +12,7 @@ import yaml
 
 from kube_manager.cli.main import main
 from kube_manager.offline.manifests import load_manifests
+from kube_manager.offline.render_table import CELL_WIDTH, endpoint_text
 from kube_manager.translator import translate
 from tests.support.schema_oracle import assert_translation_valid
 from tests.support.paths import REPO
@@ -170,7 +171,7 @@ def test_table_cells_stay_bounded_on_a_large_cluster(capsys, tmp_path):
     status, out, _ = run_cli(capsys, "-f", str(tmp_path))
     assert status == 0
     lines = out.splitlines()
-    assert max(len(line) for line in lines) < 1000
+    assert max(len(line) for line in lines) < 1000  # names are never cut: an address group's is 255 here
 
     def cells(first: str):
         row = next(line for line in lines if line.startswith(f"| {first} "))
@@ -179,14 +180,44 @@ def test_table_cells_stay_bounded_on_a_large_cluster(capsys, tmp_path):
     denyall = next(p for p in result["firewall_policies"] if p["fq_name"][-1] == "k8s-denyall")
     names = [ref["to"][-1] for ref in denyall["firewall_rule_refs"]]
     assert len(names) > 100
-    assert cells("2.0")[2] == f"{len(names)} rules, {names[0]} ... {names[-1]} (all in Firewall Rules, in this order)"
+    assert cells("2.0")[2] == f"{len(names)} rules: {names[0]} ... {names[-1]}"
     assert all(any(line.startswith(f"| {name} ") for line in lines) for name in names)
 
     group = next(g for g in result["address_groups"] if g["fq_name"][-1].startswith("10.0.0.0/8-except-"))
     subnets = [f"{s['ip_prefix']}/{s['ip_prefix_len']}" for s in group["address_group_prefix"]["subnet"]]
     assert len(subnets) > 32
-    assert cells(group["fq_name"][-1])[1] == f"{', '.join(subnets[:32])}, ... ({len(subnets) - 32} more)"
+    assert_a_bounded_list(cells(group["fq_name"][-1])[1], subnets, ", ")
 
     tags = next(w for w in result["workloads"] if w["name"] == "p")["tags"]
     assert len(tags) > 32
-    assert cells("ns-00")[1:] == ["p", "10.0.0.1", f"{', '.join(tags[:32])}, ... ({len(tags) - 32} more)"]
+    assert cells("ns-00")[1:3] == ["p", "10.0.0.1"]
+    assert_a_bounded_list(cells("ns-00")[3], tags, ", ")
+
+
+def assert_a_bounded_list(cell: str, items, separator: str) -> None:
+    """The cell shows the first items, in order, within CELL_WIDTH, then how many it left out."""
+    shown, _, tail = cell.rpartition(f"{separator}... (")
+    count = len(shown.split(separator))
+    assert shown.split(separator) == list(items[:count])
+    assert tail == f"{len(items) - count} more)"
+    assert len(cell) <= CELL_WIDTH and len(cell) + len(separator) + len(items[count]) > CELL_WIDTH - len(tail)
+
+
+@pytest.mark.parametrize("example", ["demo", "cnp", "wiki", "tenants", ""])
+def test_table_lines_of_the_examples_stay_within_a_terminal_or_two(capsys, example):
+    """A Markdown row cannot wrap, so the widest cell pads the whole table: cells of names are cut
+    at CELL_WIDTH, and the widest table (Firewall Rules, seven columns) stays within 370 (README.md says so)."""
+    status, out, _ = run_cli(capsys, "-f", os.path.join(EXAMPLES, example), "-o", "table")
+    assert status == 0
+    assert max(len(line) for line in out.splitlines()) <= 370
+    listed = out.split("## Errors")[0]  # (a reason is always shown whole)
+    cells = [cell.strip() for line in listed.splitlines() if line.startswith("| ")
+             for cell in line.strip("|").split(" | ")]
+    assert max(len(cell) for cell in cells) <= CELL_WIDTH
+
+
+def test_an_endpoint_of_many_tags_is_cut_between_tags():
+    endpoint = {"tags": [f"label=k8s-sel-{n:012x}" for n in range(12)]}
+    text = endpoint_text(endpoint)
+    assert_a_bounded_list(text, endpoint["tags"], " && ")
+    assert endpoint_text({"tags": ["application=k8s", "app=web"]}) == "application=k8s && app=web"

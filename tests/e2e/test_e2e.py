@@ -99,6 +99,11 @@ def test_a_rule_deleted_by_hand_comes_back_at_the_next_resync(shared):
     assert env.problems() != []
     daemon.resync()
     env.wait_converged()  # nothing but the resync compares the config API with what is desired
+    restored = api.lookup("firewall-rule", [pm, "k8s-shop-ingress-drift-0-podSelector-0-0"])
+    assert restored is not None and restored.uuid != rule.uuid  # written again, not left deleted
+    refs = api.read("firewall-policy", fwp.uuid, hrefs=False)["firewall_rule_refs"]
+    assert restored.uuid in [ref["uuid"] for ref in refs]
+    assert env.problems() == []
 
 
 def test_a_watch_that_gets_410_relists_and_loses_no_event(shared):

@@ -38,7 +38,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_the_cli_spells_the_translators_semantics() -> None:
-    from kube_manager.translator.exact.source import SEMANTICS
+    from kube_manager.translator.semantics import SEMANTICS
     assert SEMANTICS_CHOICES == SEMANTICS
 
 

@@ -12,6 +12,9 @@ from kube_manager.records.db import PENDING, REJECTED, Database
 from kube_manager.handlers import KINDS
 from kube_manager.handlers.cluster_network_policy import trim_cluster_network_policy
 from kube_manager.translator import ClusterTranslator
+from kube_manager.registry import CLUSTER_NETWORK_POLICIES
+
+CNP_KIND = CLUSTER_NETWORK_POLICIES.kind
 
 PM = "default-policy-management"
 CNP = "clusternetworkpolicies"
@@ -68,11 +71,11 @@ def test_the_change_report_names_the_policies_of_the_re_rendered_tier_only() -> 
     cache.on_event(CNP, "ADDED", cluster_policy("admin-b", priority=20, ingress=[DENY_ALL_TCP]))
     cache.on_event(CNP, "ADDED", cluster_policy("base-c", tier="Baseline", ingress=[DENY_ALL_TCP]))
     cache.translator.upsert("ClusterNetworkPolicy", cluster_policy("admin-b", priority=30, ingress=[DENY_ALL_TCP]))
-    assert cache.translator.flush().cluster_policies == ("admin-a", "admin-b")
+    assert cache.translator.flush().policies.get(CNP_KIND, ()) == (("", "admin-a"), ("", "admin-b"))
     cache.translator.delete("ClusterNetworkPolicy", "", "base-c")
-    assert cache.translator.flush().cluster_policies == ("base-c",)  # gone, its tier re-rendered
+    assert cache.translator.flush().policies.get(CNP_KIND, ()) == (("", "base-c"),)  # gone, its tier re-rendered
     cache.translator.upsert("NetworkPolicy", policy("a", "np", {"podSelector": {}, "policyTypes": ["Ingress"]}))
-    assert cache.translator.flush().cluster_policies == ()
+    assert cache.translator.flush().policies.get(CNP_KIND, ()) == ()
 
 
 def test_a_networkpolicy_event_reads_no_cluster_network_policy_status() -> None:

@@ -98,7 +98,7 @@ def test_json_answers_with_the_spec_section_6_keys(app):
     ("from=shop/web&to=shop/db&port=99999&protocol=TCP", "invalid port"),
     ("from=shop/web&to=shop/db&port=80&protocol=ICMP", "unknown protocol"),
     ("from=shop/web&to=not an address&port=80&protocol=TCP", "expected NS/POD or an IP address"),
-    ("from=shop/web&port=80", "missing to, protocol"),
+    ("from=shop/web&port=80", "missing to:"),
 ])
 def test_bad_input_is_a_400_with_a_clear_message(app, query, message):
     reply = call(app, "/explain?" + query)
@@ -111,7 +111,15 @@ def test_bad_input_is_a_400_with_a_clear_message(app, query, message):
 
 def test_json_without_a_query_is_a_400(app):
     status, data = explain_json(app, "")
-    assert status == 400 and data["error"].startswith("missing from, to, port, protocol")
+    assert status == 400 and data["error"].startswith("missing from, to, port:")
+
+
+def test_the_protocol_is_tcp_unless_given_as_the_explain_command_says(app):
+    """A URL written from `explain --from ... --to ... --port N` (TCP by default) answers the same."""
+    status, data = explain_json(app, "from=shop/web&to=shop/db&port=5432")
+    assert status == 200 and data["protocol"].upper() == "TCP"
+    assert data == explain_json(app, "from=shop/web&to=shop/db&port=5432&protocol=TCP")[1]
+    assert explain_json(app, "from=shop/web&to=shop/db&port=5432&protocol=UDP")[1]["protocol"].upper() == "UDP"
 
 
 def test_explain_failures_never_show_a_traceback(db):

@@ -11,10 +11,11 @@ from kube_manager.handlers import KINDS
 from kube_manager.handlers.base import Handler
 from kube_manager.kube.client_factory import api_client_for_url
 from kube_manager.kube.kinds import Kind, KindError, KindRegistry
-from kube_manager.kube.resources import Resource
+from kube_manager.registry import REACHES_CLUSTER, WATCH, KindEntry, Kinds, Resource
 from kube_manager.kube.watcher import make_watchers
 from kube_manager.translator import ClusterTranslator
 from tests.support.builders import namespace, pod
+from tests.support.toy_kind import TOY, TOYS, kinds_with_toys
 
 # A kind that is not registered: ClusterNetworkPolicy's predecessor.
 ADMIN_POLICIES = Resource("adminnetworkpolicies", "AdminNetworkPolicy", "policy.networking.k8s.io/v1alpha1",
@@ -90,10 +91,10 @@ def test_a_new_kind_is_one_record_and_one_handler_and_its_list_is_awaited_too():
     cache.on_event("adminnetworkpolicies", "ADDED", {"metadata": {"name": "deny-all"}})
     for name in KINDS.names():
         cache.on_event(name, "LISTED", {"resourceVersion": "1"})
-    assert not cache.initial_lists_done and handler.seen == []  # held: its list is not in yet
+    assert not cache.lists_applied.is_set() and handler.seen == []  # held: its list is not in yet
     cache.on_event("adminnetworkpolicies", "LISTED", {"resourceVersion": "1"})
     cache.on_event("adminnetworkpolicies", "DELETED", {"metadata": {"name": "deny-all"}})
-    assert cache.initial_lists_done and handler.seen == [("upsert", "deny-all"), ("delete", "deny-all")]
+    assert cache.lists_applied.is_set() and handler.seen == [("upsert", "deny-all"), ("delete", "deny-all")]
 
 
 def test_the_validator_refuses_an_object_without_a_readable_identity_and_the_next_ones_go_on():
@@ -114,8 +115,28 @@ def test_the_validator_refuses_an_object_without_a_readable_identity_and_the_nex
 @pytest.mark.parametrize("part", ["lister", "handler"])
 def test_a_kind_registered_without_a_lister_or_handler_fails_when_the_pipeline_is_built(part):
     from kube_manager.service.pipeline import build_pipeline
-    incomplete = Kind(ADMIN_POLICIES, **dict(PARTS, **{part: None}))
-    with pytest.raises(KindError, match=f"AdminNetworkPolicy .* without a {part}"):
-        build_pipeline("k8s", "k8s", kinds=list(KINDS) + [incomplete])
-    assert build_pipeline("k8s", "k8s", kinds=list(KINDS) + [Kind(ADMIN_POLICIES, **PARTS)]).kinds.names()[-1] == (
-        "adminnetworkpolicies")
+    kinds, _ = kinds_with_toys()
+    complete = kinds[TOY].hooks[WATCH]
+    kinds[TOY].hooks[WATCH] = Kind(complete.resource, **dict(PARTS, **{part: None}))
+    with pytest.raises(KindError, match=f"Toy .* without a {part}"):
+        build_pipeline("k8s", "k8s", kinds=kinds)
+    kinds[TOY].hooks[WATCH] = complete
+    assert build_pipeline("k8s", "k8s", kinds=kinds).kinds.names()[-1] == "toys"
+
+
+def test_a_kind_registered_without_its_watch_record_fails_when_the_pipeline_is_built():
+    from kube_manager.service.pipeline import build_pipeline
+    kinds, _ = kinds_with_toys()
+    del kinds[TOY].hooks[WATCH]
+    with pytest.raises(KindError, match="kind Toy is registered without a watch hook"):
+        build_pipeline("k8s", "k8s", kinds=kinds)
+
+
+def test_the_registry_refuses_a_kind_twice_and_a_hook_twice():
+    with pytest.raises(KindError, match="kind Toy is registered twice"):
+        Kinds([KindEntry(TOYS, REACHES_CLUSTER), KindEntry(TOYS, REACHES_CLUSTER)])
+    kinds, _ = kinds_with_toys()
+    with pytest.raises(KindError, match="kind Toy has two watch hooks"):
+        kinds.register(TOY, WATCH, kinds[TOY].hooks[WATCH])
+    with pytest.raises(KindError, match="unknown kind 'Gateway'"):
+        kinds.register("Gateway", WATCH, None)

@@ -147,7 +147,7 @@ def test_the_watcher_keeps_what_it_delivered_packed_whatever_the_consumer_does_w
     rec = Mutating()
     with running([watcher(api_client_for_url(kube.url), "pods", rec)]) as (w,):
         rec.wait_for("LISTED")
-        assert len(w._seen) == 1 and all(isinstance(held, bytes) for held in w._seen.held())
+        assert len(w._seen) == 1 and all(isinstance(held, bytes) for held in w._seen._held.values())
         churn = pod("dev", "web", "10.0.0.7", tier="web")
         churn["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
         kube.store.update(churn)  # nothing the translator reads: still nothing to deliver

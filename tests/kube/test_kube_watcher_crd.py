@@ -14,7 +14,7 @@ from tests.support.builders import cluster_policy, namespace
 from tests.support.kube_helpers import Recorder, ScriptedServer, running, watcher
 from kube_manager.records.db import Database
 from kube_manager.kube.client_factory import api_client_for_url
-from kube_manager.kube.resources import CLUSTER_NETWORK_POLICIES as CNP
+from kube_manager.registry import CLUSTER_NETWORK_POLICIES as CNP
 from kube_manager.kube.watcher import KubeWatcher, WatchSettings
 from simulators.kube_api.runner import EmulatorRunner
 from tests.support.waiting import wait_until

@@ -4,6 +4,7 @@ message until its desired state changes or the next resync, and a 404 about a re
 creates a parent."""
 from __future__ import annotations
 
+import logging
 from typing import List, Tuple
 
 from kube_manager.records.db import PARKED, RETRYING
@@ -185,3 +186,40 @@ def test_a_write_refused_by_the_leader_gate_is_retried_not_parked(setup):
     assert s.cluster.db.parked == {} and s.rec.state_of(RULE_KEY) == RETRYING
     refusing[0] = False
     s.converge()
+
+
+def test_a_vmi_the_cni_removed_before_its_tags_is_no_error(setup, caplog):
+    """Under steady changes the CNI may remove a pod's VMI (the pod deleted, or its interface
+    replaced) between the reconciler deciding its tags and `POST /set-tag` (404). A VMI that is
+    gone needs no tag: no refused write, no ERROR, the pod looked at again, nothing parked."""
+    from tests.support.builders import HTTP_8080, pod
+    from tests.support.reconciler_support import CLIENT
+
+    caplog.set_level(logging.INFO, logger="kube_manager")
+    s = setup().start()
+    s.converge()
+    uid = CLIENT["metadata"]["uid"]
+    vanished: List[str] = []
+
+    def cni_removes_it_first(op: str, obj_type: str, fq: Tuple[str, ...]):
+        if op == "set-tag" and not vanished:
+            vmi = s.api.api.lookup("virtual-machine-interface", list(fq))
+            vanished.append(vmi.uuid)
+            s.api.api.delete("virtual-machine-interface", vmi.uuid)
+        return None
+    s.api.fault = cni_removes_it_first
+    failures = s.rec.counters.failures
+    s.cluster.apply(pod("a", "client", "10.0.0.2", app="web", ports=HTTP_8080))  # a new label: retag
+    record = s.cluster.db.pods[("a", "client")]
+    wait_green(lambda: vanished and record.vmi_state == "no-vm", "the pod looked at again, without its VMI")
+    assert s.rec.counters.failures == failures
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+    assert "pod VMI gone before it was tagged" in caplog.text
+    s.api.fault = None
+    vm = s.api.api.read("virtual-machine", uid, hrefs=False)
+    s.api.api.create("virtual-machine-interface", {  # the CNI's new interface for the pod's VM
+        "fq_name": ["default-domain", "default-project", "client-eth1"], "parent_type": "project",
+        "virtual_machine_refs": [{"to": vm["fq_name"], "uuid": uid}],
+        "virtual_network_refs": [{"to": ["default-domain", "default-project", "k8s-default-pod-network"]}]})
+    wait_green(lambda: record.vmi_state == "synced", "the replacement interface tagged")
+    assert "app=web" in s.api.vmi_tags(uid)

@@ -55,9 +55,9 @@ def test_events_before_the_first_lists_are_held_then_applied_in_dependency_order
     cache.on_event("pods", "LISTED", {"resourceVersion": "3"})
     cache.on_event("clusternetworkpolicies", "LISTED", {"resourceVersion": "3"})
     cache.on_event("namespaces", "ADDED", namespace("a"))
-    assert not cache.initial_lists_done and db.namespaces == {}  # held
+    assert not cache.lists_applied.is_set() and db.namespaces == {}  # held
     cache.on_event("namespaces", "LISTED", {"resourceVersion": "3"})
-    assert cache.initial_lists_done
+    assert cache.lists_applied.is_set()
     assert db.network_policies[("a", "np")].errors == []  # the named port resolved on the pod
     assert ("firewall-rule", (PM, "k8s-a-ingress-np-0-allow-all-0")) in sink.objects
     assert sink.pods == [("a", "web")]
@@ -72,17 +72,17 @@ def test_the_sink_hears_the_lists_are_in_before_they_are_applied_and_what_comes_
     heard = []
 
     def lists_in() -> None:
-        heard.append((cache.initial_lists_done, dict(db.namespaces), list(sink.objects)))
+        heard.append((cache.lists_applied.is_set(), dict(db.namespaces), list(sink.objects)))
         cache.on_event("pods", "ADDED", pod("a", "web", "10.0.0.1", app="web"))  # as if another greenlet ran
         cache.on_event("pods", "MODIFIED", pod("a", "web", "10.0.0.1", app="db"))
         cache.on_event("pods", "RELISTED", {"resourceVersion": "4"})
-        heard.append((cache.initial_lists_done, dict(db.pods), list(sink.objects)))
+        heard.append((cache.lists_applied.is_set(), dict(db.pods), list(sink.objects)))
     sink.initial_lists_in = lists_in  # type: ignore[method-assign]
     cache.on_event("namespaces", "ADDED", namespace("a"))
     cache.on_event("networkpolicies", "ADDED", policy("a", "np", {"podSelector": {"matchLabels": {"app": "db"}}}))
     listed(cache)
     assert heard == [(False, {}, []), (False, {}, [])]
-    assert cache.initial_lists_done and "a" in db.namespaces
+    assert cache.lists_applied.is_set() and "a" in db.namespaces
     assert "app=db" in db.pods[("a", "web")].tags  # the later event applied after the earlier one
     assert len(sink.objects) == len(set(sink.objects))  # applied and reported once
 

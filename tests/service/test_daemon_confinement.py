@@ -91,7 +91,7 @@ def assert_valid_policies_written(db: Database, sink: Sink) -> None:
 def test_a_poisoned_policy_in_the_initial_list_is_rejected_and_the_others_converge():
     db, sink, cache = make()
     initial_lists(cache, (("NetworkPolicy", POISONED_TYPES),))
-    assert cache.initial_lists_done
+    assert cache.lists_applied.is_set()
     assert_valid_policies_written(db, sink)
     cache.status.objects_progressed(AllSynced(), None)
     shown = introspect_policies(db)
@@ -131,7 +131,7 @@ def test_an_unexpected_error_handling_one_object_rejects_it_with_the_exception(m
     with caplog.at_level(logging.WARNING):
         initial_lists(cache, (("NetworkPolicy", boom),))  # in the initial list
         deliver(cache, "NetworkPolicy", policy("b", "boom", {"podSelector": {}}))  # in a watch event
-    assert cache.initial_lists_done
+    assert cache.lists_applied.is_set()
     assert_valid_policies_written(db, sink)
     cache.status.objects_progressed(AllSynced(), None)
     for key in (("a", "boom"), ("b", "boom")):
@@ -157,7 +157,7 @@ def test_fuzz_no_poisoned_object_raises_in_the_daemon_path_and_the_others_conver
         else:
             initial_lists(cache)
             deliver(cache, kind, manifest)
-        assert cache.initial_lists_done
+        assert cache.lists_applied.is_set()
         result = cache.translator.translation().to_dict()
         assert_others_converge(kind, trimmed, result, CLEAN)
         key = identify(kind, trimmed)

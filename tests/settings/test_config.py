@@ -186,12 +186,25 @@ def test_unknown_legacy_and_misplaced_keys(tmp_path: Path) -> None:
     config = load(["-c", path])
     assert config.cluster.name == "moved"
     assert sorted(config.origin.warnings) == sorted([
-        "[DEFAULTS] log_levle: unknown key ignored",
+        "[DEFAULTS] log_levle: unknown key ignored (did you mean log_level?)",
         "[VNC] cluster_name: belongs in [KUBERNETES]; used anyway",
-        "unknown section [DEFAULT] ignored",
+        "unknown section [DEFAULT] ignored (did you mean [DEFAULTS]?)",
         "unknown section [EXTRA] ignored",
     ])
     assert config.origin.ignored_keys == ["[SANDESH]", "orchestrator", "pod_subnets", "rabbit_server"]
+
+
+@pytest.mark.parametrize("text, warning", [
+    ("[KUBERNETES]\npolicy_semantic = kubernetes\n",
+     "[KUBERNETES] policy_semantic: unknown key ignored (did you mean policy_semantics?)"),
+    ("[KUBERNETES]\nlog_levle = DEBUG\n",
+     "[KUBERNETES] log_levle: unknown key ignored (did you mean log_level, in [DEFAULTS]?)"),
+    ("[VNC]\nflavour = mint\n", "[VNC] flavour: unknown key ignored"),
+    ("[kubernetes]\ncluster_name = a\n", "unknown section [kubernetes] ignored (did you mean [KUBERNETES]?)"),
+    ("[SPICES]\nx = 1\n", "unknown section [SPICES] ignored"),
+])
+def test_an_unknown_key_or_section_names_what_was_likely_meant(tmp_path: Path, text: str, warning: str) -> None:
+    assert load(["-c", write(tmp_path, text)]).origin.warnings == [warning]
 
 
 def test_findings_are_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -370,3 +383,22 @@ def test_what_the_operator_wrote_wins_over_what_demo_implies(tmp_path: Path) -> 
     config = load_settings(cli_parser().parse_args(["-c", path, "--vnc-endpoint-port", "18082"]), implied=implied)
     assert (config.introspect.listen_ip, config.kubernetes.api_port, config.vnc.port) == ("127.0.0.2", 18080, 18082)
     assert (config.vnc.endpoints, config.kubernetes.api_server) == (["embedded"], "emulated")  # implied, unwritten
+
+
+@pytest.mark.parametrize("flag", ["--semantics", "--policy-semantics"])
+def test_the_daemon_takes_the_semantics_flag_the_commands_take(flag: str) -> None:
+    """`--semantics` on `run` as on translate, explain and what-if; the key's own spelling stays."""
+    assert load([flag, "cluster-wide"]).cluster.semantics == "cluster-wide"
+    assert load([]).cluster.semantics == "kubernetes"
+
+
+def test_every_offline_flag_of_the_semantics_is_the_daemons() -> None:
+    import argparse
+
+    from kube_manager.cli.options import add_semantics_argument
+    offline = argparse.ArgumentParser()
+    add_semantics_argument(offline)
+    spelt = {flag for action in offline._actions for flag in action.option_strings if "semantics" in flag}
+    assert spelt == {"--semantics"} and KEYS["policy_semantics"].flags[0] == "--semantics"
+    with pytest.raises(ConfigError, match=r"--semantics \(\[KUBERNETES\] policy_semantics\)"):
+        load(["--semantics", "everywhere"])

@@ -11,7 +11,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from kube_manager.kube.client_factory import api_client_for_url
-from kube_manager.kube.resources import CLUSTER_NETWORK_POLICIES as CNP
+from kube_manager.registry import CLUSTER_NETWORK_POLICIES as CNP
 from simulators.kube_api.runner import EmulatorRunner
 from simulators.kube_api.errors import ApiError
 from simulators.kube_api.store import KubeStore

@@ -146,6 +146,13 @@ def test_a_policy_without_a_readable_tier_priority_or_subject_is_rejected_whole(
     assert error["name"] == "p" and reason in error["reason"] and "rejected whole" in error["reason"]
 
 
+def test_a_misspelt_spec_field_names_what_was_likely_meant():
+    manifest = cnp("p", "Admin", 1, HOUSE_A, ingress=[{"action": "Deny", "from": FROM_B}])
+    manifest["spec"]["egres"] = manifest["spec"]["ingress"]
+    (error,) = _run(manifest)["errors"]
+    assert error["reason"] == "spec: unknown field 'egres' (did you mean 'egress'?); ignored"
+
+
 def test_status_names_what_each_policy_emitted():
     translator = ClusterTranslator()
     namespaces, pods = cluster()
@@ -190,3 +197,14 @@ def test_the_embedded_config_api_takes_every_object_of_the_example_in_write_orde
         for body in result[key]:
             api.create(obj_type, copy.deepcopy(body))
     api.create("application-policy-set", copy.deepcopy(result["application_policy_set"]))
+    # every object is held, under its name, and each reference resolved to an object held
+    for key, obj_type in (("tags", "tag"), ("address_groups", "address-group"), ("firewall_rules", "firewall-rule"),
+                          ("firewall_policies", "firewall-policy")):
+        assert [o["fq_name"] for o in api.dump(obj_type)] == sorted(b["fq_name"] for b in result[key])
+    (aps,) = [o for o in api.dump("application-policy-set")
+              if o["fq_name"] == result["application_policy_set"]["fq_name"]]
+    policies = {o["uuid"]: o for o in api.dump("firewall-policy")}
+    assert sorted(policies[ref["uuid"]]["fq_name"] for ref in aps["firewall_policy_refs"]) == \
+        sorted(ref["to"] for ref in result["application_policy_set"]["firewall_policy_refs"])
+    rules = {o["uuid"] for o in api.dump("firewall-rule")}
+    assert all(ref["uuid"] in rules for p in policies.values() for ref in p.get("firewall_rule_refs", []))

@@ -1,19 +1,20 @@
 """Every kind goes through one surface of the translator (`upsert`, `delete`, `reject`, `status_of`,
-`errors`): a kind the product does not know plugs in as one source, and behaves as the others."""
+`errors`): a kind the product does not know plugs in as one source (its hook in the registry of
+kinds), and behaves as the others."""
 from __future__ import annotations
 
 import pytest
 
+from kube_manager.registry import SOURCE, KindError
 from kube_manager.translator import ClusterTranslator, translate
 from kube_manager.translator.kind_source import KindTable
 from tests.support.builders import namespace, pod
-from tests.support.toy_kind import TOO_BIG, TOY, ToySource, toy
+from tests.support.toy_kind import TOO_BIG, TOY, kinds_with_toys, toy
 
 
 def translator_with_toys() -> tuple:
-    translator, source = ClusterTranslator(), ToySource()
-    translator.add_kind(source)
-    return translator, source
+    translator = ClusterTranslator(kinds=kinds_with_toys()[0])
+    return translator, translator._kinds[TOY]
 
 
 def test_a_new_kind_is_read_rejected_and_cleared_like_the_others() -> None:
@@ -68,6 +69,17 @@ def test_translate_applies_the_kinds_in_the_translators_order_whatever_the_mappi
     assert translate(objects).to_dict() == translate(ordered).to_dict()
 
 
+class Gateways:
+    kind = "Gateway"
+
+
 def test_a_kind_has_one_source() -> None:
-    with pytest.raises(ValueError, match="kind Toy has two translator sources"):
-        KindTable([ToySource(), ToySource()])
+    with pytest.raises(ValueError, match="kind Gateway has two translator sources"):
+        KindTable([Gateways(), Gateways()])  # type: ignore[list-item]
+
+
+def test_a_kind_without_a_translator_source_hook_fails_when_the_translator_is_built() -> None:
+    kinds, _ = kinds_with_toys()
+    del kinds[TOY].hooks[SOURCE]
+    with pytest.raises(KindError, match="kind Toy is registered without a translator source hook"):
+        ClusterTranslator(kinds=kinds)

@@ -98,7 +98,45 @@ def test_unknown_spec_fields_are_reported_and_ignored():
     result = run(policies=[policy("n", "p", spec)])
     assert pass_rules(result) == ["k8s-n-egress-p-0-allow-all-0"]
     assert deny_rules(result) == ["k8s-n-egress-p-denyall", "k8s-n-ingress-p-denyall"]
-    assert reasons(result) == ["spec: unknown field 'ingres'; ignored"]
+    assert reasons(result) == ["spec: unknown field 'ingres' (did you mean 'ingress'?); ignored; "
+                               "without spec.ingress it allows no ingress traffic to the pods it selects"]
+
+
+@pytest.mark.parametrize("spec, reason", [
+    # the misspelt selector: the policy now selects every pod of its namespace, and says so
+    ({"podSelectr": {"matchLabels": {"app": "web"}}, "ingress": [{}]},
+     "spec: unknown field 'podSelectr' (did you mean 'podSelector'?); ignored; "
+     "without spec.podSelector it selects every pod of its namespace"),
+    ({"podSelector": {}, "policyTypes": ["Egress"], "egres": [{}]},
+     "spec: unknown field 'egres' (did you mean 'egress'?); ignored; "
+     "without spec.egress it allows no egress traffic from the pods it selects"),
+    # an ingress list absent but not isolated (policyTypes: Egress only): no effect to tell
+    ({"podSelector": {}, "policyTypes": ["Egress"], "egress": [{}], "ingres": [{}]},
+     "spec: unknown field 'ingres' (did you mean 'ingress'?); ignored"),
+    ({"podSelector": {}, "ingress": [], "colour": "blue"}, "spec: unknown field 'colour'; ignored"),
+])
+def test_an_unknown_spec_field_says_what_was_likely_meant_and_its_effect(spec, reason):
+    assert reasons(run(policies=[policy("n", "p", spec)])) == [reason]
+
+
+def test_the_misspelt_selector_does_select_every_pod_as_the_reason_says():
+    """The effect named is the effect applied (the translation checked, not the message alone)."""
+    pods = [pod("n", "web", "10.0.0.1", app="web"), pod("n", "db", "10.0.0.2", app="db")]
+    spec = {"podSelectr": {"matchLabels": {"app": "web"}}, "ingress": []}
+    typo = run(pods=pods, policies=[policy("n", "p", spec)], semantics="kubernetes")
+    everyone = run(pods=pods, policies=[policy("n", "p", {"podSelector": {}, "ingress": []})], semantics="kubernetes")
+    web_only = run(pods=pods, policies=[policy("n", "p", {"podSelector": {"matchLabels": {"app": "web"}},
+                                                          "ingress": []})], semantics="kubernetes")
+    tagged = {(w["name"], tuple(w["tags"])) for w in typo["workloads"]}
+    assert tagged == {(w["name"], tuple(w["tags"])) for w in everyone["workloads"]}
+    assert tagged != {(w["name"], tuple(w["tags"])) for w in web_only["workloads"]}  # db isolated too
+
+
+def test_a_misspelt_field_inside_a_block_is_named_with_its_likely_meaning():
+    spec = {"podSelector": {}, "ingress": [{"from": [{"podSelectr": {}}], "ports": [{"port": 80, "protocl": "TCP"}]}]}
+    assert reasons(run(policies=[policy("n", "p", spec)])) == [
+        "spec.ingress[0].from[0]: unknown field 'podSelectr' (did you mean 'podSelector'?); the peer is ignored",
+        "spec.ingress[0].ports[0]: unknown field 'protocl' (did you mean 'protocol'?); the port is ignored"]
 
 
 def test_an_unreadable_egress_list_still_isolates_egress():

@@ -177,7 +177,7 @@ def test_flush_reports_a_policy_lifecycle():
         ("firewall-rule", (PM, "k8s-n-ingress-np-0-ipBlock-0-cidr-10.0.0.0/8-0")),
         ("firewall-rule", (PM, "k8s-n-ingress-np-denyall")), ("firewall-policy", (PM, "k8s-n-np"))}
     assert set(added.changed) == {("firewall-policy", (PM, "k8s-denyall")), ("application-policy-set", (PM, "k8s"))}
-    assert added.policies == (("n", "np"),)
+    assert added.policies.get("NetworkPolicy", ()) == (("n", "np"),)
     assert {(c.resource_type, c.operation, c.ref_fq_name[-1]) for c in added.ref_changes} == {
         ("firewall-policy", "ADD", "k8s-n-ingress-np-denyall"), ("application-policy-set", "ADD", "k8s-n-np")}
 
@@ -350,6 +350,6 @@ def test_reads_answer_for_the_last_flush_and_never_flush_themselves():
         t.translation()
     changes = t.flush()
     assert ("firewall-policy", (PM, "k8s-n-np")) in changes.added
-    assert changes.pods == (("n", "a"), ("n", "b")) and changes.policies == (("n", "np"),)
+    assert changes.pods == (("n", "a"), ("n", "b")) and changes.policies.get("NetworkPolicy", ()) == (("n", "np"),)
     assert policy_objects(t, "n", "np").firewall_policy == (PM, "k8s-n-np")
     assert "app=web" in t.pod_tags("n", "b")

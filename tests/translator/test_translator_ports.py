@@ -5,7 +5,7 @@ import hashlib
 
 import pytest
 
-from kube_manager.translator.naming import (collision_label, hashed_sequence, rule_sequence, sequence_key,
+from kube_manager.translator.naming import (collision_label, hashed_sequence, rule_sequence, sequence_sort_key,
                                             shorten)
 from kube_manager.translator.ports import PortSpec, parse_port
 from kube_manager.translator.validation import InvalidInput
@@ -73,6 +73,7 @@ def test_collision_label_and_sequences():
 
 def test_sequence_order_is_numeric():
     ordered = ["00002.0", "00010.0", "100000.0"]
-    assert sorted(reversed(ordered), key=sequence_key) == ordered
-    assert sorted(["3.0", "1.999999999999", "2.0", "1.000000000001"], key=sequence_key) == [
+    assert sorted(reversed(ordered), key=lambda sequence: sequence_sort_key(sequence, "")) == ordered
+    assert sorted(["3.0", "1.999999999999", "2.0", "1.000000000001"],
+                  key=lambda sequence: sequence_sort_key(sequence, "")) == [
         "1.000000000001", "1.999999999999", "2.0", "3.0"]

@@ -8,7 +8,7 @@ from typing import Dict, List, Tuple
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kube_manager.translator.naming import hashed_sequence, sequence_key, sequence_sort_key
+from kube_manager.translator.naming import hashed_sequence, sequence_sort_key
 from kube_manager.translator.sequenced import SequencedRefs
 
 PM = "default-policy-management"
@@ -17,6 +17,13 @@ NAMES = [f"k8s-ns-{i}-np" for i in range(40)]
 # majors, and minors that are prefixes of each other.
 sequences = st.one_of(st.sampled_from(NAMES).map(hashed_sequence),
                       st.sampled_from(["2.0", "3.0", "1.5", "1.50", "1.05", "10.0", "9.0", "100000.0"]))
+
+
+def sequence_key(sequence: str) -> Tuple[int, str]:
+    """The numeric order of `major.minor` sequences (the minor digits compare as decimals): the
+    reference the flat key must agree with."""
+    major, _, minor = sequence.partition(".")
+    return (int(major), minor)
 
 
 @given(st.lists(st.tuples(sequences, st.sampled_from(NAMES))))

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import logging
+import time
+from types import SimpleNamespace
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
@@ -13,9 +15,9 @@ import responses
 from responses import matchers
 
 from kube_manager.plumbing.kvlog import FIELDS_ATTR
+from vnc_client import transport
 from vnc_client.client import LIST_BULK_THRESHOLD, VncClient, encode_filters
 from vnc_client.errors import InvalidResponse
-from vnc_client.objects import ActionList, FirewallEndpoint, FirewallRule, Tag
 
 BASE = "http://vnc.test:8082"
 RULE_FQ = ["default-policy-management", "k8s-default-ingress-np-0-podSelector-0-0"]
@@ -53,18 +55,6 @@ def test_create_posts_wrapped_body_and_returns_it_with_the_server_fields(rsps, c
     assert created["action_list"] == {"simple_action": "pass"}
 
 
-def test_create_accepts_a_typed_object(rsps, client):
-    rule = FirewallRule(RULE_FQ, action_list=ActionList("pass"), endpoint_1=FirewallEndpoint(any=True))
-    rsps.post(f"{BASE}/firewall-rules", match=[matchers.json_params_matcher({"firewall-rule": rule.to_body()})],
-              json={"firewall-rule": {"uuid": "u-1", "fq_name": RULE_FQ}})
-    assert client.create("firewall-rule", rule)["endpoint_1"] == {"any": True}
-
-
-def test_create_refuses_a_typed_object_of_another_type(client):
-    with pytest.raises(ValueError, match="tag object cannot be sent as firewall-rule"):
-        client.create("firewall-rule", Tag.named("application", "k8s"))
-
-
 @pytest.mark.parametrize("bad_type", ["firewall-rules", "no-such-type", ""])
 def test_unknown_resource_type_is_refused_before_any_request(rsps, client, bad_type):
     with pytest.raises(ValueError, match="unknown resource type"):
@@ -73,7 +63,7 @@ def test_unknown_resource_type_is_refused_before_any_request(rsps, client, bad_t
 
 
 def test_create_refuses_a_body_that_is_not_a_mapping(client):
-    with pytest.raises(ValueError, match="must be a dict or a typed object"):
+    with pytest.raises(ValueError, match="must be a dict, got list"):
         client.create("tag", ["application=k8s"])  # type: ignore[arg-type]
 
 
@@ -235,6 +225,10 @@ def test_set_tag_single_value_and_removal(rsps, client):
         "obj_type": "virtual-machine-interface", "obj_uuid": "v-1", "app": None})], json={})
     client.set_tag("virtual-machine-interface", "v-1", "namespace", "default")
     client.set_tag("virtual-machine-interface", "v-1", "app", None)
+    # each call is one request, with the body its matcher names (in that order)
+    bodies = [json.loads(call.request.body) for call in rsps.calls]
+    assert [sorted(set(body) - {"obj_type", "obj_uuid"}) for body in bodies] == [["namespace"], ["app"]]
+    assert bodies[1]["app"] is None
 
 
 def test_set_labels_adds_and_deletes_values_of_the_label_type(rsps, client):
@@ -242,6 +236,9 @@ def test_set_labels_adds_and_deletes_values_of_the_label_type(rsps, client):
         "obj_type": "virtual-machine-interface", "obj_uuid": "v-1",
         "label": {"is_global": True, "add_values": ["k8s-sel-aaa"], "delete_values": ["k8s-sel-bbb"]}})], json={})
     client.set_labels("virtual-machine-interface", "v-1", add=["k8s-sel-aaa"], delete=["k8s-sel-bbb"])
+    assert len(rsps.calls) == 1
+    assert json.loads(rsps.calls[0].request.body)["label"] == {
+        "is_global": True, "add_values": ["k8s-sel-aaa"], "delete_values": ["k8s-sel-bbb"]}
 
 
 @pytest.mark.parametrize("changes, message", [({}, "at least one tag type"), ({"obj_uuid": None}, "not a tag type")])
@@ -265,7 +262,8 @@ def test_success_with_a_body_that_is_not_json_is_an_invalid_response(rsps, clien
 def test_create_answer_without_the_object_is_an_invalid_response(rsps, client):
     rsps.post(f"{BASE}/tags", json={"uuid": "t-1"})
     with pytest.raises(InvalidResponse, match="no 'tag' object"):
-        client.create("tag", Tag.named("namespace", "default"))
+        client.create("tag", {"fq_name": ["namespace=default"], "tag_type_name": "namespace",
+                            "tag_value": "default"})
 
 
 def test_every_write_is_logged_once_at_debug_with_type_and_fq_name(rsps, client, caplog):
@@ -295,16 +293,28 @@ def test_every_write_is_logged_once_at_debug_with_type_and_fq_name(rsps, client,
     assert [r.levelname for r in caplog.records] == ["DEBUG"] * 5
 
 
-def test_observer_sees_every_attempt_with_a_path_template(rsps):
+def test_observer_sees_every_attempt_with_a_path_template_and_its_duration(rsps, monkeypatch):
+    """The seconds reported are the time the request took: the server's answers here take 0.25 s
+    and 1.5 s on a clock that moves only while it answers."""
+    clock = [1000.0]
+    monkeypatch.setattr(transport, "time", SimpleNamespace(monotonic=lambda: clock[0], sleep=time.sleep))
+
+    def answering_in(seconds: float, status: int, body: str):
+        def answer(_request: Any) -> Tuple[int, Dict[str, str], str]:
+            clock[0] += seconds
+            return status, {}, body
+        return answer
+
     seen: List[Tuple[str, str, Optional[int], float]] = []
-    rsps.get(f"{BASE}/firewall-rule/u-1", json={"firewall-rule": {"uuid": "u-1"}})
-    rsps.get(f"{BASE}/firewall-rule/u-2", status=404, body="not found")
+    rsps.add_callback("GET", f"{BASE}/firewall-rule/u-1",
+                      callback=answering_in(0.25, 200, json.dumps({"firewall-rule": {"uuid": "u-1"}})))
+    rsps.add_callback("GET", f"{BASE}/firewall-rule/u-2", callback=answering_in(1.5, 404, "not found"))
     with VncClient("vnc.test", observer=lambda *a: seen.append(a)) as c:
         c.read("firewall-rule", "u-1")
         with pytest.raises(Exception):
             c.read("firewall-rule", "u-2")
     assert [s[:3] for s in seen] == [("GET", "/firewall-rule/{uuid}", 200), ("GET", "/firewall-rule/{uuid}", 404)]
-    assert all(s[3] >= 0 for s in seen)
+    assert [s[3] for s in seen] == [pytest.approx(0.25), pytest.approx(1.5)]
 
 
 def test_a_failing_observer_does_not_break_the_call(rsps, caplog):

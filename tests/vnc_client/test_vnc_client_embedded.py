@@ -7,11 +7,10 @@ are exercised against real sockets: injected 503s, dropped connections, and a de
 from __future__ import annotations
 
 import socket
-from typing import Iterator, List
+from typing import Any, Dict, Iterator, List
 
 import pytest
 
-from vnc_client import objects as o
 from vnc_client.client import LIST_BULK_THRESHOLD, VncClient
 from vnc_client.errors import BadRequest, Conflict, NotFound, ServerError, VncConnectionError
 from vnc_client.retry import RetryPolicy
@@ -19,7 +18,8 @@ from simulators.vnc_api.runner import BackgroundServer, run_in_background
 
 PM = ["default-policy-management"]
 PROJECT = ["default-domain", "default-project"]
-MARKS = o.KeyValuePairs.of({"owner": "k8s", "cluster": "k8s"})
+MARKS = {"key_value_pair": [{"key": "cluster", "value": "k8s"}, {"key": "owner", "value": "k8s"}]}
+PM_PARENT = {"parent_type": "policy-management", "annotations": MARKS}
 
 
 @pytest.fixture(scope="module")
@@ -42,12 +42,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def rule(name: str, endpoint_1: o.FirewallEndpoint, port: int) -> o.FirewallRule:
-    return o.FirewallRule(
-        PM + [name], annotations=MARKS, action_list=o.ActionList("pass"),
-        service=o.FirewallService("tcp", dst_ports=o.PortRange(port, port)),
-        endpoint_1=endpoint_1, endpoint_2=o.FirewallEndpoint(tags=["application=scen", "app=web"]),
-        direction=">", match_tags=o.MatchTags())
+def rule(name: str, endpoint_1: Dict[str, Any], port: int) -> Dict[str, Any]:
+    return {"fq_name": PM + [name], **PM_PARENT, "action_list": {"simple_action": "pass"},
+            "service": {"protocol": "tcp", "dst_ports": {"start_port": port, "end_port": port}},
+            "endpoint_1": endpoint_1, "endpoint_2": {"tags": ["application=scen", "app=web"]},
+            "direction": ">", "match_tags": {"tag_list": []}}
+
+
+def tag(tag_type: str, value: str) -> Dict[str, Any]:
+    """A global tag `type=value`, named as the server names it."""
+    return {"fq_name": [f"{tag_type}={value}"], "tag_type_name": tag_type, "tag_value": value}
+
+
+def sequenced(fq_name: List[str], sequence: str) -> Dict[str, Any]:
+    return {"to": fq_name, "attr": {"sequence": sequence}}
 
 
 def ref_names(refs: List[dict]) -> List[str]:
@@ -63,42 +71,44 @@ def test_full_scenario(client: VncClient) -> None:
     tags = {}
     for tag_type, value in [("application", "scen"), ("namespace", "scen-ns"), ("APP", "web"),
                             ("label", "scen-sel-1"), ("label", "scen-sel-2")]:
-        created = client.create("tag", o.Tag.named(tag_type, value, annotations=MARKS))
+        created = client.create("tag", dict(tag(tag_type, value), annotations=MARKS))
         tags[f"{tag_type.lower()}={value}"] = created["uuid"]
-    app_tag = o.object_from_body("tag", client.read("tag", ["app=web"]))
-    assert (app_tag.tag_type_name, app_tag.tag_value, app_tag.name) == ("app", "web", "app=web")
-    assert app_tag.tag_id and app_tag.annotations == MARKS
+    app_tag = client.read("tag", ["app=web"])
+    assert (app_tag["tag_type_name"], app_tag["tag_value"], app_tag["fq_name"]) == ("app", "web", ["app=web"])
+    assert app_tag["tag_id"] and app_tag["annotations"] == MARKS
 
-    group = o.AddressGroup(PM + ["10.1.0.0/16"], annotations=MARKS,
-                           address_group_prefix=o.SubnetList([o.Subnet("10.1.0.0", 16)]))
+    group = {"fq_name": PM + ["10.1.0.0/16"], **PM_PARENT,
+             "address_group_prefix": {"subnet": [{"ip_prefix": "10.1.0.0", "ip_prefix_len": 16}]}}
     group_uuid = client.create("address-group", group)["uuid"]
 
     # Rules, one tag endpoint and one address-group endpoint, then a policy with sequenced refs.
-    r1 = client.create("firewall-rule", rule("scen-r1", o.FirewallEndpoint(tags=["application=scen"]), 80))
+    r1 = client.create("firewall-rule", rule("scen-r1", {"tags": ["application=scen"]}, 80))
     r2 = client.create("firewall-rule", rule(
-        "scen-r2", o.FirewallEndpoint(address_group="default-policy-management:10.1.0.0/16"), 443).to_body())
+        "scen-r2", {"address_group": "default-policy-management:10.1.0.0/16"}, 443))
     assert r1["parent_uuid"] == pm_uuid and r1["fq_name"] == PM + ["scen-r1"]
-    policy = o.FirewallPolicy(PM + ["scen-policy"], annotations=MARKS, firewall_rule_refs=[
-        o.Ref.sequenced(PM + ["scen-r1"], "00000.0"), o.Ref.sequenced(PM + ["scen-r2"], "00001.0")])
+    policy = {"fq_name": PM + ["scen-policy"], **PM_PARENT, "firewall_rule_refs": [
+        sequenced(PM + ["scen-r1"], "00000.0"), sequenced(PM + ["scen-r2"], "00001.0")]}
     policy_uuid = client.create("firewall-policy", policy)["uuid"]
-    aps_uuid = client.create("application-policy-set", o.ApplicationPolicySet(
-        PM + ["scen"], annotations=MARKS, tag_refs=[o.Ref(["application=scen"])],
-        firewall_policy_refs=[o.Ref.sequenced(PM + ["scen-policy"], "1.000000000001")]))["uuid"]
+    aps_uuid = client.create("application-policy-set", {
+        "fq_name": PM + ["scen"], **PM_PARENT, "tag_refs": [{"to": ["application=scen"], "attr": None}],
+        "firewall_policy_refs": [sequenced(PM + ["scen-policy"], "1.000000000001")]})["uuid"]
 
-    read_policy = o.object_from_body("firewall-policy", client.read("firewall-policy", policy_uuid))
-    assert sorted((r.to, r.uuid, r.attr["sequence"]) for r in read_policy.firewall_rule_refs) == [
+    read_policy = client.read("firewall-policy", policy_uuid)
+    assert sorted((r["to"], r["uuid"], r["attr"]["sequence"]) for r in read_policy["firewall_rule_refs"]) == [
         (PM + ["scen-r1"], r1["uuid"], "00000.0"), (PM + ["scen-r2"], r2["uuid"], "00001.0")]
-    read_r2 = o.object_from_body("firewall-rule", client.read("firewall-rule", r2["uuid"]))
-    assert read_r2.endpoint_1.address_group == "default-policy-management:10.1.0.0/16"
-    service = read_r2.service
-    assert (service.protocol, service.protocol_id, service.dst_ports) == ("tcp", 6, o.PortRange(443, 443))
+    read_r2 = client.read("firewall-rule", r2["uuid"])
+    assert read_r2["endpoint_1"]["address_group"] == "default-policy-management:10.1.0.0/16"
+    service = read_r2["service"]
+    assert (service["protocol"], service["protocol_id"], service["dst_ports"]) == (
+        "tcp", 6, {"start_port": 443, "end_port": 443})
 
     # A pod: its virtual network, VM (named by the pod uid) and VMI, then tags through set-tag.
-    client.create("virtual-network", o.VirtualNetwork(PROJECT + ["scen-net"]))
-    vm_uuid = client.create("virtual-machine", o.VirtualMachine(["scen-pod-uid"]))["uuid"]
-    vmi_uuid = client.create("virtual-machine-interface", o.VirtualMachineInterface(
-        PROJECT + ["scen-vmi"], virtual_network_refs=[o.Ref(PROJECT + ["scen-net"])],
-        virtual_machine_refs=[o.Ref(["scen-pod-uid"], uuid=vm_uuid)]))["uuid"]
+    client.create("virtual-network", {"fq_name": PROJECT + ["scen-net"], "parent_type": "project"})
+    vm_uuid = client.create("virtual-machine", {"fq_name": ["scen-pod-uid"]})["uuid"]
+    vmi_uuid = client.create("virtual-machine-interface", {
+        "fq_name": PROJECT + ["scen-vmi"], "parent_type": "project",
+        "virtual_network_refs": [{"to": PROJECT + ["scen-net"], "attr": None}],
+        "virtual_machine_refs": [{"to": ["scen-pod-uid"], "attr": None, "uuid": vm_uuid}]})["uuid"]
     assert client.list("virtual-machine-interface", back_ref_id=vm_uuid) == [
         {"uuid": vmi_uuid, "fq_name": PROJECT + ["scen-vmi"], "href": f"{client.current_endpoint}"
          f"/virtual-machine-interface/{vmi_uuid}"}]
@@ -135,7 +145,7 @@ def test_full_scenario(client: VncClient) -> None:
 
     # The refusals the reconciler relies on, as typed errors.
     with pytest.raises(Conflict):
-        client.create("firewall-rule", rule("scen-r1", o.FirewallEndpoint(any=True), 22))
+        client.create("firewall-rule", rule("scen-r1", {"any": True}, 22))
     with pytest.raises(NotFound):
         client.read("firewall-rule", "00000000-0000-0000-0000-000000000000")
     with pytest.raises(NotFound):
@@ -145,9 +155,8 @@ def test_full_scenario(client: VncClient) -> None:
     with pytest.raises(Conflict):
         client.delete("address-group", group_uuid)  # rule r2 refers to it
     with pytest.raises(NotFound, match="application=missing"):
-        client.create("firewall-rule", rule("scen-bad", o.FirewallEndpoint(tags=["application=missing"]), 1))
-    bad_direction = rule("scen-bad", o.FirewallEndpoint(any=True), 1)
-    bad_direction.direction = "sideways"
+        client.create("firewall-rule", rule("scen-bad", {"tags": ["application=missing"]}, 1))
+    bad_direction = dict(rule("scen-bad", {"any": True}, 1), direction="sideways")
     with pytest.raises(BadRequest):
         client.create("firewall-rule", bad_direction)
 
@@ -168,7 +177,7 @@ def test_full_scenario(client: VncClient) -> None:
 
 
 def test_long_uuid_lists_are_listed_through_list_bulk_collection(server: BackgroundServer, client: VncClient) -> None:
-    uuids = [client.create("tag", o.Tag.named("bulk", f"v{i}"))["uuid"] for i in range(LIST_BULK_THRESHOLD + 5)]
+    uuids = [client.create("tag", tag("bulk", f"v{i}"))["uuid"] for i in range(LIST_BULK_THRESHOLD + 5)]
     server.counters.reset()
     listed = client.list("tag", obj_uuids=uuids, detail=True, fields=["tag_value"])
     assert sorted(t["tag_value"] for t in listed) == sorted(f"v{i}" for i in range(LIST_BULK_THRESHOLD + 5))
@@ -210,7 +219,7 @@ def test_only_dead_endpoints_raise_a_connection_error() -> None:
 
 
 def test_list_pages_walks_a_collection_in_bounded_pages(client):
-    made = [client.create("address-group", o.AddressGroup(PM + [f"paged-{i:02d}"], annotations=MARKS))["uuid"]
+    made = [client.create("address-group", {"fq_name": PM + [f"paged-{i:02d}"], **PM_PARENT})["uuid"]
             for i in range(7)]
     pages = list(client.list_pages("address-group", 3, fields=["annotations"], exclude_hrefs=True))
     assert all(len(page) <= 3 for page in pages)

@@ -1,6 +1,6 @@
 """The translator's validated view of a ClusterNetworkPolicy (SPEC 13).
 
-A manifest is read once into these frozen values; the set algebra and the renderer never look at raw
+A manifest is read once into these frozen values; the chains and the exact mode never look at raw
 dicts. Fail-closed handling is settled here, at reading time: a rule that cannot be enforced or is
 invalid is either left out (an Accept: it matches nothing) or replaced by a Deny of everything its
 subject sends or receives in its direction (a Deny or a Pass), as the API prescribes.
@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import FrozenSet, Optional, Tuple, Union
 
+from kube_manager.registry import CLUSTER_NETWORK_POLICIES
+
 from ..cidr import Network
 from ..model import PodScope
 
@@ -17,7 +19,7 @@ ADMIN, BASELINE = "Admin", "Baseline"
 TIERS = (ADMIN, BASELINE)
 ACCEPT, DENY, PASS = "Accept", "Deny", "Pass"
 ACTIONS = (ACCEPT, DENY, PASS)
-KIND = "ClusterNetworkPolicy"
+KIND = CLUSTER_NETWORK_POLICIES.kind
 MAX_PRIORITY = 1000
 
 # A numbered port range as Contrail spells its protocol: ("tcp", first, last).

@@ -20,7 +20,7 @@ from ..naming import EGRESS, INGRESS
 from ..ports import MAX_PORT
 from ..selectors import LabelSelector, parse_selector
 from ..shapes import (CNP, CNP_EGRESS_RULE, CNP_INGRESS_RULE, CNP_PEER, CNP_PROTOCOL, CNP_SPEC,
-                      CNP_SUBJECT, as_object, conform, conform_field)
+                      CNP_SUBJECT, as_object, conform, conform_field, unknown_fields)
 from ..validation import InvalidInput, object_name_problem, port_name_problem
 from .model import ACCEPT, ACTIONS, DENY, MAX_PRIORITY, TIERS, CnpPeer, CnpRule, Networks, ParsedCnp, PortRange
 
@@ -201,7 +201,7 @@ def parse_cnp(manifest: Any) -> ParsedCnp:
         return ParsedCnp(name, uid, digest, "", 0, None, (), (f"{exc}; the policy is rejected whole", *errors))
     unknown = sorted(str(k) for k in spec if k not in CNP_SPEC.fields)
     if unknown:
-        errors.append(f"spec: unknown field {', '.join(repr(u) for u in unknown)}; ignored")
+        errors.append(f"spec: {unknown_fields(unknown, CNP_SPEC.fields)}; ignored")
     rules = _rules(spec, errors)
     return ParsedCnp(name, uid, digest, tier, priority, subject, rules, tuple(errors), logged)
 

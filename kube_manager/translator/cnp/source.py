@@ -23,15 +23,15 @@ from ..rejections import describe_object, object_logger
 from ..shared import SharedObjects
 from ..bodies import global_fq_name
 from ..exact.product import Lists, Product
-from ..exact.source import KUBERNETES, ExactEnforcement
-from ..exact.tiers import TierBlocks, block_policy_name
-from ..naming import shorten
+from ..exact.source import ExactEnforcement
+from ..exact.tiers import TierBlocks
+from ..naming import ADMIN_BLOCK, BASELINE_BLOCK, BASELINE_NP_BLOCK, block_policy_name, shorten
 from .chain import DIRECTIONS, ChainBuilder, TierChains
 from .model import ADMIN, BASELINE, KIND, TIERS, ParsedCnp
 from .parse import cnp_key, parse_cnp
 from .status import CnpStatus, status_errors
 
-_BLOCKS_OF = MappingProxyType({ADMIN: ("admin",), BASELINE: ("baseline-np", "baseline")})  # a tier's blocks
+_BLOCKS_OF = MappingProxyType({ADMIN: (ADMIN_BLOCK,), BASELINE: (BASELINE_NP_BLOCK, BASELINE_BLOCK)})  # a tier's blocks
 
 
 @dataclass(eq=False, repr=False)
@@ -106,7 +106,7 @@ class ClusterNetworkPolicies:
                 self._shared.apply(None, new)
             if old is not None:
                 self._shared.apply(old, None)
-            self._log.cluster_policies_rendered([p.name for p in policies] + list(old.errors if old else ()))
+            self._log.policies_touched(KIND, [("", p.name) for p in policies] + [("", name) for name in (old.errors if old else ())])
             self._log_new_errors(old, new)
         present = any(self._valid(tier) for tier in TIERS)
         if not dirty and (not present or self._written == self._exact.generation):
@@ -123,7 +123,7 @@ class ClusterNetworkPolicies:
             chains = self._chains.get(tier)
             return {d: [(c.item, c.action) for c in chains.chains[d]] if chains else [] for d in DIRECTIONS}
         product = Product(Lists(lists(ADMIN), lists(BASELINE), self._exact.network_policy_items()),
-                          self._exact.isolation_tags, self._exact.semantics == KUBERNETES)
+                          self._exact.isolation_tags, self._exact.exact)
         made = product.blocks()
         self._blocks.write({block: made[block] if self._valid(tier) else None
                             for tier, blocks in _BLOCKS_OF.items() for block in blocks},
@@ -141,8 +141,8 @@ class ClusterNetworkPolicies:
             statuses[name] = CnpStatus(global_fq_name(shorten(block_policy_name(cluster, block))), passes, denies, errors)
         # A policy whose rules moved (a rule of its items met a NetworkPolicy's, say) is reported
         # for its record, as the policies of a re-rendered tier are; the others cost nothing.
-        self._log.cluster_policies_rendered(name for name, status in statuses.items()
-                                            if self._statuses.get(name) != status)
+        self._log.policies_touched(KIND, (("", name) for name, status in statuses.items()
+                                          if self._statuses.get(name) != status))
         self._statuses = statuses
 
     @staticmethod

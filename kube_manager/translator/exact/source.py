@@ -18,8 +18,10 @@ from typing import Dict, List, Optional, Tuple
 from ..bodies import (ADDRESS_GROUP, DENY, FIREWALL_POLICY, FIREWALL_RULE, Body, BodyFactory, FqName,
                       global_fq_name, sequenced_ref)
 from ..model import ParsedPolicy
-from ..naming import hashed_sequence, rule_sequence
+from ..naming import (hashed_sequence, isolation_deny_name, isolation_deny_policy_name, isolation_policy_name,
+                      rule_sequence)
 from ..render import PolicyRendering
+from ..semantics import isolates_always
 from ..sequenced import SequencedRefs
 from ..shared import SharedObjects
 from ..store import DesiredObjects
@@ -28,28 +30,8 @@ from .isolation import EGRESS, INGRESS, Isolation, Selection, selections_of
 from .items import Item
 from .pairs import PairRules
 
-KUBERNETES, CLUSTER_WIDE = "kubernetes", "cluster-wide"
-SEMANTICS = (KUBERNETES, CLUSTER_WIDE)
 ISOLATION_SEQUENCE, ISOLATION_DENY_SEQUENCE = "0.5", "0.6"
 PolicyKey = Tuple[str, str]
-
-
-def semantics_problem(value: object) -> Optional[str]:
-    if value not in SEMANTICS:
-        return f"policy semantics {value!r} must be one of {', '.join(SEMANTICS)}"
-    return None
-
-
-def isolation_policy_name(cluster: str) -> str:
-    return f"{cluster}--isolation"
-
-
-def isolation_deny_policy_name(cluster: str) -> str:
-    return f"{cluster}--isolation-deny"
-
-
-def isolation_deny_name(cluster: str) -> str:
-    return f"{cluster}--isolated-egress-to-isolated-ingress"
 
 
 class ExactEnforcement:
@@ -57,10 +39,7 @@ class ExactEnforcement:
 
     def __init__(self, semantics: str, bodies: BodyFactory, shared: SharedObjects, store: DesiredObjects,
                  aps_refs: SequencedRefs, isolation: Isolation) -> None:
-        problem = semantics_problem(semantics)
-        if problem:
-            raise ValueError(problem)
-        self.semantics = semantics
+        self.exact = isolates_always(semantics)  # the one reading of the mode
         self._shared = shared
         self._store = store
         self._isolation = isolation
@@ -73,7 +52,7 @@ class ExactEnforcement:
         self.emitter = Emitter(bodies, shared.origins, isolation.is_tag)
         self._pairs = PairRules(self.emitter, self._put, self._drop)
         self._refs: Optional[SequencedRefs] = None
-        if semantics == KUBERNETES:
+        if self.exact:
             self._refs = self._create_block(bodies, aps_refs)
 
     def _create_block(self, bodies: BodyFactory, aps_refs: SequencedRefs) -> SequencedRefs:
@@ -107,7 +86,7 @@ class ExactEnforcement:
 
     def tiers_present(self, present: bool) -> None:
         """ClusterNetworkPolicy tiers exist (or not): their blocks meet the isolation tags."""
-        self._isolate(present or self.semantics == KUBERNETES)
+        self._isolate(present or self.exact)
 
     @property
     def isolation_tags(self) -> Dict[str, str]:

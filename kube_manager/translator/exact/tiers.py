@@ -21,18 +21,14 @@ from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Tuple
 from ..bodies import FIREWALL_POLICY, FIREWALL_RULE, DENY as DENY_ACTION, BodyFactory, FqName, global_fq_name, \
     sequenced_ref
 from ..match_logging import decided_logging
-from ..naming import rule_sequence
+from ..naming import ADMIN_BLOCK, BASELINE_BLOCK, BASELINE_NP_BLOCK, block_policy_name, rule_sequence
 from ..render import ScopedLabel, TagOrigin
 from ..sequenced import SequencedRefs
 from ..shared import SharedObjects
 from ..store import DesiredObjects
 from .emit import Emitter, Rule, rules_of
 
-BLOCKS = MappingProxyType({"admin": "0.1", "baseline-np": "0.7", "baseline": "2.1"})  # block -> APS sequence
-
-
-def block_policy_name(cluster: str, block: str) -> str:
-    return f"{cluster}--{block}"
+BLOCKS = MappingProxyType({ADMIN_BLOCK: "0.1", BASELINE_NP_BLOCK: "0.7", BASELINE_BLOCK: "2.1"})  # block -> APS sequence
 
 
 @dataclass
