@@ -3,11 +3,14 @@ its own conftest.py: tests/reconciler/ has `setup`, tests/simulators/ has `http`
 
 - `server`: a fresh embedded config API server in its own thread, stopped after the test;
 - `kube`: a fresh emulated Kubernetes API server (a module may override it, e.g. with a history
-  limit or objects already created).
+  limit or objects already created);
+- `real_kube`: one real kube-apiserver and etcd for the whole session (`tools/control-plane up`,
+  `down` at the end; tests/support/control_plane_support.py says when it skips and when it fails).
 The simulators are imported inside the fixtures, so tests that use none of them never load them.
 
-Every test under tests/e2e/ is marked `e2e`; `slow` is set by the modules that take long; the inner
-loop is `python3 -m pytest -m "not slow and not e2e"` (DEVELOPMENT.md).
+Every test under tests/e2e/ is marked `e2e`; every test under tests/realkube/ or using `real_kube` is
+marked `realkube` and `slow`; `slow` is set by the modules that take long; the inner loop is
+`python3 -m pytest -m "not slow and not e2e"` (DEVELOPMENT.md).
 """
 from __future__ import annotations
 
@@ -18,15 +21,20 @@ import pytest
 
 if TYPE_CHECKING:
     from simulators.kube_api.runner import EmulatorRunner
+    from tests.support.control_plane_support import RealKube
     from simulators.vnc_api.runner import BackgroundServer
 
 E2E = Path(__file__).parent / "e2e"
+REALKUBE = Path(__file__).parent / "realkube"
 
 
 def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
     for item in items:
         if E2E in item.path.parents:
             item.add_marker(pytest.mark.e2e)
+        if REALKUBE in item.path.parents or "real_kube" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.realkube)
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture
@@ -41,3 +49,13 @@ def kube() -> Iterator["EmulatorRunner"]:
     from simulators.kube_api.runner import EmulatorRunner
     with EmulatorRunner() as runner:
         yield runner
+
+
+@pytest.fixture(scope="session")
+def real_kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator["RealKube"]:
+    from tests.support.control_plane_support import (MIN_REQUEST_TIMEOUT, start_real_kube,
+                                                     stop_real_kube)
+    real = start_real_kube(tmp_path_factory.mktemp("control-plane"),
+                           ["--min-request-timeout", str(MIN_REQUEST_TIMEOUT)])
+    yield real
+    stop_real_kube(real)

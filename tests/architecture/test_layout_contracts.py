@@ -9,9 +9,10 @@
   product module leaves them unloaded, so `run` against a real cluster never imports an emulator.
 - The import graph of the product and of the simulators (lazy imports and imports for type hints
   included) has no cycle.
-- No two product classes share a name; no product module is over 450 lines; at most six modules lie
-  loose at the top of `kube_manager/`; beside `kube_manager/`, `vnc_client/` and `introspect/` there
-  is one package, the simulators.
+- No two product classes share a name; no product, simulator or tool module is over 450 lines; at
+  most six modules lie loose at the top of `kube_manager/`; beside `kube_manager/`, `vnc_client/` and
+  `introspect/` there are two packages, the simulators and the developer tools (`tools/`: not
+  installed, so nothing of the product or the simulators imports them).
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ import vnc_client
 ROOT = Path(vnc_client.__file__).resolve().parent.parent
 PRODUCT = ("kube_manager", "vnc_client", "introspect")
 SIMULATORS = "simulators"
+TOOLS = "tools"
 MAX_LINES = 450
 
 
@@ -147,6 +149,10 @@ def test_vnc_client_imports_nothing_from_the_application() -> None:
     assert _offenders(["vnc_client"], ("kube_manager", "introspect", SIMULATORS)) == []
 
 
+def test_the_product_and_the_simulators_import_no_tool() -> None:
+    assert _offenders(list(PRODUCT + (SIMULATORS,)), (TOOLS,)) == []
+
+
 def test_plumbing_knows_nothing_of_the_rest() -> None:
     others = ("introspect", "vnc_client", SIMULATORS) + tuple(
         f"kube_manager.{p.name}" for p in (ROOT / "kube_manager").iterdir()
@@ -240,7 +246,7 @@ def test_no_two_product_classes_share_a_name() -> None:
 
 
 def test_no_module_is_over_the_line_limit() -> None:
-    long = {str(p.relative_to(ROOT)): n for p in _sources(*PRODUCT, SIMULATORS)
+    long = {str(p.relative_to(ROOT)): n for p in _sources(*PRODUCT, SIMULATORS, TOOLS)
             if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert long == {}
 
@@ -249,4 +255,4 @@ def test_the_top_level_is_the_map() -> None:
     loose = sorted(p.name for p in (ROOT / "kube_manager").glob("*.py"))
     assert len(loose) <= 6, loose
     packages = sorted(p.name for p in ROOT.iterdir() if (p / "__init__.py").exists() and p.name != "tests")
-    assert packages == sorted(PRODUCT + (SIMULATORS,))
+    assert packages == sorted(PRODUCT + (SIMULATORS, TOOLS))
