@@ -27,7 +27,7 @@ import socket
 import ssl
 import threading
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 from urllib.parse import unquote, urlsplit
 
 import certifi
@@ -78,7 +78,22 @@ def tls_context(verify: Union[bool, str]) -> ssl.SSLContext:
         raise ValueError(f"CA file {cafile!r} cannot be loaded: {exc}") from None
 
 
-class _Connection(http.client.HTTPConnection):
+class _OnePacket:
+    """`http.client` sends a request's head and its body in two `send`s: two TCP segments, two
+    wake-ups of the server, twice the system calls. A body given whole goes with the head."""
+
+    _buffer: List[bytes]
+
+    def _send_output(self, message_body: Any = None, encode_chunked: bool = False) -> None:
+        if isinstance(message_body, bytes) and not encode_chunked:
+            self._buffer.extend((b"", message_body))
+            message, self._buffer[:] = b"\r\n".join(self._buffer), []
+            self.send(message)  # type: ignore[attr-defined]
+            return
+        super()._send_output(message_body, encode_chunked)  # type: ignore[misc]
+
+
+class _Connection(_OnePacket, http.client.HTTPConnection):
     """Connects within the connect timeout, then waits for answers within the read timeout."""
 
     def __init__(self, host: str, port: int, timeout: Timeout) -> None:
@@ -91,7 +106,7 @@ class _Connection(http.client.HTTPConnection):
         self.sock.settimeout(self._read_timeout)
 
 
-class _TlsConnection(http.client.HTTPSConnection):
+class _TlsConnection(_OnePacket, http.client.HTTPSConnection):
     def __init__(self, host: str, port: int, timeout: Timeout, context: ssl.SSLContext) -> None:
         super().__init__(host, port, timeout=timeout[0], context=context)
         self._read_timeout = timeout[1]
