@@ -61,6 +61,7 @@ from gevent.pool import Pool  # noqa: E402
 from bench_reconcile import (RequestCount, SyntheticStream, feed, policy,  # noqa: E402
                              populate_vmis, synthetic)
 from held_config_api import HeldConfigApi  # noqa: E402
+from replay_floor import Call, in_a_row, record_calls, replay, vmi_uuid_map  # noqa: E402
 from bench_vnc_client import embedded_server  # noqa: E402
 
 from introspect.app import create_app  # noqa: E402
@@ -110,19 +111,6 @@ def reconciler_settings(concurrency: int) -> ReconcilerSettings:
     return ReconcilerSettings(concurrency=concurrency, list_page_limit=PAGE_LIMIT)
 
 
-# One request the daemon sent: method, path, path template, query, JSON body.
-Call = Tuple[str, str, str, Optional[Dict[str, str]], Any]
-
-
-def in_a_row(spans: List[Tuple[float, float]]) -> int:
-    """The longest chain of requests each sent after the previous one's answer came (the round
-    trips in a row that bound a change's latency), from each request's (start, end)."""
-    chain: List[Tuple[float, int]] = []  # (end, longest chain ending with that request)
-    for start, end in sorted(spans, key=lambda span: span[1]):
-        chain.append((end, 1 + max((n for done, n in chain if done <= start), default=0)))
-    return max((n for _, n in chain), default=0)
-
-
 class Daemon:
     """The daemon's path on one DB: cache, reconciler and client, with the request counter, each
     request's (start, end) in `spans` and, with `record`, each request itself in `calls`."""
@@ -139,15 +127,7 @@ class Daemon:
             self.spans.append((now - seconds, now))
 
         self.client = VncClient(url, concurrency=concurrency, observer=observe)
-        self.calls: List[Call] = []
-        if record:
-            send = self.client._call
-
-            def recording(method: str, path: str, template: str, *, params: Optional[Dict[str, str]] = None,
-                          json_body: Any = None) -> Any:
-                self.calls.append((method, path, template, params, json_body))
-                return send(method, path, template, params=params, json_body=json_body)
-            self.client._call = recording  # type: ignore[method-assign]
+        self.calls: List[Call] = record_calls(self.client) if record else []
         self.reconciler = pipeline.connect(self.client, reconciler_settings(concurrency))
 
     def converge(self, cluster: Any, translated_hook: Callable[[], Any] = lambda: None) -> Tuple[float, float, float]:
@@ -193,44 +173,6 @@ def bare_client(url: str, desired: Dict[str, Dict[Any, Dict[str, Any]]], pods: D
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     return {"wall_s": round(wall, 2), "requests": count.requests, "writes": count.writes,
             "cpu_ms_per_request": round(cpu * 1000 / count.requests, 3)}
-
-
-def replay(url: str, calls: List[Call], vmi_uuids: Dict[str, str], concurrency: int) -> Dict[str, Any]:
-    """The replay floor: the daemon's own cold-start requests (same bodies) sent by a bare client
-    at the same concurrency, a kind (method and path template) at a time in the order the daemon
-    first sent each, each kind's requests all answered before the next kind's start; `vmi_uuids`
-    maps the recording server's VMI uuids to this server's (the only ids a cold start sends)."""
-    waves: Dict[str, List[Call]] = {}
-    for call in calls:
-        body = call[4]
-        if call[2] == "/set-tag":
-            body = {**body, "obj_uuid": vmi_uuids[body["obj_uuid"]]}
-        waves.setdefault(f"{call[0]} {call[2]}", []).append((call[0], call[1], call[2], call[3], body))
-    count = RequestCount()
-    failures = [0]
-    with VncClient(url, concurrency=concurrency, observer=count) as client:
-        def send(call: Call) -> None:
-            try:
-                client._call(call[0], call[1], call[2], params=call[3], json_body=call[4])
-            except Exception:
-                failures[0] += 1
-        pool = Pool(concurrency)
-        started, cpu = time.perf_counter(), time.process_time()
-        for wave in waves.values():
-            pool.map(send, wave)
-        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
-    return {"wall_s": round(wall, 2), "requests": count.requests, "failed": failures[0],
-            "cpu_ms_per_request": round(cpu * 1000 / max(1, count.requests), 3), "kinds": list(waves)}
-
-
-def vmi_uuid_map(old_url: str, new_url: str) -> Dict[str, str]:
-    """VMI uuid on the old server -> the VMI of the same VM (pod) on the new one."""
-    def by_vm(url: str) -> Dict[str, str]:
-        with VncClient(url) as client:
-            vmis = client.list(VMI, detail=True, fields=["virtual_machine_refs"])
-        return {ref["uuid"]: vmi["uuid"] for vmi in vmis for ref in vmi.get("virtual_machine_refs", [])}
-    old, new = by_vm(old_url), by_vm(new_url)
-    return {vmi: new[vm] for vm, vmi in old.items()}
 
 
 def event_latency(daemon: Daemon, cluster: Any, events: int) -> Dict[str, Any]:
