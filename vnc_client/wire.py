@@ -179,6 +179,9 @@ class WirePool:
             except ValueError as exc:  # what http.client refuses to send (a header that splits lines)
                 connection.close()
                 raise WireRefused(f"{type(exc).__name__}: {exc}") from None
+            except BaseException:  # a greenlet killed mid-request: its connection is in no known state
+                connection.close()
+                raise
             if response.will_close:
                 connection.close()
             else:
