@@ -52,8 +52,10 @@ class EmulatorRunner:
     def __init__(self, manifests: Optional[Manifests] = None, host: str = "127.0.0.1",
                  port: int = 0, history_limit: int = DEFAULT_HISTORY_LIMIT,
                  bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL,
-                 call_timeout: float = 60.0, crds: Optional[Iterable[str]] = None) -> None:
+                 call_timeout: float = 60.0, crds: Optional[Iterable[str]] = None,
+                 system_namespaces: bool = True, namespace_controller: bool = True) -> None:
         self._manifests = manifests
+        self._store_options = {"system_namespaces": system_namespaces, "namespace_controller": namespace_controller}
         self._crds = crds  # KubeStore's: None serves every custom resource, () none
         self._host = host
         self._port = port
@@ -131,7 +133,7 @@ class EmulatorRunner:
         self._server = None
 
     def _make_server(self) -> EmulatedApiServer:
-        server = EmulatedApiServer(KubeStore(self._history_limit, self._crds), self._host, self._port,
+        server = EmulatedApiServer(KubeStore(self._history_limit, self._crds, **self._store_options), self._host, self._port,
                                    self._bookmark_interval)
         if self._manifests is not None:
             server.store.load(self._manifests)

@@ -27,7 +27,7 @@ def cnp(name: str, priority: int = 10) -> Dict[str, Any]:
 
 @pytest.fixture
 def kube() -> Iterator[EmulatorRunner]:
-    with EmulatorRunner(history_limit=50) as runner:
+    with EmulatorRunner(history_limit=50, system_namespaces=False) as runner:
         yield runner
 
 
@@ -114,11 +114,12 @@ def test_without_the_crd_the_resource_is_absent_and_the_others_are_not() -> None
         assert refused.value.code == 404
         assert not kube.store.served(CNP.name)
         kube.store.create(namespace("dev"))  # the built-in kinds are served as ever
-        assert [n.metadata.name for n in client.CoreV1Api(api.api_client).list_namespace().items] == ["dev"]
+        assert [n.metadata.name for n in client.CoreV1Api(api.api_client).list_namespace().items] == [
+            "default", "dev", "kube-node-lease", "kube-public", "kube-system"]
 
 
 def test_installed_later_then_listed_and_watched() -> None:
-    with EmulatorRunner(crds=()) as kube:
+    with EmulatorRunner(crds=(), system_namespaces=False) as kube:
         api = custom(kube)
         kube.store.create(namespace("dev"))
         kube.store.install_crd(CNP.name)
