@@ -38,26 +38,35 @@ class ApiError(Exception):
         return list((self.details or {}).get("causes", []))
 
 
-def _qualified(resource: GroupResource) -> str:
+def qualified(resource: GroupResource) -> str:
     group, plural = resource
     return f"{plural}.{group}" if group else plural
 
 
 def not_found(resource: GroupResource, name: str) -> ApiError:
-    return ApiError(404, "NotFound", f'{_qualified(resource)} "{name}" not found',
+    return ApiError(404, "NotFound", f'{qualified(resource)} "{name}" not found',
                     {"name": name, "group": resource[0], "kind": resource[1]})
 
 
 def already_exists(resource: GroupResource, name: str) -> ApiError:
-    return ApiError(409, "AlreadyExists", f'{_qualified(resource)} "{name}" already exists',
+    return ApiError(409, "AlreadyExists", f'{qualified(resource)} "{name}" already exists',
                     {"name": name, "group": resource[0], "kind": resource[1]})
 
 
 def conflict(resource: GroupResource, name: str) -> ApiError:
-    return ApiError(409, "Conflict", f'Operation cannot be fulfilled on {_qualified(resource)} "{name}": '
+    return ApiError(409, "Conflict", f'Operation cannot be fulfilled on {qualified(resource)} "{name}": '
                                      "the object has been modified; please apply your changes to the "
                                      "latest version and try again",
                     {"name": name, "group": resource[0], "kind": resource[1]})
+
+
+def forbidden_in_terminating(resource: GroupResource, name: str, namespace: str) -> ApiError:
+    """403 from the NamespaceLifecycle admission: no new object in a Terminating namespace."""
+    return ApiError(403, "Forbidden", f'{qualified(resource)} "{name}" is forbidden: unable to create new content '
+                                      f"in namespace {namespace} because it is being terminated",
+                    {"name": name, "group": resource[0], "kind": resource[1],
+                     "causes": [{"reason": "NamespaceTerminating", "field": "metadata.namespace",
+                                 "message": f"namespace {namespace} is being terminated"}]})
 
 
 def invalid(group: str, kind: str, name: str, causes: Sequence[Cause]) -> ApiError:

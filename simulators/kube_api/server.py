@@ -182,8 +182,9 @@ class EmulatorApp:
             return _json(start_response, 201, leases.create(namespace, _json_body(environ)))
         if name and method == "GET":
             return _json(start_response, 200, leases.get(namespace, name))
-        if name and method == "PUT":
-            return _json(start_response, 200, leases.replace(namespace, name, _json_body(environ)))
+        if name and method == "PUT":  # 201 when it created the Lease, as the real server answers
+            code = 200 if _exists(leases.get, namespace, name) else 201
+            return _json(start_response, code, leases.replace(namespace, name, _json_body(environ)))
         if name and method == "DELETE":
             return _json(start_response, 200, leases.delete(namespace, name))
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on leases")
@@ -201,7 +202,8 @@ class EmulatorApp:
         if namespace is not None and name and method == "GET":
             return _json(start_response, 200, events.get(namespace, name))
         if namespace is not None and name and method == "PUT":
-            return _json(start_response, 200, events.replace(namespace, name, _json_body(environ)))
+            code = 200 if _exists(events.get, namespace, name) else 201
+            return _json(start_response, code, events.replace(namespace, name, _json_body(environ)))
         if namespace is not None and name and method == "PATCH":
             return _json(start_response, 200, events.patch(namespace, name, _json_body(environ)))
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on events")
@@ -232,14 +234,19 @@ class EmulatorApp:
             if exc.code not in (410, 504):
                 raise
             return _reply(start_response, "200 OK", event_line("ERROR", exc.status()), JSON_HEADERS)
-        if watch_list and bookmarks:  # the end of the initial events, as the real server marks it
-            replay.append(self.store.bookmark_line(res, self.store.resource_version, initial_events_end=True))
+        if watch_list:  # from the version of its initial events on, which end with a marked bookmark
+            sub.since = self.store.resource_version
+            if bookmarks:
+                replay.append(self.store.bookmark_line(res, sub.since, initial_events_end=True))
         write = start_response("200 OK", JSON_HEADERS + [("Cache-Control", "no-cache, private")])
         write(b"")  # send the headers now: the client's call returns before the first event
-        return self._stream(res, replay, sub, timeout, bookmarks)
+        return self._stream(res, replay, sub, timeout, bookmarks, watch_list and bookmarks)
 
     def _stream(self, res: Resource, replay: List[bytes], sub: Subscription, timeout: int,
-                bookmarks: bool) -> Iterator[bytes]:
+                bookmarks: bool, bookmarked: bool) -> Iterator[bytes]:
+        """The watch's lines. A bookmark goes out when its version is past the one the watch
+        started from, or at that version once (`bookmarked`: that one was sent), as the real
+        watch cache sends them."""
         deadline = time.monotonic() + timeout
         # Bookmarks come every interval and once shortly before the deadline, as from the real
         # server, so that a client resumes its next watch from a recent version.
@@ -261,7 +268,8 @@ class EmulatorApp:
                         next_bookmark = time.monotonic() + self.bookmark_interval
                         if next_bookmark >= pre_timeout > time.monotonic():
                             next_bookmark = pre_timeout
-                        if self.store.resource_version >= sub.since:  # none below the version asked for
+                        if _bookmark_due(self.store.resource_version, sub.since, bookmarked):
+                            bookmarked = bookmarked or self.store.resource_version == sub.since
                             yield self.store.bookmark_line(res, self.store.resource_version)
                     continue
                 if item == DROP:
@@ -274,7 +282,8 @@ class EmulatorApp:
                         pass  # stalled: what would have been sent is lost, the connection stays
                     return
                 if isinstance(item, Bookmark):
-                    if bookmarks and item.resource_version >= sub.since:
+                    if bookmarks and _bookmark_due(item.resource_version, sub.since, bookmarked):
+                        bookmarked = bookmarked or item.resource_version == sub.since
                         yield self.store.bookmark_line(res, item.resource_version)
                     continue
                 yield item
@@ -282,10 +291,26 @@ class EmulatorApp:
             self.store.unsubscribe(sub)
 
 
+def _bookmark_due(version: int, since: int, bookmarked: bool) -> bool:
+    return version > since or (version == since and not bookmarked)
+
+
+def _exists(get: Callable[[str, str], Any], namespace: str, name: str) -> bool:
+    try:
+        get(namespace, name)
+    except ApiError:
+        return False
+    return True
+
+
 def _watch_list(query: _Query) -> bool:
     """Whether a watch asks for its initial events (a watch-list), checked as the real server
-    checks the options (422 for a `resourceVersionMatch` other than NotOlderThan or without it)."""
+    checks the options (422 for a `resourceVersionMatch` other than NotOlderThan or without it).
+    As there (the WatchList feature, on by default), a watch from no version or "0" that names
+    neither option is made one."""
     send, match = query.text("sendInitialEvents"), query.text("resourceVersionMatch")
+    if not send and not match and query.text("resourceVersion") in ("", "0"):
+        return True
     if send and match != "NotOlderThan":
         raise invalid("meta.k8s.io", "ListOptions", "", [(
             "FieldValueForbidden", "resourceVersionMatch",
@@ -335,7 +360,7 @@ def _reply(start_response: StartResponse, status: str, body: bytes,
 
 _STATUS_TEXT = {200: "OK", 201: "Created", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
                 405: "Method Not Allowed", 409: "Conflict", 410: "Gone",
-                422: "Unprocessable Entity"}
+                422: "Unprocessable Entity", 500: "Internal Server Error", 504: "Gateway Timeout"}
 
 
 def _json(start_response: StartResponse, code: int, payload: Dict[str, Any]) -> List[bytes]:

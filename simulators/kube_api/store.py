@@ -37,7 +37,8 @@ from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Set, Tu
 from kube_manager.observability.logging_setup import kv
 from kube_manager.kube.resources import BY_KIND, NAMESPACES, PODS, RESOURCES, Resource
 from kube_manager.offline.manifests import Manifests
-from simulators.kube_api.errors import ApiError, copy_json, missing_resource_version, not_found
+from simulators.kube_api.errors import (ApiError, copy_json, forbidden_in_terminating, missing_resource_version,
+                                        not_found, qualified)
 from simulators.kube_api.events import EventStore, merge_patch
 from simulators.kube_api.leases import LeaseStore
 from simulators.kube_api.watches import (CLOSE, DROP, FREEZE, Bookmark, Subscription, WatchEvent, event_line,
@@ -135,7 +136,7 @@ class KubeStore:
         res, new = self.prepare(obj)
         key = self._key(res, new["metadata"].get("namespace", ""), new["metadata"]["name"])
         if key in self._objects[res.name]:
-            raise ApiError(409, "AlreadyExists", f'{_qualified(res)} "{key[1]}" already exists',
+            raise ApiError(409, "AlreadyExists", f'{qualified((res.group, res.name))} "{key[1]}" already exists',
                            {"name": key[1], "group": res.group, "kind": res.name})
         if res.namespaced:
             self._check_namespace_open(res, key)
@@ -256,11 +257,7 @@ class KubeStore:
         if space is None:
             raise not_found(("", "namespaces"), key[0])
         if space["metadata"].get("deletionTimestamp"):
-            raise ApiError(403, "Forbidden", f'{_qualified(res)} "{key[1]}" is forbidden: unable to create new '
-                                             f"content in namespace {key[0]} because it is being terminated",
-                           {"name": key[1], "group": res.group, "kind": res.name,
-                            "causes": [{"reason": "NamespaceTerminating", "field": "metadata.namespace",
-                                        "message": f"namespace {key[0]} is being terminated"}]})
+            raise forbidden_in_terminating((res.group, res.name), key[1], key[0])
 
     def _check_version(self, res: Resource, name: str, given: Any, old: Dict[str, Any]) -> None:
         """The precondition of a client's replace: 409 for a stale version, 422 for none where the
@@ -270,7 +267,7 @@ class KubeStore:
                 raise missing_resource_version((res.group, res.name), name)
             return
         if given != old["metadata"]["resourceVersion"]:
-            raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {_qualified(res)} "{name}": the object '
+            raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {qualified((res.group, res.name))} "{name}": the object '
                                             "has been modified; please apply your changes to the latest version and try again",
                            {"name": name, "group": res.group, "kind": res.name})
 
@@ -446,10 +443,6 @@ def _known_crd(name: str) -> Resource:
 
 def _not_found(res: Resource, name: str) -> ApiError:
     return not_found((res.group, res.name), name)
-
-
-def _qualified(res: Resource) -> str:
-    return f"{res.name}.{res.group}" if res.group else res.name
 
 
 def _content(obj: Dict[str, Any]) -> Dict[str, Any]:

@@ -86,9 +86,12 @@ def test_live_events_and_bookmarks_of_the_kind(kube: EmulatorRunner) -> None:
                          allow_watch_bookmarks=True, timeout_seconds=30)
     kube.store.create(cnp("a"))
     kube.store.send_bookmarks()
-    events = read_events(response, 2)
-    assert [e["type"] for e in events] == ["ADDED", "BOOKMARK"]
-    assert events[1]["object"] == {"kind": CNP.kind, "apiVersion": CNP.api_version,
+    # From "0", as on a real server (WatchList on by default): the initial events (none) end with a
+    # marked bookmark.
+    events = read_events(response, 3)
+    assert [e["type"] for e in events] == ["BOOKMARK", "ADDED", "BOOKMARK"]
+    assert events[0]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert events[2]["object"] == {"kind": CNP.kind, "apiVersion": CNP.api_version,
                                    "metadata": {"resourceVersion": "1"}}
 
 
