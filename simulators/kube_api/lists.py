@@ -43,6 +43,7 @@ class Lister:
             if resource_version is not None and resource_version > store.resource_version:
                 raise too_large_resource_version(resource_version, store.resource_version)
             list_rv, items = store.resource_version, store.list(res.name, namespace)
+            store.listed(res)  # the watch cache caught up with the cluster to answer
             for item in items:  # built-in kinds' list items carry no kind, as from the real server
                 if not res.crd:
                     item.pop("kind", None)

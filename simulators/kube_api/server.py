@@ -240,13 +240,13 @@ class EmulatorApp:
                 replay.append(self.store.bookmark_line(res, sub.since, initial_events_end=True))
         write = start_response("200 OK", JSON_HEADERS + [("Cache-Control", "no-cache, private")])
         write(b"")  # send the headers now: the client's call returns before the first event
-        return self._stream(res, replay, sub, timeout, bookmarks, watch_list and bookmarks)
+        return self._stream(res, replay, sub, timeout, bookmarks)
 
     def _stream(self, res: Resource, replay: List[bytes], sub: Subscription, timeout: int,
-                bookmarks: bool, bookmarked: bool) -> Iterator[bytes]:
-        """The watch's lines. A bookmark goes out when its version is past the one the watch
-        started from, or at that version once (`bookmarked`: that one was sent), as the real
-        watch cache sends them."""
+                bookmarks: bool) -> Iterator[bytes]:
+        """The watch's lines. As from the real watch cache, a bookmark goes out only when its
+        version is past the one the watch started from (for a watch-list, its initial events'):
+        on a cluster where nothing is written, a watch gets none."""
         deadline = time.monotonic() + timeout
         # Bookmarks come every interval and once shortly before the deadline, as from the real
         # server, so that a client resumes its next watch from a recent version.
@@ -268,9 +268,9 @@ class EmulatorApp:
                         next_bookmark = time.monotonic() + self.bookmark_interval
                         if next_bookmark >= pre_timeout > time.monotonic():
                             next_bookmark = pre_timeout
-                        if _bookmark_due(self.store.resource_version, sub.since, bookmarked):
-                            bookmarked = bookmarked or self.store.resource_version == sub.since
-                            yield self.store.bookmark_line(res, self.store.resource_version)
+                        version = self.store.bookmark_version(res)
+                        if version > sub.since:
+                            yield self.store.bookmark_line(res, version)
                     continue
                 if item == DROP:
                     # ECONNRESET makes pywsgi close the socket without the final chunk, silently.
@@ -282,17 +282,12 @@ class EmulatorApp:
                         pass  # stalled: what would have been sent is lost, the connection stays
                     return
                 if isinstance(item, Bookmark):
-                    if bookmarks and _bookmark_due(item.resource_version, sub.since, bookmarked):
-                        bookmarked = bookmarked or item.resource_version == sub.since
+                    if bookmarks and item.resource_version > sub.since:
                         yield self.store.bookmark_line(res, item.resource_version)
                     continue
                 yield item
         finally:
             self.store.unsubscribe(sub)
-
-
-def _bookmark_due(version: int, since: int, bookmarked: bool) -> bool:
-    return version > since or (version == since and not bookmarked)
 
 
 def _exists(get: Callable[[str, str], Any], namespace: str, name: str) -> bool:

@@ -1,10 +1,9 @@
 """The object store behind the emulated Kubernetes API server.
 
-Holds namespaces, pods, NetworkPolicies and ClusterNetworkPolicies in memory with the bookkeeping the real API server (etcd)
-gives watchers: one cluster-wide resourceVersion counter bumped by every write, a bounded history of
-events so that a watch can resume from an older version, and "410 Gone" once that version has been
-compacted away. Writers are the tests and the emulator's HTTP handlers; readers are the HTTP list
-and watch handlers, and in-process listeners (the emulated CNI).
+Holds namespaces, pods, NetworkPolicies and ClusterNetworkPolicies in memory with what etcd gives
+watchers: one resourceVersion counter bumped by every write, a bounded history of events (a watch
+resumes from an older version; "410 Gone" once it is compacted away). Writers are the tests and the
+HTTP handlers; readers the HTTP list and watch handlers, and listeners (the emulated CNI).
 
 It lives in one gevent hub: every method must be called from that hub's thread (the runner in
 `runner` marshals calls from other threads). Watch subscriptions are gevent queues filled
@@ -22,9 +21,8 @@ namespaces exist from the start (and may not be deleted), every namespace carrie
 `status.phase`) until the namespace controller has deleted its content; with `namespace_controller`
 False (a bare control plane, apiserver and etcd only) it stays so until `finish_namespace_deletion`.
 
-Custom resources (ClusterNetworkPolicy) are served only while their CRD is installed: a store can
-start without it and have it installed (`install_crd`) or removed (`uninstall_crd`) later; until
-then their URLs answer 404, as a cluster without the CRD does.
+Custom resources (ClusterNetworkPolicy) are served only while their CRD is installed (`install_crd`,
+`uninstall_crd`); until then their URLs answer 404, as a cluster without the CRD does.
 """
 from __future__ import annotations
 
@@ -41,8 +39,9 @@ from simulators.kube_api.errors import (ApiError, copy_json, forbidden_in_termin
                                         not_found, qualified)
 from simulators.kube_api.events import EventStore, merge_patch
 from simulators.kube_api.leases import LeaseStore
-from simulators.kube_api.watches import (CLOSE, DROP, FREEZE, Bookmark, Subscription, WatchEvent, event_line,
-                                         expired)
+from simulators.kube_api.seed import load_seed
+from simulators.kube_api.watches import (CLOSE, DROP, FREEZE, Bookmark, Subscription, WatchCacheVersions, WatchEvent,
+                                         event_line, expired)
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +49,7 @@ Key = Tuple[str, str]  # (namespace or "", name)
 Listener = Callable[[str, str, Dict[str, Any]], None]  # (resource, event type, object)
 NAME_LABEL = "kubernetes.io/metadata.name"
 DEFAULT_HISTORY_LIMIT = 1000
+DEFAULT_PROGRESS_INTERVAL = 600.0  # seconds: etcd's --experimental-watch-progress-notify-interval
 # uids are uuid5 of the object's identity and how many times it was created, so that a run from the
 # same manifests gives the same uids while a delete + re-create still gives a new one.
 _UID_NAMESPACE = uuid.UUID("6f1c3a52-4a43-4b1e-9d55-2c8a3f4e7b10")
@@ -57,9 +57,6 @@ _UID_NAMESPACE = uuid.UUID("6f1c3a52-4a43-4b1e-9d55-2c8a3f4e7b10")
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-_copy = copy_json
 
 
 # The namespaces an API server makes itself (the first three it also refuses to delete).
@@ -72,7 +69,7 @@ class KubeStore:
 
     def __init__(self, history_limit: int = DEFAULT_HISTORY_LIMIT,
                  crds: Optional[Iterable[str]] = None, namespace_controller: bool = True,
-                 system_namespaces: bool = True) -> None:
+                 system_namespaces: bool = True, progress_interval: float = DEFAULT_PROGRESS_INTERVAL) -> None:
         """`crds`: the custom resources installed at start (their REST plurals); None installs
         every one the table knows, `()` starts a cluster without any (see `install_crd`).
         `system_namespaces` False starts with none (only for tests that count versions from 1)."""
@@ -81,6 +78,7 @@ class KubeStore:
         if crds is not None:
             self._crds = {_known_crd(name).name for name in crds}
         self._rv = 0
+        self._cache_versions = WatchCacheVersions(progress_interval)
         self._history: Deque[WatchEvent] = deque()
         self._history_limit = history_limit
         self._compacted_rv = 0  # watches from an older version get 410 Gone
@@ -121,13 +119,13 @@ class KubeStore:
         obj = self._objects[res.name].get(self._key(res, namespace, name))
         if obj is None:
             raise _not_found(res, name)
-        return _copy(obj)
+        return copy_json(obj)
 
     def list(self, resource: str, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
         """The objects of `resource` (in `namespace` when given), ordered by namespace and name."""
         res = self._resource(resource)
         items = sorted(self._objects[res.name].items())
-        return [_copy(obj) for key, obj in items if namespace is None or key[0] == namespace]
+        return [copy_json(obj) for key, obj in items if namespace is None or key[0] == namespace]
 
     # --- writing ---------------------------------------------------------------------------------
 
@@ -195,7 +193,7 @@ class KubeStore:
         given = (body.get("metadata") or {}).get("resourceVersion")
         if given or not patch:
             self._check_version(res, name, given, old)
-        new = _copy(old)
+        new = copy_json(old)
         status = merge_patch(old, body).get("status") if patch else body.get("status")
         new.pop("status", None)
         if status is not None:
@@ -222,7 +220,7 @@ class KubeStore:
         if res is NAMESPACES:
             return self._terminate_namespace(key, old)
         del self._objects[res.name][key]
-        gone = _copy(old)
+        gone = copy_json(old)
         return self._record(res, key, gone, "DELETED")
 
     def finish_namespace_deletion(self, name: str) -> None:
@@ -236,14 +234,14 @@ class KubeStore:
                 for inner in [k for k in self._objects[other.name] if k[0] == name]:
                     self.delete(other.name, *inner)
         del self._objects[NAMESPACES.name][("", name)]
-        self._record(NAMESPACES, ("", name), _copy(old), "DELETED")
+        self._record(NAMESPACES, ("", name), copy_json(old), "DELETED")
 
     def _terminate_namespace(self, key: Key, old: Dict[str, Any]) -> Dict[str, Any]:
         if key[1] in IMMORTAL_NAMESPACES:
             raise ApiError(403, "Forbidden", f'namespaces "{key[1]}" is forbidden: this namespace may not be deleted',
                            {"name": key[1], "kind": "namespaces"})
         if not old["metadata"].get("deletionTimestamp"):
-            terminating = _copy(old)
+            terminating = copy_json(old)
             terminating["metadata"]["deletionTimestamp"] = _now()
             terminating["status"] = {"phase": "Terminating"}
             old = self._write(NAMESPACES, key, terminating, "MODIFIED")
@@ -272,18 +270,8 @@ class KubeStore:
                            {"name": name, "group": res.group, "kind": res.name})
 
     def load(self, manifests: Manifests) -> None:
-        """Apply every object of `manifests`; namespaces referred to but not given are created, so
-        that the cluster matches what `translate` assumes for the same manifests."""
-        objects = manifests.objects
-        for namespace_obj in objects["Namespace"]:
-            self.apply(namespace_obj)
-        for obj in list(objects["Pod"]) + list(objects["NetworkPolicy"]):
-            namespace = (obj.get("metadata") or {}).get("namespace") or "default"
-            if ("", namespace) not in self._objects[NAMESPACES.name]:
-                self.create({"kind": "Namespace", "metadata": {"name": namespace}})
-            self.apply(obj)
-        for obj in objects["ClusterNetworkPolicy"]:  # 404 without the CRD, as on a real cluster
-            self.apply(obj)
+        """Load `manifests` as what etcd already holds (`seed.load_seed`: no admission)."""
+        load_seed(self, manifests)
 
     def install_crd(self, resource: str) -> None:
         """Serve a custom resource from now on (`kubectl apply -f` its CRD); idempotent."""
@@ -337,8 +325,17 @@ class KubeStore:
             meta["annotations"] = {"k8s.io/initial-events-end": "true"}
         return event_line("BOOKMARK", {"kind": resource.kind, "apiVersion": resource.api_version, "metadata": meta})
 
+    def bookmark_version(self, resource: Resource) -> int:
+        """The version of a periodic bookmark of `resource` now (`WatchCacheVersions`)."""
+        return self._cache_versions.version(resource.name, self._rv)
+
+    def listed(self, resource: Resource) -> None:
+        self._cache_versions.written(resource.name, self._rv)
+
     def send_bookmarks(self) -> int:
-        """Queue a bookmark at the current version on every watch; returns how many watches."""
+        """A progress notification: a bookmark at the current version on every watch; returns how
+        many watches."""
+        self._cache_versions.notify(self._rv)
         return self._broadcast(Bookmark(self._rv))
 
     def drop_watches(self) -> int:
@@ -376,7 +373,7 @@ class KubeStore:
         if res is None:
             raise ApiError(400, "BadRequest", f"kind {obj.get('kind')!r} is not served here")
         self._resource(res.name)  # 404 for a custom resource whose CRD is not installed
-        new = _copy(obj)
+        new = copy_json(obj)
         meta = new.get("metadata")
         if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
             raise ApiError(422, "Invalid", f"{res.kind}: metadata.name is required")
@@ -407,6 +404,7 @@ class KubeStore:
                 event_type: str) -> Dict[str, Any]:
         obj["metadata"]["resourceVersion"] = str(self._next_rv())
         event = WatchEvent(self._rv, res, key[0], event_line(event_type, obj))
+        self._cache_versions.written(res.name, self._rv)
         self._history.append(event)
         while len(self._history) > self._history_limit:
             self._compacted_rv = self._history.popleft().resource_version
@@ -415,10 +413,10 @@ class KubeStore:
                 sub.queue.put(event.line)
         for listener in list(self._listeners):
             try:
-                listener(res.name, event_type, _copy(obj))
+                listener(res.name, event_type, copy_json(obj))
             except Exception:  # a broken listener must not break the API server
                 log.exception("emulator listener failed", extra=kv(resource=res.name))
-        return _copy(obj)
+        return copy_json(obj)
 
     def _broadcast(self, item: Any) -> int:
         for sub in self._subs.values():

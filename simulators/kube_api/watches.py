@@ -3,8 +3,9 @@ watch, the items its queue carries, and the event lines the stream sends."""
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 from gevent.queue import Queue
 
@@ -52,3 +53,33 @@ class WatchEvent:
 
 def event_line(event_type: str, obj: Dict[str, Any]) -> bytes:
     return json.dumps({"type": event_type, "object": obj}, separators=(",", ":")).encode() + b"\n"
+
+
+class WatchCacheVersions:
+    """The version a periodic bookmark of each resource carries, as the real watch cache's: the last
+    write of that resource, the cluster's version when it was last listed (a consistent list makes
+    the cache catch up first), or the cluster's version as of the last progress notification etcd
+    sends every cache (every `progress_interval` seconds: etcd's default is 10 minutes). So a
+    watch from the version of its list gets no bookmark before a write of its kind or the next
+    notification, and none at all where nothing is written (a real cluster always writes: the
+    API server renews its own Lease every 10 s)."""
+
+    def __init__(self, progress_interval: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._interval = progress_interval
+        self._clock = clock
+        self._written: Dict[str, int] = {}
+        self._progress = 0
+        self._progress_at = clock()
+
+    def written(self, resource: str, version: int) -> None:
+        """A write of `resource` at `version`, or a list of it when the cluster was at `version`."""
+        self._written[resource] = version
+
+    def notify(self, version: int) -> None:
+        """A progress notification now (what `KubeStore.send_bookmarks` stands for)."""
+        self._progress, self._progress_at = version, self._clock()
+
+    def version(self, resource: str, current: int) -> int:
+        if self._clock() - self._progress_at >= self._interval:
+            self.notify(current)
+        return max(self._written.get(resource, 0), self._progress)

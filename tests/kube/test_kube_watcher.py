@@ -307,13 +307,13 @@ def test_bookmarks_keep_a_quiet_watch_from_counting_as_silent() -> None:
     renewals = itertools.count()
 
     def renewed_then_bookmarks() -> bool:
-        # Writes of another kind (a Lease renewed, as an elected daemon does) move the cluster's
-        # version: a bookmark goes out only past the version the watch started from, or once at it.
+        # A real cluster always writes (the API server renews its own Lease every 10 s); each
+        # progress notification of etcd then moves the bookmarks past the watch's version.
         lease = {"kind": "Lease", "metadata": {"name": f"l{next(renewals)}"}, "spec": {}}
         kube.call(lambda store: store.leases.create("default", lease))
         return bookmarks() >= 15
 
-    with EmulatorRunner(bookmark_interval=0.1) as kube:
+    with EmulatorRunner(bookmark_interval=0.1, progress_interval=0.1) as kube:
         w = watcher(api_client_for_url(kube.url), "namespaces", rec, metrics=metrics,
                     settings=WatchSettings(silence_timeout=0.5))
         with running([w]):

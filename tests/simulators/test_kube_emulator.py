@@ -142,7 +142,7 @@ def test_periodic_bookmarks() -> None:
     with EmulatorRunner(bookmark_interval=0.05) as kube:
         core = client.CoreV1Api(api_client_for_url(kube.url))
         # From the version before the last write: bookmarks past it keep coming (one at the
-        # version itself would come once only, as from the real server).
+        # version itself would never come, as from the real server).
         response = raw_watch(core.list_namespace, resource_version=str(kube.store.resource_version - 1),
                              allow_watch_bookmarks=True, timeout_seconds=30)
         assert [e["type"] for e in read_events(response, 3)] == ["ADDED", "BOOKMARK", "BOOKMARK"]

@@ -143,11 +143,13 @@ def list_too_new(t: Target) -> List[Observation]:
 
 def watch_bookmarks(t: Target) -> List[Observation]:
     ns = t.namespace("bookmarks")
-    rv = t.rv(f"/api/v1/namespaces/{ns}/pods")
+    # From just before the current version: a bookmark goes out only past the version a watch
+    # started from, so one from the current version of a quiet cluster gets none.
+    rv = t.rv(f"/api/v1/namespaces/{ns}/pods") - 1
     events = t.watch(f"/api/v1/namespaces/{ns}/pods", resourceVersion=rv, allowWatchBookmarks="true",
                      timeoutSeconds=4)
     bookmarks = [e for e in events if e["type"] == "BOOKMARK"]
-    shapes = {(e["object"]["kind"], e["object"]["apiVersion"], int(e["object"]["metadata"]["resourceVersion"]) >= rv)
+    shapes = {(e["object"]["kind"], e["object"]["apiVersion"], int(e["object"]["metadata"]["resourceVersion"]) > rv)
               for e in bookmarks}
     return [(bool(bookmarks), sorted(shapes), [e["type"] for e in events if e["type"] != "BOOKMARK"])]
 
