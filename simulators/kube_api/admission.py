@@ -22,7 +22,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from datetime import datetime
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 from kube_manager.kube.resources import CLUSTER_NETWORK_POLICIES, NAMESPACES, NETWORK_POLICIES, PODS, Resource
 from simulators.kube_api.errors import (Cause, bad_value, forbidden, invalid, required, unsupported)
@@ -90,9 +90,9 @@ def _refuse(res: Resource, obj: Dict[str, Any], causes: List[Cause]) -> None:
 
 def default_network_policy(spec: Dict[str, Any]) -> None:
     for direction in ("ingress", "egress"):
-        for rule in spec.get(direction) or []:
-            for port in (rule.get("ports") or []) if isinstance(rule, dict) else []:
-                if isinstance(port, dict) and port.get("protocol") is None:
+        for _, rule in _objects(spec.get(direction)):
+            for _, port in _objects(rule.get("ports")):
+                if port.get("protocol") is None:
                     port["protocol"] = "TCP"
     if not spec.get("policyTypes"):
         spec["policyTypes"] = ["Ingress", "Egress"] if spec.get("egress") else ["Ingress"]
@@ -101,11 +101,11 @@ def default_network_policy(spec: Dict[str, Any]) -> None:
 def network_policy_causes(spec: Dict[str, Any]) -> List[Cause]:
     causes: List[Cause] = []
     for direction, peers in (("ingress", "from"), ("egress", "to")):
-        for i, rule in enumerate(spec.get(direction) or []):
+        for i, rule in _objects(spec.get(direction)):
             path = f"spec.{direction}[{i}]"
-            for j, port in enumerate(rule.get("ports") or []):
+            for j, port in _objects(rule.get("ports")):
                 causes += _port_causes(port, f"{path}.ports[{j}]")
-            for j, peer in enumerate(rule.get(peers) or []):
+            for j, peer in _objects(rule.get(peers)):
                 causes += _peer_causes(peer, f"{path}.{peers}[{j}]")
     types = spec.get("policyTypes") or []
     if len(types) > len(POLICY_TYPES):
@@ -113,6 +113,12 @@ def network_policy_causes(spec: Dict[str, Any]) -> List[Cause]:
     causes += [unsupported(f"spec.policyTypes[{i}]", t, POLICY_TYPES) for i, t in enumerate(types)
                if t not in POLICY_TYPES]
     return causes
+
+
+def _objects(items: Any) -> List[Tuple[int, Dict[str, Any]]]:
+    """The objects of a list, with their indices; what is not one the real server refuses while
+    decoding the body (a 400 the emulator does not mimic), never a crash here."""
+    return [(i, item) for i, item in enumerate(items if isinstance(items, list) else []) if isinstance(item, dict)]
 
 
 def _port_causes(port: Dict[str, Any], path: str) -> List[Cause]:
@@ -151,7 +157,7 @@ def _peer_causes(peer: Dict[str, Any], path: str) -> List[Cause]:
         return [("FieldValueRequired", path, "Required value: must specify a peer")]
     causes: List[Cause] = []
     block = peer.get("ipBlock")
-    if block is not None:
+    if isinstance(block, dict):
         causes += _block_causes(block, f"{path}.ipBlock")
         if len(given) > 1:
             causes.append(forbidden(path, "may not specify both ipBlock and another peer"))
@@ -197,7 +203,7 @@ def _condition_causes(status: Any) -> List[Cause]:
         return [required("status.conditions")]
     causes: List[Cause] = []
     seen = set()
-    for i, condition in enumerate(conditions if isinstance(conditions, list) else []):
+    for i, condition in _objects(conditions):
         path = f"status.conditions[{i}]"
         for field in ("lastTransitionTime", "message", "reason", "status", "type"):
             if field not in condition:

@@ -6,18 +6,26 @@ over HTTP to the real `kubernetes` client, the way the real API server does wher
 - list: `GET /api/v1/namespaces`, `/api/v1/pods`, `/api/v1/namespaces/<ns>/pods`,
   `/apis/networking.k8s.io/v1/networkpolicies` and the namespaced form,
   `/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies` (CustomObjectsApi's), with
-  `metadata.resourceVersion`, and `limit` / `continue` paging;
+  `metadata.resourceVersion` and `limit` / `continue` paging (`lists`: snapshots, 410, 504);
 - watch: the same URLs with `?watch=true&resourceVersion=N&allowWatchBookmarks=true&timeoutSeconds=N`,
-  answered as a chunked stream of JSON lines `{"type", "object"}`; headers go out at once, bookmarks
-  come every `bookmark_interval` seconds and on demand, the stream ends cleanly after timeoutSeconds;
-  a compacted version is answered in-stream with an ERROR event carrying a 410 `Status`, as the real
-  server does;
+  answered as a chunked stream of JSON lines `{"type", "object"}`; headers go out at once; bookmarks
+  come every `bookmark_interval` seconds and 2 s before the timeout, only at a version past the
+  watch's (`watches.WatchCacheVersions`); the stream ends cleanly after timeoutSeconds; a compacted
+  version is an in-stream ERROR event with a 410 `Status`, a version not reached a silent watch;
+  `sendInitialEvents` (a watch-list, also what a watch from no version or "0" becomes) needs
+  `resourceVersionMatch=NotOlderThan` and ends its initial events with a marked bookmark;
 - get, create (POST), replace (PUT, with the resourceVersion precondition) and delete of one object,
-  so that the client's write calls work too; errors are `Status` objects;
+  a client's writes going through `admission` first; errors are `Status` objects shaped as the real
+  server's (`errors`);
 - `coordination.k8s.io/v1` Leases (`leases`), so that several daemons can elect a leader;
-- `events.k8s.io/v1` Events (`events`: create, get, patch, list), and the status subresource of
-  ClusterNetworkPolicies (GET, PUT, PATCH `.../clusternetworkpolicies/NAME/status`), so that the
-  demo shows what kube-manager reports in Kubernetes (SPEC 15).
+- `events.k8s.io/v1` Events (`events`: create, get, replace, patch, list), and the status subresource
+  of ClusterNetworkPolicies and pods (GET, PUT, PATCH `.../NAME/status`), so that the demo shows
+  what kube-manager reports in Kubernetes (SPEC 15) and tests set pods' IPs as a kubelet does.
+
+Fault injection (the store's `drop_watches`, `freeze_watches`, `close_watches`, `compact`, the Events'
+`fail`, the Leases' `fail_writes_from`) is the emulator's alone: no real server has such a switch,
+and tests/realkube/test_emulator_parity.py, which holds the rest to a real kube-apiserver, leaves it
+out.
 
 Runs on gevent.pywsgi in the calling hub (`EmulatedApiServer`); `runner.EmulatorRunner` starts it
 in the background for blocking code. `python -m simulators.kube_api.server -f DIR` serves

@@ -24,3 +24,19 @@ def emulator() -> Iterator[Target]:
 def test_the_emulator_answers_as_the_real_server(emulator: Target, case: str) -> None:
     requests, expected = CASES[case]
     assert requests(emulator) == expected
+
+
+# Bodies of the wrong shape in the places admission reads: refused or stored, never a crash (500).
+MISSHAPEN = [
+    ("/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies",
+     {"metadata": {"name": "np"}, "spec": {"podSelector": {}, "ingress": ["x", {"ports": [7], "from": [None]}]}}),
+    ("/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies",
+     {"metadata": {"name": "np2"}, "spec": {"podSelector": {}, "egress": [{"to": [{"ipBlock": "10.0.0.0/8"}]}]}}),
+]
+
+
+@pytest.mark.parametrize("path,body", MISSHAPEN)
+def test_a_misshapen_body_is_no_server_error(emulator: Target, path: str, body: dict) -> None:
+    ns = emulator.namespace("shape")
+    code, _ = emulator.call("POST", path.format(ns=ns), body)
+    assert code < 500
