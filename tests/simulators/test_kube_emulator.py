@@ -370,3 +370,24 @@ def test_command_line_server(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_without_the_namespace_controller_a_deleted_namespace_stays_terminating() -> None:
+    """A bare control plane (apiserver and etcd) keeps a deleted namespace Terminating, refuses new
+    content in it, and never deletes the system ones; `finish_namespace_deletion` does what the
+    controller would."""
+    store = KubeStore(namespace_controller=False)
+    store.create(namespace("dev"))
+    store.create(pod("dev", "a"))
+    answer = store.delete("namespaces", "", "dev")
+    assert answer["status"] == {"phase": "Terminating"} and answer["metadata"]["deletionTimestamp"]
+    assert [p["metadata"]["name"] for p in store.list("pods")] == ["a"]
+    with pytest.raises(ApiError) as refused:
+        store.create(pod("dev", "b"))
+    assert (refused.value.code, refused.value.reason) == (403, "Forbidden")
+    for immortal in ("default", "kube-system", "kube-public"):
+        with pytest.raises(ApiError) as kept:
+            store.delete("namespaces", "", immortal)
+        assert kept.value.code == 403
+    store.finish_namespace_deletion("dev")
+    assert store.list("pods") == [] and not store.namespace_exists("dev")
