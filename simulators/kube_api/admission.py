@@ -10,8 +10,9 @@ reads, so that what a client sends over HTTP is refused, defaulted or trimmed as
   BestEffort; the IP arrives through `pods/<name>/status`, as the kubelet writes it), an update keeps
   the stored status.
 - ClusterNetworkPolicy status (the published CRD's schema): `status.conditions` required, each a
-  metav1.Condition (type, status True/False, reason, message, lastTransitionTime required; the
-  patterns and bounds of the schema), one per type.
+  metav1.Condition (type, status True/False/Unknown, reason, message, lastTransitionTime required;
+  the patterns and bounds of the schema), one per type; a required or unsupported value also
+  brings the cause saying the CRD's CEL rules were not checked, as the real server answers.
 - Object names: DNS-1123 subdomains (namespaces: labels).
 
 The store's own methods (tests, manifests loaded as a seed) bypass this: they stand for what is
@@ -30,7 +31,10 @@ from simulators.kube_api.names import name_causes
 
 PROTOCOLS = ("TCP", "UDP", "SCTP")
 POLICY_TYPES = ("Ingress", "Egress")
-CONDITION_STATUSES = ("True", "False")  # the CRD's enum: no Unknown
+CONDITION_STATUSES = ("True", "False", "Unknown")
+# What the CRD's CEL rules add when the schema's own checks failed first.
+CEL_SKIPPED = ("FieldValueInvalid", "<nil>", "Invalid value: null: some validation rules were not checked because "
+               "the object was invalid; correct the existing errors to complete validation")
 _PORT_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 _REASON = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
 _TYPE = (r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
@@ -212,27 +216,32 @@ def _condition_causes(status: Any) -> List[Cause]:
         if condition.get("type") in seen:
             causes.append(("FieldValueDuplicate", path, f'Duplicate value: {{"type":"{condition["type"]}"}}'))
         seen.add(condition.get("type"))
+    if any(cause[0] in ("FieldValueRequired", "FieldValueNotSupported") for cause in causes):
+        causes.append(CEL_SKIPPED)
     return causes
 
 
 def _condition_value_causes(condition: Dict[str, Any], path: str) -> List[Cause]:
+    """The schema's checks of one condition; their messages name the field from `status` down, as
+    the status subresource's validation does."""
     causes: List[Cause] = []
+    inner = path[len("status."):]
     kind, reason, when = condition.get("type"), condition.get("reason"), condition.get("lastTransitionTime")
     if isinstance(kind, str) and (len(kind) > 316 or not re.match(_TYPE, kind)):
-        causes.append(bad_value(f"{path}.type", kind, f"{path}.type in body should match '{_TYPE}'"))
+        causes.append(bad_value(f"{path}.type", kind, f"{inner}.type in body should match '{_TYPE}'"))
     if "status" in condition and condition["status"] not in CONDITION_STATUSES:
         causes.append(unsupported(f"{path}.status", condition["status"], CONDITION_STATUSES))
     if isinstance(reason, str) and (not 1 <= len(reason) <= 1024 or not re.match(_REASON, reason)):
-        causes.append(bad_value(f"{path}.reason", reason, f"{path}.reason in body should match '{_REASON}'"))
+        causes.append(bad_value(f"{path}.reason", reason, f"{inner}.reason in body should match '{_REASON}'"))
     if len(str(condition.get("message", ""))) > 32768:
         causes.append(("FieldValueTooLong", f"{path}.message", "Too long: may not be more than 32768 bytes"))
     if isinstance(when, str) and not _date_time(when):
         causes.append(bad_value(f"{path}.lastTransitionTime", when,
-                                f'{path}.lastTransitionTime in body must be of type date-time: "{when}"'))
+                                f'{inner}.lastTransitionTime in body must be of type date-time: "{when}"'))
     generation = condition.get("observedGeneration")
     if generation is not None and (not isinstance(generation, int) or generation < 0):
         causes.append(bad_value(f"{path}.observedGeneration", generation,
-                                f"{path}.observedGeneration in body should be greater than or equal to 0"))
+                                f"{inner}.observedGeneration in body should be greater than or equal to 0"))
     return causes
 
 

@@ -180,6 +180,10 @@ class EmulatorApp:
             return _json(start_response, 200, store.update(admit_update(res, old, store.prepare(body)[1]),
                                                            check_version=True))
         if name is not None and method == "DELETE":
+            if res.name == "pods":  # deleted gracefully (at once, unscheduled): marked, then gone
+                held = store.get(res.name, namespace or "", name)
+                held["metadata"].update(deletionTimestamp=_now(), deletionGracePeriodSeconds=0)
+                store.update(held)
             return _json(start_response, 200, store.delete(res.name, namespace or "", name))
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on {res.name}")
 
@@ -296,6 +300,10 @@ class EmulatorApp:
                 yield item
         finally:
             self.store.unsubscribe(sub)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def _exists(get: Callable[[str, str], Any], namespace: str, name: str) -> bool:

@@ -1,10 +1,15 @@
 """`real_kube_admin`: the real control plane's administrator, as a parity `Target`. It builds on the
-session's `real_kube` fixture (tools/control-plane); in a tree without it, the tests skip."""
+session's `real_kube` fixture (tools/control-plane); in a tree without it, the tests skip. Its
+`compact` waits until the server has forgotten the history compacted away, which takes up to the
+control plane's --etcd-compaction-interval plus 15 s (a short interval keeps the tier quick)."""
 from __future__ import annotations
 
 import pytest
 
-from tests.support.kube_parity import Target
+from tests.support.kube_parity import Target, forgotten
+
+# seconds: two of kube-apiserver's default compaction intervals (5 min), its cache's poll, a margin
+FORGET_TIMEOUT = 660.0
 
 
 @pytest.fixture(scope="session")
@@ -13,5 +18,6 @@ def real_kube_admin(request: pytest.FixtureRequest) -> Target:
         real = request.getfixturevalue("real_kube")
     except pytest.FixtureLookupError:
         pytest.skip("no real control plane: the real_kube fixture (tools/control-plane) is not in this tree")
-    from tests.support.control_plane_support import compact_etcd  # type: ignore[import-not-found,unused-ignore]
-    return Target("real", real.admin(), compact=lambda: compact_etcd(real))
+    target = Target("real", real.admin(), compact=lambda: None)
+    target.compact = forgotten(target, FORGET_TIMEOUT)
+    return target
