@@ -352,7 +352,8 @@ class KubeStore:
         return self._broadcast(CLOSE)
 
     def compact(self) -> None:
-        """Forget the whole event history: a watch from any older version now gets 410 Gone."""
+        """Forget the whole event history, as a real server whose watch cache evicted it (or a new
+        API server) does: a watch or a continue from an older version now gets 410 Gone."""
         self._history.clear()
         self._compacted_rv = self._rv
 

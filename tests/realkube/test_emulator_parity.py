@@ -1,7 +1,9 @@
 """One behaviour, two servers: the shared request table (tests/support/kube_parity.py) sent to the
 emulated API server and to a real kube-apiserver (apiserver and etcd only, as tools/control-plane
 starts them: no namespace controller, so the emulator runs without its own), each answer compared
-in the terms the daemon reads. Fault injection is the emulator's alone and is not part of it."""
+in the terms the daemon reads. Fault injection is the emulator's alone and is not part of it. The
+case of an expired continue token waits for the server's own etcd compaction: start the control
+plane with a short --etcd-compaction-interval (10 s: about 15 s of waiting) to keep it quick."""
 from __future__ import annotations
 
 from typing import Iterator
