@@ -49,7 +49,7 @@ Key = Tuple[str, str]  # (namespace or "", name)
 Listener = Callable[[str, str, Dict[str, Any]], None]  # (resource, event type, object)
 NAME_LABEL = "kubernetes.io/metadata.name"
 DEFAULT_HISTORY_LIMIT = 1000
-DEFAULT_PROGRESS_INTERVAL = 600.0  # seconds: etcd's --experimental-watch-progress-notify-interval
+DEFAULT_PROGRESS_INTERVAL = 10.0  # seconds: how often kube-apiserver renews its own Lease
 # uids are uuid5 of the object's identity and how many times it was created, so that a run from the
 # same manifests gives the same uids while a delete + re-create still gives a new one.
 _UID_NAMESPACE = uuid.UUID("6f1c3a52-4a43-4b1e-9d55-2c8a3f4e7b10")
@@ -327,7 +327,7 @@ class KubeStore:
 
     def bookmark_version(self, resource: Resource) -> int:
         """The version of a periodic bookmark of `resource` now (`WatchCacheVersions`)."""
-        return self._cache_versions.version(resource.name, self._rv)
+        return self._cache_versions.version(resource.name, self._next_rv)  # the API server's own Lease
 
     def listed(self, resource: Resource) -> None:
         self._cache_versions.written(resource.name, self._rv)

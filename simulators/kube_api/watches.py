@@ -56,13 +56,13 @@ def event_line(event_type: str, obj: Dict[str, Any]) -> bytes:
 
 
 class WatchCacheVersions:
-    """The version a periodic bookmark of each resource carries, as the real watch cache's: the last
-    write of that resource, the cluster's version when it was last listed (a consistent list makes
-    the cache catch up first), or the cluster's version as of the last progress notification etcd
-    sends every cache (every `progress_interval` seconds: etcd's default is 10 minutes). So a
-    watch from the version of its list gets no bookmark before a write of its kind or the next
-    notification, and none at all where nothing is written (a real cluster always writes: the
-    API server renews its own Lease every 10 s)."""
+    """The version a periodic bookmark of each resource carries, as the real watch cache's (a
+    bookmark goes out only past the version its watch started from): the last write of that
+    resource, the cluster's version when it was last listed, or the cluster's version the cache
+    heard of last. A real API server writes its own Lease every 10 s and its caches hear of the
+    revision (measured against kube-apiserver v1.37.2: a quiet watch's bookmarks, a minute apart,
+    carried a version past the last write of their kind); `progress_interval` is that period, and
+    `renew` the write."""
 
     def __init__(self, progress_interval: float, clock: Callable[[], float] = time.monotonic) -> None:
         self._interval = progress_interval
@@ -76,10 +76,10 @@ class WatchCacheVersions:
         self._written[resource] = version
 
     def notify(self, version: int) -> None:
-        """A progress notification now (what `KubeStore.send_bookmarks` stands for)."""
+        """The caches hear of the cluster's `version` now (what `KubeStore.send_bookmarks` forces)."""
         self._progress, self._progress_at = version, self._clock()
 
-    def version(self, resource: str, current: int) -> int:
+    def version(self, resource: str, renew: Callable[[], int]) -> int:
         if self._clock() - self._progress_at >= self._interval:
-            self.notify(current)
+            self.notify(renew())
         return max(self._written.get(resource, 0), self._progress)

@@ -95,8 +95,8 @@ class Environment:
                  bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL, crds: Optional[List[str]] = None,
                  progress_interval: float = DEFAULT_PROGRESS_INTERVAL) -> None:
         """`crds`: the emulator's installed custom resources (None: all, [] a cluster without any);
-        `progress_interval`: how often etcd tells the watch cache its version (a quiet watch gets
-        bookmarks only past its own version, so only after such a notification)."""
+        `progress_interval`: how often the API server renews its own Lease, which moves the version
+        a quiet watch's bookmarks carry past the watch's own (none is sent before)."""
         self.vnc: BackgroundServer = run_in_background()
         self.kube = EmulatorRunner(bookmark_interval=bookmark_interval, crds=crds, progress_interval=progress_interval)
         self.kube.start()
