@@ -4,7 +4,7 @@ one cause per field), and the checks of a namespaced body the Lease and Event st
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 # One field error: (cause type, field path, message body), as apimachinery's field.Error renders
 # them: type "FieldValueRequired" with body "Required value", and so on.
@@ -32,10 +32,6 @@ class ApiError(Exception):
         if self.details is not None:
             status["details"] = self.details
         return status
-
-    @property
-    def causes(self) -> List[Dict[str, str]]:
-        return list((self.details or {}).get("causes", []))
 
 
 def qualified(resource: GroupResource) -> str:

@@ -1,5 +1,5 @@
 """The name rules of the real API server (apimachinery's `util/validation`) the emulator applies:
-object names as DNS-1123 subdomains, qualified names (`example.com/Name`), label values."""
+object names as DNS-1123 subdomains, qualified names (`example.com/Name`)."""
 from __future__ import annotations
 
 import re
@@ -42,6 +42,3 @@ def qualified_name_causes(path: str, value: str) -> List[Cause]:
         return [bad_value(path, value, "name part " + _QUALIFIED_MSG)]
     return []
 
-
-def label_value_ok(value: str) -> bool:
-    return value == "" or (len(value) <= QUALIFIED_MAX and bool(_QUALIFIED.match(value)))
