@@ -29,6 +29,7 @@ SYNCED = "synced"        # Contrail holds exactly the desired objects
 RETRYING = "retrying"    # a write failed; retried with backoff
 REJECTED = "rejected"    # invalid input, nothing (or only part) written; see errors
 PARKED = "parked"        # the config API refused a write for good (4xx); retried on change or resync
+STAGED = "staged"        # a staged policy (SPEC 17): translated and shown, nothing written
 # Pod tagging states besides those.
 NO_VM = "no-vm"          # the pod's VM or VMI is not in the config API yet: retried with backoff
 HOST_NETWORK = "host-network"  # spec.hostNetwork: no VM nor VMI of its own, never tagged

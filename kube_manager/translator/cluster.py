@@ -58,6 +58,7 @@ from .rejections import Rejections
 from .render import PolicyRenderer
 from .sequenced import SequencedRefs
 from .shared import SharedObjects
+from .staged_policies import StagedPolicy, split_policy_sources
 from .store import DesiredObjects
 from .translation import Translation
 
@@ -132,9 +133,11 @@ class ClusterTranslator:
         self._cluster_policies = ClusterNetworkPolicies(ChainBuilder(renderer), self._index, self._shared, blocks,
                                                         self._exact, self._marks, self._log)
         self._sources: Tuple[PolicySource, ...] = (self._network_policies, self._exact, self._cluster_policies)
+        # SPEC 17: each policy kind's staged policies kept apart from what its source emits.
+        self._staged = split_policy_sources(self._network_policies, self._cluster_policies, self._parse_cache)
         # In the order a whole cluster is loaded: what others refer to first.
         self._kinds = KindTable([namespaces, PodSource(self._index, namespaces, self._parse_cache, self._pod_changed),
-                                 self._network_policies, self._cluster_policies])
+                                 *self._staged])
 
     # --- Kubernetes events --------------------------------------------------------------------
 
@@ -230,6 +233,11 @@ class ClusterTranslator:
         errors.sort(key=lambda e: (e["kind"], e["namespace"], e["name"]))
         return errors
 
+    def staged(self) -> Tuple[StagedPolicy, ...]:
+        """The staged policies (SPEC 17), as the events left them: NetworkPolicies by namespace and
+        name, then ClusterNetworkPolicies by name."""
+        return tuple(policy for split in self._staged for _, policy in sorted(split.staged().items()))
+
     def translation(self) -> Translation:
         """The whole desired state in SPEC 8's order. Its workloads join the pods as the events
         left them with their tags as of the last flush, so events not yet flushed are an error
@@ -261,7 +269,8 @@ class ClusterTranslator:
         (aps,) = objects[APPLICATION_POLICY_SET].values()
         return Translation(self.cluster_name, ordered(TAG), ordered(ADDRESS_GROUP), ordered(FIREWALL_RULE),
                            ordered(FIREWALL_POLICY), aps, tuple(workloads), tuple(self.errors()),
-                           dict(self.selectors()))
+                           dict(self.selectors()),
+                           tuple({"kind": p.kind, "namespace": p.namespace, "name": p.name} for p in self.staged()))
 
     def selectors(self) -> SelectorView:
         """A live read-only view: selector tag -> the object it was hashed from."""
