@@ -19,7 +19,7 @@ import copy
 import dataclasses
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from kube_manager.plumbing.kvlog import kv
 
@@ -171,3 +171,30 @@ def split_policy_sources(network_policies: KindSource, cluster_policies: KindSou
         return ("", policy.name), policy.errors
 
     return StagedSplit(network_policies, read_network_policy), StagedSplit(cluster_policies, read_cluster_policy)
+
+
+StagedKey = Tuple[str, str, str]  # (kind, namespace, name); namespace "" when cluster-scoped
+POLICY_KINDS = ("NetworkPolicy", "ClusterNetworkPolicy")
+
+
+def staged_key(kind: str, manifest: Mapping[str, Any]) -> StagedKey:
+    metadata = manifest.get("metadata") or {}
+    namespace = "" if kind == POLICY_KINDS[1] else str(metadata.get("namespace") or "default")
+    return kind, namespace, str(metadata.get("name") or "")
+
+
+def promoted(objects: Mapping[str, Any], keys: Optional[Any] = None) -> Dict[str, List[Mapping[str, Any]]]:
+    """Manifests by kind with the staged policies among `keys` (every one when None) enforced, as
+    if their annotation were removed; the other staged policies stay staged. A new mapping, the
+    manifests not copied unless promoted."""
+    result: Dict[str, List[Mapping[str, Any]]] = {kind: list(items) for kind, items in objects.items()}
+    for kind in POLICY_KINDS:
+        result[kind] = [enforced(m) if staged_value(m) == STAGED_VALUE and (keys is None or staged_key(kind, m) in keys)
+                        else m for m in result.get(kind, ())]
+    return result
+
+
+def staged_keys(objects: Mapping[str, Any]) -> List[StagedKey]:
+    """The staged policies among manifests by kind, in kind then namespace and name order."""
+    return sorted(staged_key(kind, m) for kind in POLICY_KINDS for m in objects.get(kind, ())
+                  if staged_value(m) == STAGED_VALUE)
