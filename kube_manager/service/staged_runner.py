@@ -23,6 +23,7 @@ import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import gevent
+import gevent.event
 from prometheus_client import CollectorRegistry, Gauge, Histogram
 
 from kube_manager.plumbing.kvlog import kv
@@ -56,8 +57,11 @@ class StagedRunner:
 
     def __init__(self, db: Database, translator: ClusterTranslator, snapshot: Snapshot, announce: Announce,
                  registry: CollectorRegistry, *, debounce: float = DEBOUNCE, max_delay: float = MAX_DELAY,
-                 budget: float = BUDGET, compute: Optional[Compute] = None) -> None:
+                 budget: float = BUDGET, compute: Optional[Compute] = None,
+                 stop: Optional[gevent.event.Event] = None) -> None:
+        """`stop`: set when the daemon stops (the greenlet then ends at its next tick)."""
         self._db = db
+        self._stop = stop if stop is not None else gevent.event.Event()
         self._translator = translator
         self._snapshot = snapshot
         self._announce = announce
@@ -76,12 +80,11 @@ class StagedRunner:
                                      buckets=RUN_BUCKETS, registry=registry)
 
     def run(self) -> None:
-        """The greenlet: a run after each quiet interval that follows a change, forever."""
+        """The greenlet: a run after each quiet interval that follows a change, until stopped."""
         done = -1  # the generation the last run saw
         first_change: Optional[float] = None  # when a change since that run was first seen
         last_seen = -1
-        while True:
-            gevent.sleep(self._debounce)
+        while not self._stop.wait(self._debounce):
             self._say_pending()
             generation = self._db.generation
             if generation == done:

@@ -6,6 +6,7 @@ import threading
 from typing import Any, Dict, List, Tuple
 
 import gevent
+import gevent.event
 from prometheus_client import CollectorRegistry
 
 from introspect.explain import db_manifests
@@ -115,3 +116,12 @@ def test_the_greenlet_runs_after_a_quiet_interval_off_the_event_loop():
         wait_green(lambda: len(threads) == 2, "a run after a pod changed")
     finally:
         greenlet.kill()
+
+
+def test_the_greenlet_ends_when_the_daemon_stops():
+    stop = gevent.event.Event()
+    runs = runner(listed_pipeline(), Announcements(), debounce=0.01, stop=stop)
+    greenlet = gevent.spawn(runs.run)
+    gevent.sleep(0)
+    stop.set()
+    wait_green(lambda: greenlet.dead, "the greenlet to end")
