@@ -4,7 +4,7 @@ For one staged policy, the cluster *before* is the cluster as enforced (every st
 out: the translator and the Kubernetes model both skip them) and *after* is the same cluster with
 that one policy's annotation removed. Both sides are translated in full under the configured
 semantics and evaluated by what-if's own evaluator (whatif.py), pair by pair, for the pairs of
-current pods with an end the policy can affect; a flow (pair, protocol, port range) is *opened*
+current pods whose verdict the policy can change (`_pairs`); a flow (pair, protocol, port range) is *opened*
 when Contrail drops it before and allows it after, *closed* the other way round. The counts are
 exact; the listings stop at `limit` per direction.
 
@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 from kube_manager.translator.decode import decode_tags
 from kube_manager.translator.staged_policies import StagedKey, promoted
 
 # what-if's evaluator itself, one pair at a time (whatif.py documents why the pairs and port
 # classes it checks are enough).
+from .k8s_netpol import EGRESS, INGRESS
 from .whatif import FlowChange, _affected_pods, _common_pods, _End, _pair_changes, _State
 
 LISTED = 100  # flows listed per direction
@@ -108,11 +109,8 @@ class StagedRun:
         after = _State(_Manifests(promoted(self._objects, {key})), self._cluster_name, self._semantics)
         report.objects, report.selectors = _object_changes(before.translation, after.translation, after.selectors)
         pods = _common_pods(before, after)
-        affected = _affected_pods({key}, pods)
         ends = [_End(pod, ip) for pod, ip in sorted(pods.items())]
-        near = [end for end in ends if end.pod in affected]
-        pairs = [(a, b) for a in near for b in ends if a != b]
-        pairs += [(b, a) for a in near for b in ends if a != b and b.pod not in affected]
+        pairs = _pairs(key, after, ends, _affected_pods({key}, pods))
         report.pairs = len(pairs)
         for src, dst in pairs:
             if self._late():
@@ -136,6 +134,30 @@ class StagedRun:
             report.closed += 1
             if len(report.closed_listed) < self._limit:
                 report.closed_listed.append(flow)
+
+
+def _pairs(key: StagedKey, after: _State, ends: List[_End], affected: Set[Tuple[str, str]]) -> List[Tuple[_End, _End]]:
+    """The pairs whose verdict the policy can change. A flow's verdict depends only on the
+    policies selecting its source (egress) and its destination (ingress), in both semantics (the
+    cluster-wide deviation too: it lets the destination's ingress policies decide for the source);
+    so a NetworkPolicy can only change the flows into the pods it selects, if it isolates ingress,
+    and out of them, if egress. A ClusterNetworkPolicy's (every pod may be its subject or peer),
+    or a NetworkPolicy the model cannot read, keeps what-if's pairs: those with an affected end."""
+    kind, namespace, name = key
+    policy = next((p for p in after.kubernetes.policies(namespace) if p.name == name), None) \
+        if kind == "NetworkPolicy" else None
+    if policy is None:
+        near = [end for end in ends if end.pod in affected]
+        return [(a, b) for a in near for b in ends if a != b] + \
+            [(b, a) for a in near for b in ends if a != b and b.pod not in affected]
+    selected = []
+    for end in ends:
+        pod = after.kubernetes.pod(*end.pod) if end.pod and end.pod[0] == namespace else None
+        if pod is not None and policy.selector.matches(pod.labels):
+            selected.append(end)
+    pairs = [(b, a) for a in selected for b in ends if a != b] if INGRESS in policy.directions else []
+    pairs += [(a, b) for a in selected for b in ends if a != b] if EGRESS in policy.directions else []
+    return list(dict.fromkeys(pairs))  # a pair of two selected pods once
 
 
 @dataclass(frozen=True)

@@ -83,6 +83,8 @@ def check(objects: Dict[str, List[Any]], promoted: Dict[str, List[Any]], key: Tu
     report = StagedRun(objects, "k8s", semantics, limit=10 ** 6).flows(key)
     assert report.complete and report.pairs_checked == report.pairs
     assert (report.opened, report.closed) == (len(report.opened_listed), len(report.closed_listed))
+    listed = report.opened_listed + report.closed_listed
+    assert len(set(listed)) == len(listed), "a flow counted twice"
     firsts = {(f.source, f.destination, f.protocol, f.ports[0]) for f in report.opened_listed + report.closed_listed}
     cells, opened, closed = model_changes(objects, promoted, semantics, firsts)
     assert reported(report.opened_listed, cells) == opened
@@ -131,7 +133,7 @@ def test_a_deny_all_closes_every_flow_into_its_namespace_and_is_listed_up_to_the
 def test_a_run_past_its_deadline_says_so_with_what_it_got():
     deny = policy("x", "deny", {"podSelector": {}, "policyTypes": ["Ingress"]})
     ticks = iter(range(10 ** 6))
-    run = StagedRun(xyz_cluster([staged(deny)]).objects, "k8s", "kubernetes", deadline=30, clock=lambda: next(ticks))
+    run = StagedRun(xyz_cluster([staged(deny)]).objects, "k8s", "kubernetes", deadline=12, clock=lambda: next(ticks))
     report = run.flows(("NetworkPolicy", "x", "deny"))
     assert not report.complete and 0 < report.pairs_checked < report.pairs
     assert "too large to compute" in report.note()
