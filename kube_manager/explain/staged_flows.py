@@ -94,13 +94,15 @@ class StagedRun:
         self._limit = limit
         self._before: Optional[_State] = None
 
-    def _late(self) -> bool:
-        return self._deadline is not None and self._clock() > self._deadline
+    def _late(self, deadline: Optional[float]) -> bool:
+        return deadline is not None and self._clock() > deadline
 
-    def flows(self, key: StagedKey) -> StagedFlows:
-        """What the staged policy `key` would open and close, and its objects."""
+    def flows(self, key: StagedKey, deadline: Optional[float] = None) -> StagedFlows:
+        """What the staged policy `key` would open and close, and its objects; `deadline` (the
+        run's when not given) bounds this policy's part."""
+        deadline = deadline if deadline is not None else self._deadline
         report = StagedFlows(key)
-        if self._late():
+        if self._late(deadline):
             report.complete = False
             return report
         if self._before is None:
@@ -113,7 +115,7 @@ class StagedRun:
         pairs = _pairs(key, after, ends, _affected_pods({key}, pods))
         report.pairs = len(pairs)
         for src, dst in pairs:
-            if self._late():
+            if self._late(deadline):
                 report.complete = False
                 break
             report.pairs_checked += 1

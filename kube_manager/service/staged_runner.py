@@ -3,10 +3,11 @@
 A greenlet beside the watchers. It looks at `db.generation` (bumped by the event dispatcher at each
 change of a Kubernetes record) every `debounce` seconds and starts a run once the cluster has been
 quiet for one interval (or has kept changing for `max_delay`), and only while some policy is
-staged. A run takes a snapshot of the records' manifests in the event loop, then computes in a
-native thread of gevent's pool (`explain/staged_flows.py`, pure), so that the loop goes on handling
-events and writes meanwhile; the result replaces `db.staged` in the loop. A run has a time budget:
-past it, the report says "too large to compute" with what it found.
+staged. A run computes in a forked child (`plumbing/forked.py`: the records as they were at the
+fork, their manifests read there, `explain/staged_flows.py`), so that the loop goes on handling
+events and writes meanwhile on the other core, with no lock shared with the computation; the
+result replaces `db.staged` in the loop. A run has a time budget: past it, the report says "too
+large to compute" with what it found (and a child that does not answer soon after is killed).
 
 Each pod, namespace or policy change starts a new run (the flows of every staged policy may move
 with any of them); a staged policy's generation seen for the first time is announced by a `Normal`
@@ -26,6 +27,7 @@ import gevent
 import gevent.event
 from prometheus_client import CollectorRegistry, Gauge, Histogram
 
+from kube_manager.plumbing.forked import in_child
 from kube_manager.plumbing.kvlog import kv
 from kube_manager.records.db import Database, PolicyRecord, StagedRecord
 from kube_manager.translator import ClusterTranslator
@@ -40,16 +42,25 @@ RUN_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 Snapshot = Callable[[], Mapping[str, Any]]  # the records' manifests, by kind
 Announce = Callable[[PolicyRecord, str], bool]  # (the policy's record, the note): said?
-Compute = Callable[[Mapping[str, Any], List[StagedKey], float], List[Dict[str, Any]]]
+# (the snapshot to take, the staged policies, the deadline) -> their reports
+Compute = Callable[[Snapshot, List[StagedKey], float], List[Dict[str, Any]]]
+GRACE = 10.0  # seconds past the budget before a run's child is killed (its last pair, its output)
 
 
 def compute_reports(objects: Mapping[str, Any], keys: List[StagedKey], cluster_name: str, semantics: str,
                     deadline: float) -> List[Dict[str, Any]]:
-    """Each staged policy's report (StagedFlows.to_dict()), in the order of `keys`."""
+    """Each staged policy's report (StagedFlows.to_dict()), in the order of `keys`, the time left
+    until `deadline` shared among the policies not computed yet."""
     from kube_manager.explain.staged_flows import StagedRun  # the evaluator: loaded only when some policy is staged
 
-    run = StagedRun(objects, cluster_name, semantics, deadline=deadline)
-    return [run.flows(key).to_dict() for key in keys]
+    run = StagedRun(objects, cluster_name, semantics)
+    reports = []
+    for i, key in enumerate(keys):
+        # Each policy its share of what is left: a ClusterNetworkPolicy over every pair of a
+        # large cluster cannot starve the NetworkPolicies after it.
+        share = (deadline - time.monotonic()) / (len(keys) - i)
+        reports.append(run.flows(key, time.monotonic() + share).to_dict())
+    return reports
 
 
 class StagedRunner:
@@ -69,8 +80,8 @@ class StagedRunner:
         self._max_delay = max_delay
         self._budget = budget
         cluster_name, semantics = translator.cluster_name, translator.semantics
-        self._compute: Compute = compute or (lambda objects, keys, deadline: compute_reports(
-            objects, keys, cluster_name, semantics, deadline))
+        self._compute: Compute = compute or (lambda snapshot, keys, deadline: in_child(
+            lambda: compute_reports(snapshot(), keys, cluster_name, semantics, deadline), budget + GRACE))
         self._announced: Dict[StagedKey, Tuple[str, int]] = {}  # (uid, generation) whose Event was said
         self._identity: Dict[StagedKey, Tuple[str, int]] = {}  # (uid, generation) of the last run's report
         self.staged_gauge = Gauge("kube_manager_staged_policies", "Policies staged (SPEC 17): translated, not written",
@@ -113,9 +124,8 @@ class StagedRunner:
             return
         generations = {(p.kind, p.namespace, p.name): (p.uid, p.generation) for p in staged}
         started = time.monotonic()
-        objects = self._snapshot()
         try:
-            reports = gevent.get_hub().threadpool.apply(self._compute, (objects, keys, started + self._budget))
+            reports = self._compute(self._snapshot, keys, started + self._budget)
         except Exception:  # a bug must not end the greenlet: the next change tries again
             log.exception("staged run failed", extra=kv(staged=len(keys)))
             return

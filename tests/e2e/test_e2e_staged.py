@@ -73,12 +73,14 @@ def test_stage_promote_stage_again_and_a_misspelt_value(env: Environment) -> Non
     # Staged: nothing written; the page and the Event say what it would close.
     start = len(daemon.log())
     env.apply(annotated("true"))
-    row = wait_until(lambda: staged_row(daemon), "the staged run's report")
+    # After a quiet interval (2 s) and the run: more than the usual deadline on a busy machine.
+    row = wait_until(lambda: staged_row(daemon), "the staged run's report", timeout=30)
     # Into ops/probe from the two shop pods, on TCP, UDP and SCTP.
     assert (row["flows"]["closed"], row["flows"]["opened"]) == (6, 0)
     assert {(f["from"], f["to"]) for f in row["flows"]["closed_flows"]} == {("shop/web", "ops/probe"),
                                                                             ("shop/api", "ops/probe")}
-    event = wait_until(lambda: events_about(env, "NetworkPolicy", "deny-all", "Staged"), "the Staged Event")[0]
+    event = wait_until(lambda: events_about(env, "NetworkPolicy", "deny-all", "Staged"), "the Staged Event",
+                       timeout=30)[0]
     assert event["type"] == "Normal" and event["note"] == "would open 0 and close 6 flows among current pods"
     assert daemon.get("/Snh_NetworkPolicyDatabaseList?format=json")["network_policies"][0]["state"] == "staged"
     env.wait_converged()  # translate() leaves the staged policy out: the config API holds the same
@@ -96,7 +98,8 @@ def test_stage_promote_stage_again_and_a_misspelt_value(env: Environment) -> Non
     aps = position(found, ("updated", "k8s"))
     denyall = position(found, ("updated", "k8s-denyall"))
     assert fwp < aps < denyall and deny < denyall  # the deny rule joins k8s-denyall once its policy is in the APS
-    wait_until(lambda: daemon.get("/Snh_StagedPolicyList?format=json")["staged_policies"] == [], "no staged policy")
+    wait_until(lambda: daemon.get("/Snh_StagedPolicyList?format=json")["staged_policies"] == [], "no staged policy",
+               timeout=30)
 
     # Staged again: removed as a delete is, in reverse.
     start = len(daemon.log())

@@ -2,16 +2,19 @@
 reports in `db.staged`, the Staged Event once per generation, the metrics."""
 from __future__ import annotations
 
-import threading
+import os
+import time
 from typing import Any, Dict, List, Tuple
 
 import gevent
 import gevent.event
+import pytest
 from prometheus_client import CollectorRegistry
 
 from introspect.explain import db_manifests
 from kube_manager.handlers import KINDS
 from kube_manager.service.pipeline import build_pipeline
+from kube_manager.plumbing.forked import ChildFailed, in_child
 from kube_manager.service.staged_runner import StagedRunner
 from tests.support.builders import namespace, pod, policy
 from tests.support.waiting import wait_green
@@ -96,26 +99,60 @@ def test_a_standby_says_the_event_once_it_leads():
     assert len(announce.said) == 1
 
 
-def test_the_greenlet_runs_after_a_quiet_interval_off_the_event_loop():
+def test_the_greenlet_runs_after_a_quiet_interval_once_per_change():
     pipeline = listed_pipeline()
-    threads: List[int] = []
+    runs_seen: List[List[Any]] = []
 
-    def compute(objects: Any, keys: Any, deadline: float) -> List[Dict[str, Any]]:
-        threads.append(threading.get_ident())
+    def compute(snapshot: Any, keys: Any, deadline: float) -> List[Dict[str, Any]]:
+        runs_seen.append(keys)
         return [{"complete": True, "note": "n"} for _ in keys]
 
     runs = runner(pipeline, Announcements(), debounce=0.02, compute=compute)
     greenlet = gevent.spawn(runs.run)
     try:
         pipeline.cache.on_event("networkpolicies", "ADDED", staged(policy("x", "deny", {"podSelector": {}})))
-        wait_green(lambda: threads, "a staged run")
-        assert threads == [threads[0]] and threads[0] != threading.get_ident()  # a thread of gevent's pool
+        wait_green(lambda: runs_seen, "a staged run")
         gevent.sleep(0.1)  # (nothing to wait for: no change means no run; checked below)
-        assert len(threads) == 1
+        assert runs_seen == [[("NetworkPolicy", "x", "deny")]]
         pipeline.cache.on_event("pods", "ADDED", pod("y", "d", "10.0.0.4"))
-        wait_green(lambda: len(threads) == 2, "a run after a pod changed")
+        wait_green(lambda: len(runs_seen) == 2, "a run after a pod changed")
     finally:
         greenlet.kill()
+
+
+def test_a_run_computes_in_another_process_while_the_loop_goes_on():
+    pipeline = listed_pipeline()
+    pipeline.cache.on_event("networkpolicies", "ADDED", staged(policy("x", "deny", {"podSelector": {}})))
+    ticks: List[int] = []
+
+    def snapshot() -> Dict[str, Any]:
+        time.sleep(0.3)  # in the child: the parent's loop ticks meanwhile
+        return {"Namespace": [], "Pod": [], "NetworkPolicy": [], "pid": os.getpid()}
+
+    def ticker() -> None:
+        while True:
+            ticks.append(1)
+            gevent.sleep(0.01)
+
+    pids: List[int] = []
+    runs = StagedRunner(pipeline.db, pipeline.translator, snapshot, Announcements(), CollectorRegistry(),
+                        compute=lambda snap, keys, deadline: [
+                            {"complete": True, "note": "n", "pid": in_child(lambda: snap()["pid"], 10)} for _ in keys])
+    greenlet = gevent.spawn(ticker)
+    try:
+        runs.run_once()
+    finally:
+        greenlet.kill()
+    pids.append(pipeline.db.staged[("NetworkPolicy", "x", "deny")].report["pid"])
+    assert pids[0] != os.getpid() and len(ticks) >= 10
+
+
+def test_a_child_past_its_time_is_killed_and_a_failed_child_raises():
+    with pytest.raises(TimeoutError):
+        in_child(lambda: time.sleep(60), 0.2)
+    with pytest.raises(ChildFailed, match="ZeroDivisionError"):
+        in_child(lambda: 1 / 0, 10)
+    assert in_child(lambda: {"pid": os.getpid()}, 10)["pid"] != os.getpid()
 
 
 def test_the_greenlet_ends_when_the_daemon_stops():
