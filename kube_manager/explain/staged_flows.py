@@ -157,9 +157,13 @@ def _pairs(key: StagedKey, after: _State, ends: List[_End], affected: Set[Tuple[
         pod = after.kubernetes.pod(*end.pod) if end.pod and end.pod[0] == namespace else None
         if pod is not None and policy.selector.matches(pod.labels):
             selected.append(end)
-    pairs = [(b, a) for a in selected for b in ends if a != b] if INGRESS in policy.directions else []
-    pairs += [(a, b) for a in selected for b in ends if a != b] if EGRESS in policy.directions else []
-    return list(dict.fromkeys(pairs))  # a pair of two selected pods once
+    ingress = INGRESS in policy.directions
+    pairs = [(b, a) for a in selected for b in ends if a != b] if ingress else []
+    if EGRESS in policy.directions:
+        # A pair of two selected pods is an ingress pair already.
+        chosen = {end.pod for end in selected} if ingress else set()
+        pairs += [(a, b) for a in selected for b in ends if a != b and b.pod not in chosen]
+    return pairs
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ Announce = Callable[[PolicyRecord, str], bool]  # (the policy's record, the note
 # (the snapshot to take, the staged policies, the deadline) -> their reports
 Compute = Callable[[Snapshot, List[StagedKey], float], List[Dict[str, Any]]]
 GRACE = 10.0  # seconds past the budget before a run's child is killed (its last pair, its output)
+NICE = 19  # the child's niceness: the daemon, and the config API beside it, get the CPU first
 
 
 def compute_reports(objects: Mapping[str, Any], keys: List[StagedKey], cluster_name: str, semantics: str,
@@ -81,7 +82,7 @@ class StagedRunner:
         self._budget = budget
         cluster_name, semantics = translator.cluster_name, translator.semantics
         self._compute: Compute = compute or (lambda snapshot, keys, deadline: in_child(
-            lambda: compute_reports(snapshot(), keys, cluster_name, semantics, deadline), budget + GRACE))
+            lambda: compute_reports(snapshot(), keys, cluster_name, semantics, deadline), budget + GRACE, NICE))
         self._announced: Dict[StagedKey, Tuple[str, int]] = {}  # (uid, generation) whose Event was said
         self._identity: Dict[StagedKey, Tuple[str, int]] = {}  # (uid, generation) of the last run's report
         self.staged_gauge = Gauge("kube_manager_staged_policies", "Policies staged (SPEC 17): translated, not written",
