@@ -4,20 +4,23 @@ The list shows each staged policy (a NetworkPolicy or ClusterNetworkPolicy whose
 `staged`) with what the last staged run found (`db.staged`, the staged runner's): the flows it
 would open and close among the current pods, and the Contrail objects it would add, change or
 remove, their rules' endpoints decoded as on the other pages. `/explain?staged=1` answers one flow
-twice, as enforced now and with the staged policies enforced, from the records' manifests
-(translated again, so the answer is kept for as long as `db.generation` stays the same).
+twice, as enforced now and with the staged policies enforced, from the records' manifests,
+translated afresh for each question in a forked child (`plumbing/forked.py`).
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, Tuple
 
 from kube_manager.explain.staged_verdicts import StagedExplainer
+from kube_manager.plumbing.forked import in_child
 from kube_manager.records.db import STAGED, Database, PolicyRecord
 from introspect import contrail as c
 from introspect.decoded import describe_endpoint
 from introspect.explain import db_manifests
 
 STAGED_PATH = "/Snh_StagedPolicyList"
+EXPLAIN_TIMEOUT = 300.0  # seconds: two translations of a large cluster
+NICE = 19  # the question's child gives the CPU to the daemon first
 Render = Callable[..., Any]
 
 
@@ -67,7 +70,6 @@ class StagedPages:
         self._db = db
         self._semantics = semantics
         self._render = render
-        self._explainers: Dict[int, StagedExplainer] = {}
 
     def listing(self, wants_json: bool) -> Any:
         rows = staged_rows(self._db)
@@ -78,13 +80,23 @@ class StagedPages:
         return self._render("staged.html", 200, title="Staged policies", rows=rows)
 
     def explain(self, source: str, destination: str, port: str, protocol: str) -> Mapping[str, Any]:
-        """Both answers for one flow; ValueError on bad input."""
-        explainer = self._explainers.get(self._db.generation)
-        if explainer is None:
-            self._explainers.clear()
-            explainer = self._explainers[self._db.generation] = StagedExplainer(
-                db_manifests(self._db).objects, _cluster_name(self._db), self._semantics)
-        return explainer.explain(source, destination, port, protocol)
+        """Both answers for one flow; ValueError on bad input. Both sides are translated from the
+        records, in a forked child (seconds on a large cluster, which the daemon's loop must not
+        wait for)."""
+        db, semantics = self._db, self._semantics
+
+        def answer() -> Dict[str, Any]:
+            try:
+                return {"result": StagedExplainer(db_manifests(db).objects, _cluster_name(db), semantics).explain(
+                    source, destination, port, protocol)}
+            except ValueError as exc:  # bad input: the page's 400
+                return {"invalid": str(exc)}
+
+        answered = in_child(answer, EXPLAIN_TIMEOUT, NICE)
+        if "invalid" in answered:
+            raise ValueError(answered["invalid"])
+        result: Mapping[str, Any] = answered["result"]
+        return result
 
 
 def _cluster_name(db: Database) -> str:
