@@ -65,6 +65,8 @@ class StagedFlows:
 
     def note(self) -> str:
         """The Event's note (SPEC 17)."""
+        if not self.complete and not self.pairs_checked:
+            return "too large to compute: no pod pair checked within the time bound"
         text = f"would open {self.opened} and close {self.closed} flows among current pods"
         if not self.complete:
             text += f" (too large to compute: {self.pairs_checked} of {self.pairs} pod pairs checked)"

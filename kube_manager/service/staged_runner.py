@@ -127,6 +127,9 @@ class StagedRunner:
         started = time.monotonic()
         try:
             reports = self._compute(self._snapshot, keys, started + self._budget)
+        except TimeoutError:  # the child did not answer, even past the budget: it was killed
+            from kube_manager.explain.staged_flows import StagedFlows
+            reports = [StagedFlows(key, complete=False).to_dict() for key in keys]
         except Exception:  # a bug must not end the greenlet: the next change tries again
             log.exception("staged run failed", extra=kv(staged=len(keys)))
             return

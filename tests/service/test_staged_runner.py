@@ -162,3 +162,17 @@ def test_the_greenlet_ends_when_the_daemon_stops():
     gevent.sleep(0)
     stop.set()
     wait_green(lambda: greenlet.dead, "the greenlet to end")
+
+
+def test_a_run_whose_child_does_not_answer_in_time_is_reported_too_large():
+    pipeline = listed_pipeline()
+    pipeline.cache.on_event("networkpolicies", "ADDED", staged(policy("x", "deny", {"podSelector": {}})))
+    announce = Announcements()
+
+    def compute(snapshot: Any, keys: Any, deadline: float) -> List[Dict[str, Any]]:
+        return in_child(lambda: time.sleep(60), 0.2)
+
+    runner(pipeline, announce, compute=compute).run_once()
+    report = pipeline.db.staged[("NetworkPolicy", "x", "deny")].report
+    assert not report["complete"] and report["pairs_checked"] == 0
+    assert announce.said == [("deny", "too large to compute: no pod pair checked within the time bound")]
