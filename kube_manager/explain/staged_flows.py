@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+from itertools import chain as _chain
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
 from kube_manager.translator.decode import decode_tags
 from kube_manager.translator.staged_policies import StagedKey, promoted
@@ -114,8 +115,7 @@ class StagedRun:
         report.objects, report.selectors = _object_changes(before.translation, after.translation, after.selectors)
         pods = _common_pods(before, after)
         ends = [_End(pod, ip) for pod, ip in sorted(pods.items())]
-        pairs = _pairs(key, after, ends, _affected_pods({key}, pods))
-        report.pairs = len(pairs)
+        report.pairs, pairs = _pairs(key, after, ends, _affected_pods({key}, pods))
         for src, dst in pairs:
             if self._late(deadline):
                 report.complete = False
@@ -140,9 +140,13 @@ class StagedRun:
                 report.closed_listed.append(flow)
 
 
-def _pairs(key: StagedKey, after: _State, ends: List[_End], affected: Set[Tuple[str, str]]) -> List[Tuple[_End, _End]]:
-    """The pairs whose verdict the policy can change. A flow's verdict depends only on the
-    policies selecting its source (egress) and its destination (ingress), in both semantics (the
+Pairs = Tuple[int, Iterator[Tuple[_End, _End]]]  # how many, and each, made as they are checked
+
+
+def _pairs(key: StagedKey, after: _State, ends: List[_End], affected: Set[Tuple[str, str]]) -> Pairs:
+    """The pairs whose verdict the policy can change, counted and made lazily (every pair of a
+    large cluster would not fit in memory). A flow's verdict depends only on the policies
+    selecting its source (egress) and its destination (ingress), in both semantics (the
     cluster-wide deviation too: it lets the destination's ingress policies decide for the source);
     so a NetworkPolicy can only change the flows into the pods it selects, if it isolates ingress,
     and out of them, if egress. A ClusterNetworkPolicy's (every pod may be its subject or peer),
@@ -152,20 +156,21 @@ def _pairs(key: StagedKey, after: _State, ends: List[_End], affected: Set[Tuple[
         if kind == "NetworkPolicy" else None
     if policy is None:
         near = [end for end in ends if end.pod in affected]
-        return [(a, b) for a in near for b in ends if a != b] + \
-            [(b, a) for a in near for b in ends if a != b and b.pod not in affected]
+        return (len(near) * (len(ends) - 1) + len(near) * (len(ends) - len(near)),
+                _chain(((a, b) for a in near for b in ends if a != b),
+                       ((b, a) for a in near for b in ends if a != b and b.pod not in affected)))
     selected = []
     for end in ends:
         pod = after.kubernetes.pod(*end.pod) if end.pod and end.pod[0] == namespace else None
         if pod is not None and policy.selector.matches(pod.labels):
             selected.append(end)
-    ingress = INGRESS in policy.directions
-    pairs = [(b, a) for a in selected for b in ends if a != b] if ingress else []
-    if EGRESS in policy.directions:
-        # A pair of two selected pods is an ingress pair already.
-        chosen = {end.pod for end in selected} if ingress else set()
-        pairs += [(a, b) for a in selected for b in ends if a != b and b.pod not in chosen]
-    return pairs
+    ingress, egress = INGRESS in policy.directions, EGRESS in policy.directions
+    chosen = {end.pod for end in selected} if ingress else set()  # a pair of two is an ingress pair already
+    count = (len(selected) * (len(ends) - 1) if ingress else 0) + \
+        (len(selected) * (len(ends) - 1 - (len(selected) - 1 if ingress else 0)) if egress else 0)
+    return count, _chain(((b, a) for a in selected for b in ends if a != b) if ingress else iter(()),
+                         ((a, b) for a in selected for b in ends if a != b and b.pod not in chosen)
+                         if egress else iter(()))
 
 
 @dataclass(frozen=True)

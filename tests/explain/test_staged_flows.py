@@ -137,3 +137,16 @@ def test_a_run_past_its_deadline_says_so_with_what_it_got():
     report = run.flows(("NetworkPolicy", "x", "deny"))
     assert not report.complete and 0 < report.pairs_checked < report.pairs
     assert "too large to compute" in report.note()
+
+
+def test_the_pairs_are_counted_as_they_are_made():
+    both = policy("x", "both", {"podSelector": {"matchLabels": {"pod": "a"}}, "policyTypes": ["Ingress", "Egress"]})
+    admin = cnp_support.cnp("admin", "Admin", 1, {"namespaces": {}}, ingress=[{"action": "Deny", "from": [{"namespaces": {}}]}])
+    for objects, key in ((xyz_cluster([staged(both)]).objects, ("NetworkPolicy", "x", "both")),
+                         ({**xyz_cluster([]).objects, "ClusterNetworkPolicy": [staged(admin)]},
+                          ("ClusterNetworkPolicy", "", "admin"))):
+        report = StagedRun(objects, "k8s", "kubernetes").flows(key)
+        assert report.pairs == report.pairs_checked
+    # x/a alone selected, 8 other pods: 8 pairs into it and 8 out; every ordered pair for the tier.
+    assert StagedRun(xyz_cluster([staged(both)]).objects, "k8s", "kubernetes").flows(
+        ("NetworkPolicy", "x", "both")).pairs == 16
