@@ -53,13 +53,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.staged:
+        return _staged(args)
     from kube_manager.translator import translate  # the translator is large; load it only here
 
     translator_log = logging.getLogger(TRANSLATOR_LOGGER)
     level = translator_log.level
     translator_log.setLevel(logging.ERROR)  # its rejections come back below, if they concern us
-    if args.staged:
-        return _staged(args)
     try:
         manifests = load_manifests(args.paths)
         translation = translate(manifests.objects, cluster_name=args.cluster_name, semantics=args.semantics)

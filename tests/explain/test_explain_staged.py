@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 from typing import Any, Dict, List
 
 import pytest
@@ -73,6 +74,8 @@ def test_the_model_leaves_staged_policies_out_and_enforces_a_misspelt_value():
 
 
 def test_the_command_answers_twice_and_exits_for_now(tmp_path, capsys):
+    translator_log = logging.getLogger("kube_manager.translator")
+    level = translator_log.level
     path = tmp_path / "cluster.yaml"
     path.write_text(yaml.safe_dump_all([m for items in STAGED.values() for m in items]))
     status = main(["explain", "-f", str(path), "--from", "y/c", "--to", "x/a", "--port", "80", "--staged",
@@ -85,6 +88,7 @@ def test_the_command_answers_twice_and_exits_for_now(tmp_path, capsys):
     assert status == 0
     assert text.startswith("staged: ClusterNetworkPolicy deny-y, NetworkPolicy x/deny-all; enforcing them changes")
     assert "== as enforced now ==" in text and "== with the staged policies enforced ==" in text
+    assert translator_log.level == level  # its rejections were silenced for the command only
 
 
 def test_translate_lists_the_staged_policies_apart(tmp_path, capsys):
