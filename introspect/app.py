@@ -44,6 +44,7 @@ class IntrospectApp:
             "/Snh_NetworkPolicyDetail": pages.policy_detail,
             "/Snh_PodDetail": pages.pod_detail,
             "/explain": pages.explain,
+            "/Snh_StagedPolicyList": pages.staged_list,
             "/config": pages.config,
             "/Snh_LeaderElectionStatus": pages.leader_election,
             "/livez": pages.livez,

@@ -30,6 +30,7 @@ from introspect.listing import (NAME, NAME_CONTAINS, NAMESPACE, ListPage, Snapsh
 from introspect.lists import list_pages
 from introspect import pod_page
 from introspect.redact import Redactor
+from introspect.staged_page import StagedPages
 
 HTML_PAGE_SIZE = 500  # rows per HTML page; JSON returns everything unless limit= is given
 GROUPS = ("Kubernetes", "Contrail", "Connections")
@@ -90,6 +91,8 @@ class Pages:
                                       pod_detail_href=pod_detail_href,
                                       has_config=redactor.config_view is not None,
                                       pages=lists)
+        self.staged = StagedPages(db, semantics, self.render)  # SPEC 17
+        self.staged_explain_page = ExplainPage(self.staged.explain)
 
     # ---- helpers ---------------------------------------------------------------------------
 
@@ -188,13 +191,17 @@ class Pages:
         return self.render("pod.html", title=f"Pod {namespace}/{name}", detail=detail)
 
     def explain(self, request: Request) -> Response:
-        request.check_params(list(EXPLAIN_FIELDS) + ["format"])
+        request.check_params(list(EXPLAIN_FIELDS) + ["format", "staged"])
         wants_json = request.wants_json()
-        outcome = self.explain_page.answer(request.query, blank_ok=not wants_json)
+        staged = request.param("staged") in ("1", "true")  # SPEC 17: beside the staged policies' verdict
+        outcome = (self.staged_explain_page if staged else self.explain_page).answer(request.query, blank_ok=not wants_json)
         if wants_json:
             if outcome.error:
                 return Response.json(outcome.status, {"error": outcome.error})
             return Response.json(outcome.status, outcome.result)
+        if staged:
+            return self.render("staged_explain.html", outcome.status, title="Explain a flow, staged policies enforced",
+                               form=outcome.form, outcome=outcome)
         rule_state = None
         if outcome.result and outcome.result.get("rule"):
             rule = self.snapshot().contrail.find(
@@ -204,6 +211,13 @@ class Pages:
                            outcome=outcome, rule_state=rule_state,
                            deciding=deciding_row(outcome.result) if outcome.result else None,
                            available=self.explain_page.available)
+
+    def staged_list(self, request: Request) -> Response:
+        request.check_params(["format"])
+        if request.wants_json():
+            return Response.json(200, self.staged.listing(True))
+        response: Response = self.staged.listing(False)
+        return response
 
     def config(self, request: Request) -> Response:
         request.check_params(["format"])

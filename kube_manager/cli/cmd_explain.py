@@ -8,6 +8,9 @@ and the trace of why. `-o text` (the default) is a few lines for people,
 when Contrail allows the flow, 1 when it drops it, 2 on bad usage or input (a message on stderr,
 never a traceback). Translation errors are printed only when they concern the flow (a policy of
 its trace, one of its pods), so a bad policy elsewhere does not bury the answer.
+
+`--staged` (SPEC 17) answers twice: as enforced now, and with the staged policies (annotated
+`contrail-kube-manager/staged: "true"`) enforced; the exit status answers for now.
 """
 from __future__ import annotations
 
@@ -42,12 +45,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster-name", default="k8s",
                         help="the cluster_name the objects are named after (default k8s)")
     add_semantics_argument(parser)
+    parser.add_argument("--staged", action="store_true",
+                        help="also the verdict with the staged policies enforced, beside the verdict without")
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text",
                         help="text (default): verdict, deciding rule and trace in a few lines; "
                              "json: the whole answer (SPEC section 6 keys)")
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.staged:
+        return _staged(args)
     from kube_manager.translator import translate  # the translator is large; load it only here
 
     translator_log = logging.getLogger(TRANSLATOR_LOGGER)
@@ -71,3 +78,21 @@ def main(args: argparse.Namespace) -> int:
                     args.source, args.destination, result["reason"])
     write_out(json.dumps(result, sort_keys=True, indent=2) + "\n" if args.output == "json" else render(result))
     return ALLOWED if result["allowed"] else DROPPED
+
+
+def _staged(args: argparse.Namespace) -> int:
+    from kube_manager.explain.staged_verdicts import StagedExplainer, render_both
+
+    translator_log = logging.getLogger(TRANSLATOR_LOGGER)
+    level = translator_log.level
+    translator_log.setLevel(logging.ERROR)
+    try:
+        explainer = StagedExplainer(load_manifests(args.paths).objects, args.cluster_name, args.semantics)
+        result = explainer.explain(args.source, args.destination, args.port, args.protocol)
+    except (ManifestError, ExplainError) as exc:
+        print(f"contrail-kube-manager explain: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    finally:
+        translator_log.setLevel(level)
+    write_out(json.dumps(result, sort_keys=True, indent=2) + "\n" if args.output == "json" else render_both(result))
+    return ALLOWED if result["enforced"]["allowed"] else DROPPED

@@ -13,7 +13,9 @@ Per direction (egress at the source, ingress at the destination), SPEC 13:
 3. the Baseline tier, as the Admin tier (a Pass goes on to the default);
 4. default allow.
 
-A flow is allowed when both directions allow it. The parsers live beside this module, one concern
+A flow is allowed when both directions allow it. A policy annotated `contrail-kube-manager/staged:
+"true"` is not enforced (SPEC 17) and so is not part of the model; give it without the annotation to
+see the verdict with it enforced. The parsers live beside this module, one concern
 each: label selectors (k8s_selectors), pods (k8s_pods), NetworkPolicies (k8s_netpol) and
 ClusterNetworkPolicies (k8s_cnp); the names other modules use are re-exported here.
 """
@@ -32,6 +34,15 @@ from .k8s_selectors import (NAMESPACE_NAME_LABEL, IPAddress, Invalid, LabelRequi
 
 NETWORK_POLICY_TIER = "NetworkPolicy"
 DEFAULT_TIER = "default"
+
+
+STAGED_ANNOTATION = "contrail-kube-manager/staged"
+
+
+def _staged(manifest: Mapping[str, Any]) -> bool:
+    """Staged, not enforced: exactly the value "true" (any other value is enforced, SPEC 17)."""
+    annotations = object_or_empty(object_or_empty(manifest.get("metadata")).get("annotations"))
+    return annotations.get(STAGED_ANNOTATION) == "true"
 
 
 @dataclass(frozen=True)
@@ -143,7 +154,7 @@ class KubernetesModel:
               network_policies: Iterable[Mapping[str, Any]],
               cluster_network_policies: Iterable[Mapping[str, Any]] = ()) -> "KubernetesModel":
         model = cls()
-        model._cluster_manifests = [m for m in cluster_network_policies if isinstance(m, dict)]
+        model._cluster_manifests = [m for m in cluster_network_policies if isinstance(m, dict) and not _staged(m)]
         for manifest in namespaces:
             metadata = object_or_empty(object_or_empty(manifest).get("metadata"))
             name = metadata.get("name")
@@ -159,6 +170,8 @@ class KubernetesModel:
             namespace = object_or_empty(object_or_empty(manifest).get("metadata")).get("namespace") or "default"
             if not isinstance(namespace, str) or not isinstance(manifest, dict):
                 continue  # the API server would refuse it; the translator rejects it whole
+            if _staged(manifest):
+                continue
             model._policy_manifests.setdefault(namespace, []).append(manifest)
             model._known_namespace(namespace)
         return model

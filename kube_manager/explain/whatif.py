@@ -133,8 +133,10 @@ class _State:
     """One side of the comparison: the translation's evaluator and the Kubernetes model."""
 
     def __init__(self, manifests: Any, cluster_name: str, semantics: str) -> None:
-        translation = translate(manifests.objects, cluster_name=cluster_name, semantics=semantics,
-                                kinds=_kinds_of(manifests)).to_dict()
+        translated = translate(manifests.objects, cluster_name=cluster_name, semantics=semantics,
+                               kinds=_kinds_of(manifests))
+        self.selectors = translated.selectors  # what its selector tags stand for
+        translation = translated.to_dict()
         self.translation = translation
         self.contrail = ContrailEvaluator(translation, cluster_name)
         self.kubernetes = KubernetesModel.of(manifests.objects)

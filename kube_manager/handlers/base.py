@@ -58,11 +58,12 @@ def trim_metadata(obj: Mapping[str, Any], *extra: str) -> Dict[str, Any]:
     return {key: meta[key] for key in _META_KEYS + extra if meta.get(key) is not None}
 
 
-def trim_annotation(obj: Mapping[str, Any], trimmed: Dict[str, Any], name: str) -> Dict[str, Any]:
-    """`trimmed` keeping annotation `name` of `obj`, if it has one (the others would wake everyone)."""
+def trim_annotation(obj: Mapping[str, Any], trimmed: Dict[str, Any], *names: str) -> Dict[str, Any]:
+    """`trimmed` keeping the annotations `names` of `obj` it has (the others would wake everyone)."""
     annotations = mapping(metadata(obj).get("annotations"))
-    if name in annotations:
-        trimmed["metadata"]["annotations"] = {name: annotations[name]}
+    kept = {name: annotations[name] for name in names if name in annotations}
+    if kept:
+        trimmed["metadata"]["annotations"] = kept
     return trimmed
 
 

@@ -18,6 +18,7 @@ from kube_manager.kube.kinds import Kind
 from kube_manager.registry import KINDS, WATCH, CLUSTER_NETWORK_POLICIES
 from kube_manager.observability.logging_setup import kv
 from kube_manager.translator.match_logging import ANNOTATION as LOGGING_ANNOTATION
+from kube_manager.translator.staged_policies import STAGED_ANNOTATION
 from kube_manager.translator.validation import object_name_problem
 
 from .base import Handler, generation_of, mapping, metadata, trim_annotation, trim_metadata
@@ -41,7 +42,7 @@ def trim_cluster_network_policy(obj: Dict[str, Any]) -> Dict[str, Any]:
                "metadata": trim_metadata(obj, "generation")}
     if "spec" in mapping(obj):
         trimmed["spec"] = obj["spec"]
-    return trim_annotation(obj, trimmed, LOGGING_ANNOTATION)
+    return trim_annotation(obj, trimmed, LOGGING_ANNOTATION, STAGED_ANNOTATION)
 
 
 def validate_cluster_network_policy(obj: Mapping[str, Any]) -> Optional[str]:

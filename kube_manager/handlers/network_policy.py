@@ -13,20 +13,21 @@ from kube_manager.records.db import PolicyRecord
 from kube_manager.kube.kinds import Kind
 from kube_manager.registry import KINDS, WATCH, NETWORK_POLICIES
 from kube_manager.observability.logging_setup import kv
+from kube_manager.translator.staged_policies import STAGED_ANNOTATION
 
-from .base import Handler, generation_of, mapping, metadata, trim_metadata, validate_namespaced
+from .base import Handler, generation_of, mapping, metadata, trim_annotation, trim_metadata, validate_namespaced
 
 log = logging.getLogger(__name__)
 
 
 def trim_network_policy(obj: Dict[str, Any]) -> Dict[str, Any]:
-    """metadata (with its generation, which a status reports as observed) and the spec exactly as
-    the server gives it (its sha256 is an annotation)."""
+    """metadata (with its generation, which a status reports as observed, and the staged
+    annotation, SPEC 17) and the spec exactly as the server gives it (its sha256 is an annotation)."""
     trimmed = {"apiVersion": NETWORK_POLICIES.api_version, "kind": NETWORK_POLICIES.kind,
                "metadata": trim_metadata(obj, "generation")}
     if "spec" in mapping(obj):
         trimmed["spec"] = obj["spec"]
-    return trimmed
+    return trim_annotation(obj, trimmed, STAGED_ANNOTATION)
 
 
 class NetworkPolicyHandler(Handler):

@@ -120,6 +120,9 @@ def render_table(translation: Translation) -> str:
                      for w in translation.workloads]
     error_rows = [[e["kind"], e["namespace"], e["name"], e["reason"]] for e in translation.errors]
     application = ", ".join(ref["to"][-1] for ref in aps["tag_refs"])
+    # SPEC 17: only when some policy is staged, as in the JSON form.
+    staged = [_section("Staged policies (translated, nothing written)", ["Kind", "Namespace", "Name"],
+                       [[p["kind"], p["namespace"], p["name"]] for p in translation.staged])] if translation.staged else []
     return "\n".join([
         f"# Cluster {translation.cluster_name}\n",
         _section("Tags", ["Key", "Value"], tag_rows),
@@ -130,4 +133,5 @@ def render_table(translation: Translation) -> str:
                  ["Sequence", "Name", "Rules"], policy_rows),
         _section("Workloads", ["Namespace", "Pod", "IP", "Tags"], workload_rows),
         _section("Errors", ["Kind", "Namespace", "Name", "Reason"], error_rows),
+        *staged,
     ])

@@ -29,6 +29,7 @@ SYNCED = "synced"        # Contrail holds exactly the desired objects
 RETRYING = "retrying"    # a write failed; retried with backoff
 REJECTED = "rejected"    # invalid input, nothing (or only part) written; see errors
 PARKED = "parked"        # the config API refused a write for good (4xx); retried on change or resync
+STAGED = "staged"        # a staged policy (SPEC 17): translated and shown, nothing written
 # Pod tagging states besides those.
 NO_VM = "no-vm"          # the pod's VM or VMI is not in the config API yet: retried with backoff
 HOST_NETWORK = "host-network"  # spec.hostNetwork: no VM nor VMI of its own, never tagged
@@ -162,6 +163,21 @@ class ClusterPolicyRecord(PolicyRecord):
 
 
 @dataclass
+class StagedRecord:
+    """What a staged policy would change (SPEC 17), as of the last staged run over the cluster.
+    Writer: the staged runner (kube_manager/service/staged_runner.py)."""
+
+    kind: str
+    namespace: str  # "" for a ClusterNetworkPolicy
+    name: str
+    generation: int = 0  # the policy's metadata.generation the run saw
+    computing: bool = True  # a run is under way, or due, for what changed since `report`
+    report: Dict[str, Any] = field(default_factory=dict)  # StagedFlows.to_dict() of the last run
+    computed_at: Optional[float] = None
+    seconds: float = 0.0  # how long the last run took, for all staged policies
+
+
+@dataclass
 class ConnectionStatus:
     """One connection (a watch, or the config API) as shown on the introspect pages. Writer: its
     owner (a watch's: its watcher; the config API's: `ConfigApiObserver`)."""
@@ -222,6 +238,8 @@ class Database:
     kube_connections: Dict[str, ConnectionStatus] = field(default_factory=dict)  # each its watcher's
     vnc_connection: ConnectionStatus = field(default_factory=lambda: ConnectionStatus("config-api"))
     leader: LeaderStatus = field(default_factory=LeaderStatus)
+    # The staged policies' flows and would-be objects, by (kind, namespace, name). The staged runner's.
+    staged: Dict[Tuple[str, str, str], StagedRecord] = field(default_factory=dict)
     # Bumped by the event dispatcher (its one writer) whenever a Kubernetes record, and so possibly the desired state, changes:
     # readers that derive something costly from both (introspect's explain index) rebuild it only
     # when it moved.

@@ -154,6 +154,7 @@ class Daemon:
         log.info("config API", extra=kv(url=self.vnc_url, embedded=settings.vnc.embedded,
                                         keystone=settings.auth.keystone))
         self._start_introspect()
+        self._spawn(self._staged_runner().run)
         self._spawn(self._await_lists)
         self._kube_api = self._start_watchers(self._kubernetes_url())
         self.leadership.start(self._kube_api)
@@ -266,6 +267,13 @@ class Daemon:
                           f"(http_server_ip, http_server_port): {reason}") from None
         self._running.stoppers.append(lambda: server.stop(STOP_GRACE))
         self.introspect_url = server.url
+
+    def _staged_runner(self) -> Any:
+        """SPEC 17: what the staged policies would change, computed off the event path."""
+        from introspect.explain import db_manifests
+        from kube_manager.service.staged_runner import StagedRunner
+        return StagedRunner(self.db, self.pipeline.translator, lambda: db_manifests(self.db).objects,
+                            self.status.staged_reported, self.metrics.registry, stop=self._stop)
 
     def _probe_config_api(self) -> bool:
         """/readyz: does the config API answer now (a bounded GET, not the last request's outcome)."""

@@ -22,9 +22,10 @@ from typing import (AbstractSet, Callable, Dict, Generic, Iterable, Iterator, Li
                     TypeVar)
 
 from kube_manager.plumbing.gcpolicy import TrackedDict
-from kube_manager.records.db import PARKED, PENDING, REJECTED, RETRYING, SYNCED, Database, PolicyRecord
+from kube_manager.records.db import PARKED, PENDING, REJECTED, RETRYING, STAGED, SYNCED, Database, PolicyRecord
 from kube_manager.registry import CLUSTER_NETWORK_POLICIES, KINDS, NETWORK_POLICIES, STATUS
 from kube_manager.translator import ClusterTranslator
+from kube_manager.translator.staged_policies import StagedStatus
 from kube_manager.translator.bodies import FIREWALL_POLICY, FIREWALL_RULE, FqName
 
 from .protocol import Key, ObjKey, ObjectStates, PolicyObserver, PolicyStatusListener
@@ -34,8 +35,9 @@ K = TypeVar("K")
 # A policy's objects: its firewall policy, and every rule it emits (in that order). The translator's
 # own fq_name tuples, not (type, fq_name) pairs: a pair per rule adds up on a large cluster.
 PolicyObjectNames = Tuple[FqName, Tuple[FqName, ...]]
-# What the translator decided for one policy: its objects (None: rejected whole) and its errors.
-Translated = Tuple[Optional[PolicyObjectNames], List[str]]
+# What the translator decided for one policy: its objects (None: rejected whole or staged), its
+# errors, and whether it is staged (SPEC 17).
+Translated = Tuple[Optional[PolicyObjectNames], List[str], bool]
 
 
 @dataclass(frozen=True)
@@ -93,11 +95,11 @@ class PolicyBook(Generic[K, R]):
         """What the last flush decided for one policy."""
         status = self._translator.status_of(self.kind, *self._identity(key))
         if status is None:
-            return None, []  # unknown (deleted: only its objects are forgotten)
+            return None, [], False  # unknown (deleted: only its objects are forgotten)
         errors = list(status.errors)  # the translator logs them
         if status.firewall_policy is None:
-            return None, errors
-        return (status.firewall_policy, status.rules + status.deny_rules), errors
+            return None, errors, isinstance(status, StagedStatus)
+        return (status.firewall_policy, status.rules + status.deny_rules), errors, False
 
     def _identity(self, key: K) -> Tuple[str, str]:
         """The policy's (namespace, name), as the translator knows it."""
@@ -105,7 +107,7 @@ class PolicyBook(Generic[K, R]):
 
     def _refresh(self, key: K) -> None:
         """Bring the objects and the record of one policy up to date."""
-        objects, errors = self._read(key)
+        objects, errors, staged = self._read(key)
         old = self._objects_of.pop(key, None)
         if old is not None:
             for resource_type, fq_name in _object_keys(old):
@@ -123,11 +125,11 @@ class PolicyBook(Generic[K, R]):
         status = record.status
         if objects is None:
             status.firewall_policy, status.rules = [], []
-            self._settle(key, record, REJECTED, errors, settled=False)
+            self._settle(key, record, STAGED if staged else REJECTED, errors, settled=False)
             return
         status.firewall_policy = list(objects[0])
         status.rules = [fq[-1] for fq in objects[1]]  # SPEC 10: deny rules too
-        self._settle(key, record, PENDING if status.state == REJECTED else status.state, errors, settled=False)
+        self._settle(key, record, PENDING if status.state in (REJECTED, STAGED) else status.state, errors, settled=False)
 
     # --- fed by the reconciler's progress -------------------------------------------------------
 
@@ -160,7 +162,9 @@ class PolicyBook(Generic[K, R]):
             self._settle(key, record, state, record.errors, write_errors, settled=True)
 
     def _unrendered_state(self, record: R) -> str:
-        """The state of a policy that emits nothing (rejected whole)."""
+        """The state of a policy that emits nothing (rejected whole, or staged)."""
+        if record.state == STAGED:
+            return STAGED
         return REJECTED if record.errors else PENDING
 
     # --- the one place a policy's state or errors change ----------------------------------------

@@ -27,7 +27,8 @@ from kube_manager.registry import CLUSTER_NETWORK_POLICIES, NETWORK_POLICIES
 from kube_manager.records.db import PENDING, ClusterPolicyRecord, PolicyRecord
 from kube_manager.status.outbox import StatusOutbox
 from kube_manager.status.recorder import EventRecorder
-from kube_manager.status.verdicts import PolicyFacts, conditions_of, events_between, merged_conditions
+from kube_manager.status.verdicts import (NORMAL, EventSpec, PolicyFacts, conditions_of, events_between,
+                                         merged_conditions)
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +148,14 @@ class StatusPublisher:
         announce = settled and facts.programmed and self._announced.get(policy) != facts.generation
         if announce or before != facts:
             self._say(policy, before, facts, announce)
+
+    def staged_reported(self, record: PolicyRecord, note: str) -> bool:
+        """SPEC 17: a staged policy's `Normal` `Staged` Event with what it would change (the staged
+        runs say it once per generation); said only by a leader (False on a standby)."""
+        if self._recorder is None:
+            return False
+        self._recorder.record(facts_of(record, self._redact), EventSpec(NORMAL, "Staged", "Evaluate", note))
+        return True
 
     def policy_forgotten(self, kind: str, key: Tuple[str, str]) -> None:
         """A policy was deleted."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from kube_manager.records.db import PARKED, REJECTED, SYNCED
+from kube_manager.records.db import PARKED, REJECTED, STAGED, SYNCED
 
 WARNING, NORMAL = "Warning", "Normal"
 INVALID_POLICY, WRITE_FAILED, SYNCED_REASON = "InvalidPolicy", "WriteFailed", "Synced"
@@ -84,11 +84,13 @@ def conditions_of(facts: PolicyFacts) -> List[Dict[str, Any]]:
     parts = "; ".join(facts.errors)
     if not facts.errors:
         accepted = ("True", ACCEPTED, "the policy is valid")
-    elif not facts.has_objects:
+    elif not facts.has_objects and facts.state != STAGED:
         accepted = ("False", "Invalid", truncated(f"rejected whole: {parts}"))
     else:
         accepted = ("False", "PartiallyInvalid", truncated(f"rejected parts: {parts}"))
-    if not facts.has_objects:
+    if facts.state == STAGED:  # SPEC 17
+        programmed = ("False", "Staged", "staged: translated and reported, nothing written to the Contrail config API")
+    elif not facts.has_objects:
         programmed = ("False", "Invalid", "nothing to program: the policy was rejected whole")
     elif facts.state == PARKED:
         programmed = ("False", "WriteFailed", truncated("; ".join(facts.write_errors)))

@@ -64,6 +64,7 @@ from .render import PolicyRenderer
 from .semantics import KUBERNETES, semantics_problem
 from .sequenced import SequencedRefs
 from .shared import SharedObjects
+from .staged_policies import StagedPolicy, StagedSplit, split_policy_sources
 from .store import DesiredObjects
 from .translation import Translation
 
@@ -112,14 +113,15 @@ class TranslatorParts:
     pod_changed: Callable[[PodKey, Optional[PodInfo], Optional[PodInfo]], None]
     network_policies: NetworkPolicies
     cluster_policies: ClusterNetworkPolicies
+    staged: Tuple[StagedSplit, StagedSplit]  # the two policy sources above, their staged policies apart
 
 
 # The product's kinds' sources; a source that renders objects is also a `PolicySource`.
 KINDS.register(NAMESPACES.kind, SOURCE, lambda parts: parts.namespaces)
 KINDS.register(PODS.kind, SOURCE,
                lambda parts: PodSource(parts.index, parts.namespaces, parts.parse_cache, parts.pod_changed))
-KINDS.register(NETWORK_POLICIES.kind, SOURCE, lambda parts: parts.network_policies)
-KINDS.register(CLUSTER_NETWORK_POLICIES.kind, SOURCE, lambda parts: parts.cluster_policies)
+KINDS.register(NETWORK_POLICIES.kind, SOURCE, lambda parts: parts.staged[0])
+KINDS.register(CLUSTER_NETWORK_POLICIES.kind, SOURCE, lambda parts: parts.staged[1])
 
 
 class ClusterTranslator:
@@ -169,9 +171,11 @@ class ClusterTranslator:
         self._cluster_policies = ClusterNetworkPolicies(ChainBuilder(renderer), self._index, self._shared, blocks,
                                                         self._exact, self._marks, self._log)
         self._sources: Tuple[PolicySource, ...] = (self._network_policies, self._exact, self._cluster_policies)
+        # SPEC 17: each policy kind's staged policies kept apart from what its source emits.
+        self._staged = split_policy_sources(self._network_policies, self._cluster_policies, self._parse_cache)
         parts = TranslatorParts(self._bodies, self._index, self._shared, self._store, aps_refs, self._log,
                                 self._parse_cache, namespaces, self._pod_changed, self._network_policies,
-                                self._cluster_policies)
+                                self._cluster_policies, self._staged)
         # The registry's kinds, in its order (the order a whole cluster is loaded).
         self._kinds = KindTable(kinds.hook(entry.kind, SOURCE)(parts) for entry in kinds)
         self._sources += tuple(source for source in self._kinds.sources()
@@ -266,6 +270,11 @@ class ClusterTranslator:
         errors.sort(key=lambda e: (e["kind"], e["namespace"], e["name"]))
         return errors
 
+    def staged(self) -> Tuple[StagedPolicy, ...]:
+        """The staged policies (SPEC 17), as the events left them: NetworkPolicies by namespace and
+        name, then ClusterNetworkPolicies by name."""
+        return tuple(policy for split in self._staged for _, policy in sorted(split.staged().items()))
+
     def translation(self) -> Translation:
         """The whole desired state in SPEC 8's order. Its workloads join the pods as the events
         left them with their tags as of the last flush, so events not yet flushed are an error
@@ -297,7 +306,8 @@ class ClusterTranslator:
         (aps,) = objects[APPLICATION_POLICY_SET].values()
         return Translation(self.cluster_name, ordered(TAG), ordered(ADDRESS_GROUP), ordered(FIREWALL_RULE),
                            ordered(FIREWALL_POLICY), aps, tuple(workloads), tuple(self.errors()),
-                           dict(self.selectors()))
+                           dict(self.selectors()),
+                           tuple({"kind": p.kind, "namespace": p.namespace, "name": p.name} for p in self.staged()))
 
     def selectors(self) -> SelectorView:
         """A live read-only view: selector tag -> the object it was hashed from."""

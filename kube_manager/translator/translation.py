@@ -23,6 +23,8 @@ class Translation:
     # Selector tag -> the object it was hashed from (SPEC 2.1, 4), so explain can decode it; not
     # part of SPEC 8's JSON.
     selectors: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    # SPEC 17: the staged policies, translated and written nowhere: {"kind", "namespace", "name"}.
+    staged: Tuple[Dict[str, str], ...] = ()
 
     def to_dict(self) -> Dict[str, Any]:
         """SPEC 8's JSON object. Bodies are shared with the translator: do not modify them."""
@@ -35,4 +37,6 @@ class Translation:
             "application_policy_set": self.application_policy_set,
             "workloads": list(self.workloads),
             "errors": list(self.errors),
+            # Only when some policy is staged: a cluster without any reads as it always did.
+            **({"staged": list(self.staged)} if self.staged else {}),
         }

@@ -9,7 +9,7 @@ import pytest
 from kube_manager.handlers import KINDS
 from kube_manager.handlers.cluster_network_policy import trim_cluster_network_policy
 from kube_manager.handlers.network_policy import trim_network_policy
-from kube_manager.records.db import PARKED, PENDING, REJECTED, SYNCED, Database
+from kube_manager.records.db import PARKED, PENDING, REJECTED, STAGED, SYNCED, Database
 from kube_manager.service.dispatcher import EventDispatcher
 from kube_manager.translator import ClusterTranslator
 from tests.support.builders import allow_from, cluster_policy, namespace, pod, policy
@@ -145,3 +145,37 @@ def test_observers_hear_each_settling_whether_the_reconciler_spoke_and_each_dele
     assert observer.heard[1:] == [("web", SYNCED, True), ("web", SYNCED, True)]
     cache.on_event(NP, "DELETED", policy("a", "web", allow_from("client", "web")))
     assert observer.heard[-1] == ("NetworkPolicy", "web", False)
+
+
+def staged(manifest: Dict[str, Any], value: str = "true") -> Dict[str, Any]:
+    manifest["metadata"]["annotations"] = {"contrail-kube-manager/staged": value}
+    return manifest
+
+
+@pytest.mark.parametrize("resource, manifest, records", [
+    (NP, policy("a", "web", allow_from("client", "web")), "network_policies"),
+    (CNP, cluster_policy("deny-tcp", ingress=[DENY_ALL_TCP]), "cluster_network_policies"),
+])
+def test_a_staged_policy_is_staged_until_promoted(resource: str, manifest: Dict[str, Any], records: str) -> None:
+    db, cache, listener = listed()
+    cache.on_event(resource, "ADDED", with_generation(staged(manifest), 1))
+    key = ("a", "web") if resource == NP else "deny-tcp"
+    record = getattr(db, records)[key]
+    assert (record.state, record.firewall_policy, record.errors) == (STAGED, [], [])
+    cache.status.objects_progressed(States(), None)  # the reconciler's word changes nothing
+    assert record.state == STAGED and listener.heard[-1][2] == STAGED
+    del manifest["metadata"]["annotations"]
+    cache.on_event(resource, "MODIFIED", with_generation(manifest, 2))
+    assert record.firewall_policy and record.state == PENDING
+    cache.status.objects_progressed(States(), None)
+    assert record.state == SYNCED
+
+
+def test_a_misspelt_staged_value_is_an_error_of_an_enforced_policy() -> None:
+    db, cache, listener = listed()
+    cache.on_event(NP, "ADDED", with_generation(staged(policy("a", "web", allow_from("client", "web")), "yes"), 1))
+    record = db.network_policies[("a", "web")]
+    assert record.firewall_policy and len(record.errors) == 1 and "'yes'" in record.errors[0]
+    assert [e["name"] for e in db.errors] == ["web"]
+    cache.status.objects_progressed(States(), None)
+    assert record.state == REJECTED  # written, with a part reported: as any policy with errors

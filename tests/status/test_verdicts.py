@@ -6,7 +6,7 @@ from typing import Optional
 
 import pytest
 
-from kube_manager.records.db import PARKED, PENDING, REJECTED, RETRYING, SYNCED
+from kube_manager.records.db import PARKED, PENDING, REJECTED, RETRYING, STAGED, SYNCED
 from kube_manager.status.verdicts import (NOTE_LIMIT, PolicyFacts, conditions_of, events_between, merged_conditions,
                                           truncated)
 
@@ -43,6 +43,8 @@ CNP = BASE._replace(kind="ClusterNetworkPolicy", namespace="", generation=4)
     (CNP._replace(state=PARKED, write_errors=("r: 400 no",)), ("True", "Accepted"), ("False", "WriteFailed")),
     (CNP._replace(state=REJECTED, errors=("x",)), ("False", "PartiallyInvalid"), ("True", "Programmed")),
     (CNP._replace(state=REJECTED, errors=("x",), has_objects=False), ("False", "Invalid"), ("False", "Invalid")),
+    (CNP._replace(state=STAGED, has_objects=False), ("True", "Accepted"), ("False", "Staged")),
+    (CNP._replace(state=STAGED, errors=("x",), has_objects=False), ("False", "PartiallyInvalid"), ("False", "Staged")),
 ])
 def test_conditions_of(facts: PolicyFacts, accepted: tuple, programmed: tuple) -> None:
     held = {c["type"]: c for c in conditions_of(facts)}
