@@ -212,6 +212,7 @@ class Daemon:
             return None
         from simulators.cni import CniEmulator
         from simulators.kube_api.runner import EmulatorRunner
+        from simulators.kube_api.seed import load_seed
         emulation = self.settings.emulation
         manifests = load_manifests(emulation.manifests, warn=lambda note: log.warning(
             "emulated manifests: document skipped or repeated", extra=kv(note=note))) \
@@ -223,7 +224,7 @@ class Daemon:
             cni = CniEmulator(VncClient([self.vnc_url]))
             runner.store.add_listener(cni.on_event)
         if manifests is not None:
-            runner.store.load(manifests)  # after the CNI listens, so every pod gets its VM
+            load_seed(runner.store, manifests)  # after the CNI listens, so every pod gets its VM
             objects = manifests.objects
             log.info("emulated API server loaded", extra=kv(
                 namespaces=len(objects["Namespace"]), pods=len(objects["Pod"]),

@@ -23,6 +23,7 @@ import gevent
 import gevent.event
 from gevent import monkey
 
+from simulators.kube_api.seed import load_seed
 from simulators.kube_api.server import DEFAULT_BOOKMARK_INTERVAL, EmulatedApiServer
 from simulators.kube_api.store import DEFAULT_HISTORY_LIMIT, DEFAULT_PROGRESS_INTERVAL, KubeStore
 from kube_manager.offline.manifests import Manifests
@@ -141,7 +142,7 @@ class EmulatorRunner:
         server = EmulatedApiServer(KubeStore(self._history_limit, self._crds, **self._store_options), self._host, self._port,
                                    self._bookmark_interval)
         if self._manifests is not None:
-            server.store.load(self._manifests)
+            load_seed(server.store, self._manifests)
         server.start()
         return server
 

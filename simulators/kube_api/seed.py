@@ -5,15 +5,22 @@ HTTP API applies, so that a seed may carry what a real server refuses today (`pr
 status the manifests give (as if their kubelets had written it)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Dict, Protocol
 
 from kube_manager.offline.manifests import Manifests
 
-if TYPE_CHECKING:
-    from simulators.kube_api.store import KubeStore
+
+class SeededStore(Protocol):
+    """What a seed writes through (the store's own writes, past admission)."""
+
+    def apply(self, obj: Dict[str, Any]) -> Any: ...
+
+    def create(self, obj: Dict[str, Any]) -> Any: ...
+
+    def namespace_exists(self, name: str) -> bool: ...
 
 
-def load_seed(store: "KubeStore", manifests: Manifests) -> None:
+def load_seed(store: SeededStore, manifests: Manifests) -> None:
     """Apply every object of `manifests`; namespaces referred to but not given are created, so
     that the cluster matches what `translate` assumes for the same manifests."""
     objects = manifests.objects

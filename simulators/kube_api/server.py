@@ -51,6 +51,7 @@ from simulators.kube_api.errors import ApiError, invalid, too_large_resource_ver
 from simulators.kube_api.events import event_route
 from simulators.kube_api.leases import lease_route
 from simulators.kube_api.lists import Lister
+from simulators.kube_api.seed import load_seed
 from simulators.kube_api.store import KubeStore
 from simulators.kube_api.watches import (CLOSE, DROP, FREEZE, Bookmark,
                                          Subscription, event_line, expired)
@@ -423,7 +424,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         manifests = load_manifests(args.filename)
         server = EmulatedApiServer(host=host.strip("[]") or "127.0.0.1", port=int(port),
                                    bookmark_interval=args.bookmark_interval)
-        server.store.load(manifests)
+        load_seed(server.store, manifests)
         server.start()
     except (ManifestError, ApiError, ValueError, OSError) as exc:
         print(f"emulator: {exc}", file=sys.stderr)

@@ -34,12 +34,10 @@ from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Set, Tu
 
 from kube_manager.observability.logging_setup import kv
 from kube_manager.registry import KINDS, NAMESPACES, PODS, Resource
-from kube_manager.offline.manifests import Manifests
 from simulators.kube_api.errors import (ApiError, copy_json, forbidden_in_terminating, missing_resource_version,
                                         not_found, qualified)
 from simulators.kube_api.events import EventStore, merge_patch
 from simulators.kube_api.leases import LeaseStore
-from simulators.kube_api.seed import load_seed
 from simulators.kube_api.watches import (CLOSE, DROP, FREEZE, Bookmark, Subscription, WatchCacheVersions, WatchEvent,
                                          event_line, expired)
 
@@ -270,10 +268,6 @@ class KubeStore:
             raise ApiError(409, "Conflict", f'Operation cannot be fulfilled on {qualified((res.group, res.name))} "{name}": the object '
                                             "has been modified; please apply your changes to the latest version and try again",
                            {"name": name, "group": res.group, "kind": res.name})
-
-    def load(self, manifests: Manifests) -> None:
-        """Load `manifests` as what etcd already holds (`seed.load_seed`: no admission)."""
-        load_seed(self, manifests)
 
     def install_crd(self, resource: str) -> None:
         """Serve a custom resource from now on (`kubectl apply -f` its CRD); idempotent."""

@@ -16,6 +16,7 @@ from kubernetes.watch.watch import iter_resp_lines
 from kube_manager.kube.client_factory import api_client_for_url
 from simulators.kube_api.runner import EmulatorRunner
 from simulators.kube_api.errors import ApiError
+from simulators.kube_api.seed import load_seed
 from simulators.kube_api.store import KubeStore
 from kube_manager.offline.manifests import load_manifests
 from tests.support.builders import namespace, pod, policy
@@ -313,7 +314,7 @@ def test_load_creates_missing_namespaces(tmp_path: Path) -> None:
         "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: np}\n"
         "spec: {podSelector: {}}\n")
     store = KubeStore()
-    store.load(load_manifests([str(tmp_path)]))
+    load_seed(store, load_manifests([str(tmp_path)]))
     assert [n["metadata"]["name"] for n in store.list("namespaces")] == [
         "default", "kube-node-lease", "kube-public", "kube-system", "shop"]
     assert store.get("namespaces", "", "shop")["metadata"]["labels"] == \

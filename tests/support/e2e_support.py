@@ -28,6 +28,7 @@ from simulators.cni import CniEmulator
 from simulators.kube_api.server import DEFAULT_BOOKMARK_INTERVAL
 from simulators.kube_api.store import DEFAULT_PROGRESS_INTERVAL
 from simulators.kube_api.runner import EmulatorRunner
+from simulators.kube_api.seed import load_seed
 from kube_manager.offline.manifests import Manifests
 from kube_manager.translator import translate
 from tests.support.builders import HTTP_8080, allow_from, namespace, pod, policy
@@ -108,7 +109,7 @@ class Environment:
             if not (resource == "pods" and event_type == "ADDED" and late(obj)):
                 self.cni.on_event(resource, event_type, obj)
         self.kube.store.add_listener(listener)
-        self.kube.store.load(manifests)
+        load_seed(self.kube.store, manifests)
         self.daemons: List[DaemonProcess] = []
 
     # --- Kubernetes side -------------------------------------------------------------------
