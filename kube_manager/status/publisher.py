@@ -25,7 +25,7 @@ from kube_manager.registry import CLUSTER_NETWORK_POLICIES, NETWORK_POLICIES
 from kube_manager.records.db import PENDING, ClusterPolicyRecord, PolicyRecord
 from kube_manager.status.outbox import StatusOutbox
 from kube_manager.status.recorder import EventRecorder
-from kube_manager.status.verdicts import PolicyFacts, conditions_of, events_between, merged_conditions
+from kube_manager.status.verdicts import EventSpec, PolicyFacts, conditions_of, events_between, merged_conditions
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +93,7 @@ class StatusPublisher:
         self._conditions: Dict[PolicyId, Tuple[Dict[str, Any], ...]] = {}  # last queued, this term
         self._recorder: Optional[EventRecorder] = None
         self.lists_in = False  # set by the daemon once the initial lists are applied
+        self.standing: List[Callable[[], List[Tuple[PolicyId, EventSpec]]]] = []  # warnings a term says again
 
     # --- terms ---------------------------------------------------------------------------------
 
@@ -103,6 +104,9 @@ class StatusPublisher:
         self._conditions = {}
         for policy, facts in self._facts.items():
             self._say(policy, None, facts, False)
+        for warnings in self.standing:
+            for policy, spec in warnings():
+                self.policy_warned(policy, spec)
 
     def stand_by(self) -> None:
         self._outbox.close()
@@ -133,6 +137,13 @@ class StatusPublisher:
         announce = settled and facts.programmed and self._announced.get(policy) != facts.generation
         if announce or before != facts:
             self._say(policy, before, facts, announce)
+
+    def policy_warned(self, policy: PolicyId, spec: EventSpec) -> None:
+        """An Event about `policy` that no change of its own record calls for (pair_bound.py);
+        said only while leading, and only of a policy whose record was observed."""
+        facts = self._facts.get(policy)
+        if self._recorder is not None and facts is not None:
+            self._recorder.record(facts, spec)
 
     def policy_forgotten(self, kind: str, key: Tuple[str, str]) -> None:
         """A policy was deleted."""

@@ -10,11 +10,12 @@ rules of the one namespace the query's source names plus those whose source name
 at the destination, the rules whose service meets the query's. A pair rule is
 named by its content and counted, since two pairs can write one rule. A pair whose ends the
 cluster's namespaces contradict is not written (`contradictions.py`); `naming` tells which
-policies to meet again when a namespace changes.
+policies to meet again when a namespace changes. `contributions` counts, per policy, the pairs
+one of its rules is an end of: what the operator is told when the pair rules pass their bound.
 """
 from __future__ import annotations
 
-from typing import AbstractSet, Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
+from typing import AbstractSet, Callable, Dict, FrozenSet, Iterator, List, Mapping, NamedTuple, Optional, Set, Tuple
 
 from ..bodies import FqName
 from ..encoding import NAMESPACE, encode_value, split_tag
@@ -29,6 +30,14 @@ Pair = Tuple[FqName, FqName]  # (egress rule, ingress rule)
 
 
 PAIR_BLOCK = "pair"
+
+
+class PairRuleCounts(NamedTuple):
+    """The pair rules as of the last flush: how many are written, and per policy the pairs one of
+    its rules is an end of (a live read-only view; a policy with none is absent)."""
+
+    total: int
+    by_policy: Mapping[PolicyKey, int]
 
 
 def pair_rule_prefix(cluster: str) -> str:
@@ -111,6 +120,10 @@ class PairRules:
         self._pairs: Dict[Pair, FqName] = {}
         self._pairs_of: Dict[FqName, Set[Pair]] = {}
         self._rules: Dict[FqName, Tuple[Rule, int]] = {}
+        self._contributions: Dict[PolicyKey, int] = {}
+
+    def counts(self) -> PairRuleCounts:
+        return PairRuleCounts(len(self._rules), self._contributions)
 
     def update(self, key: PolicyKey, egress: List[Tuple[FqName, Item]], ingress: List[Tuple[FqName, Item]]) -> None:
         """The policy `key` now has these rules (none: it is gone); new pairs are written before
@@ -126,6 +139,8 @@ class PairRules:
                     if found is not None:
                         released.append(found)
                         other = pair[1] if pair[0] == fq_name else pair[0]
+                        # `other` is gone from `_policy_of` only when it is one of `key`'s own rules
+                        self._contribute({key, self._policy_of.get(other, key)}, -1)
                         partners = self._pairs_of.get(other)
                         if partners is not None:
                             partners.discard(pair)
@@ -158,10 +173,19 @@ class PairRules:
         self._pairs[pair] = rule.fq_name
         for end in pair:
             self._pairs_of.setdefault(end, set()).add(pair)
+        self._contribute({self._policy_of[pair[0]], self._policy_of[pair[1]]}, 1)
         found = self._rules.get(rule.fq_name)
         self._rules[rule.fq_name] = (rule, found[1] + 1 if found else 1)
         if found is None:
             self._put(rule)
+
+    def _contribute(self, policies: Set[PolicyKey], step: int) -> None:
+        for policy in policies:
+            count = self._contributions.get(policy, 0) + step
+            if count:
+                self._contributions[policy] = count
+            else:
+                del self._contributions[policy]
 
     def _unref(self, fq_name: FqName) -> None:
         rule, count = self._rules[fq_name]

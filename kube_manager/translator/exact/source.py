@@ -31,7 +31,7 @@ from .emit import Emitter, Rule, end_of
 from .isolation import EGRESS, INGRESS, Isolation, Selection, selections_of
 from .items import Item
 from .contradictions import NamespaceContradictions, NamespaceLabels
-from .pairs import PairRules, namespace_key
+from .pairs import PairRuleCounts, PairRules, namespace_key
 
 ISOLATION_SEQUENCE, ISOLATION_DENY_SEQUENCE = "0.5", "0.6"
 PolicyKey = Tuple[str, str]
@@ -96,6 +96,9 @@ class ExactEnforcement:
     @property
     def isolation_tags(self) -> Dict[str, str]:
         return self._isolation.tags
+
+    def pair_rules(self) -> PairRuleCounts:
+        return self._pairs.counts()
 
     def network_policy_items(self) -> Dict[str, List[Item]]:
         """Every NetworkPolicy allow, as items, per direction (in policy key order)."""
