@@ -3,7 +3,6 @@ once per generation (none for what the initial lists brought), nothing for an ob
 changes nothing, a stale state after a flush never taken for programmed."""
 from __future__ import annotations
 
-
 from kube_manager.records.db import PENDING, REJECTED, SYNCED, ClusterPolicyRecord, PolicyRecord, PolicyStatus
 from kube_manager.status.publisher import StatusPublisher
 from tests.support.kept_outbox import KeptOutbox as Outbox, said

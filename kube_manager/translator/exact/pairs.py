@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import AbstractSet, Callable, Dict, FrozenSet, Iterator, List, Mapping, NamedTuple, Optional, Set, Tuple
 
-from ..bodies import FqName
-from ..encoding import NAMESPACE, encode_value, split_tag
+from ..bodies import MARK_CACHE_LIMIT, FqName
+from ..encoding import NAMESPACE, encode_value, tag_name
 from ..ports import Service
 from .emit import Emitter, Rule
 from .items import NAME_LABEL_TYPE, End, Item, Pods, meet, meet_services
@@ -26,10 +26,12 @@ from .items import NAME_LABEL_TYPE, End, Item, Pods, meet, meet_services
 PolicyKey = Tuple[str, str]
 Keys = Tuple[Optional[str], Optional[str]]  # the namespace of a rule's source and destination
 _EMPTY: FrozenSet[FqName] = frozenset()
+_UNKNOWN = object()
 Pair = Tuple[FqName, FqName]  # (egress rule, ingress rule)
 
 
 PAIR_BLOCK = "pair"
+_NAMESPACE_PREFIX, _NAME_LABEL_PREFIX = tag_name(NAMESPACE, ""), tag_name(NAME_LABEL_TYPE, "")
 
 
 class PairRuleCounts(NamedTuple):
@@ -50,12 +52,11 @@ def namespace_key(end: End) -> Optional[str]:
     `meet` can tell: the index must never leave out a pair that `meet` keeps."""
     if not isinstance(end, Pods):
         return None
-    for tag in end.tags:
-        tag_type, value = split_tag(tag)
-        if tag_type == NAMESPACE:
-            return encode_value(value)
-        if tag_type == NAME_LABEL_TYPE:
-            return value
+    for tag in end.tags:  # `split_tag` by prefix: this runs for every end of every rule
+        if tag.startswith(_NAMESPACE_PREFIX):
+            return encode_value(tag[len(_NAMESPACE_PREFIX):])
+        if tag.startswith(_NAME_LABEL_PREFIX):
+            return tag[len(_NAME_LABEL_PREFIX):]
     return None
 
 
@@ -68,14 +69,33 @@ class _Side:
         self._by_src: Dict[Optional[str], Set[FqName]] = {}
         self._by_dst: Dict[Optional[str], Set[FqName]] = {}
         self._by_service: Dict[Service, Set[FqName]] = {}
+        # service -> the services of `_by_service` it meets: few services, met by every lookup
+        self._meeting: Dict[Service, List[Service]] = {}
+        # an end's tags -> namespace_key: ends recur (every rule of a namespace's pods), and the
+        # item reader hands out one Pods per endpoint body, so a hit is mostly an identity match
+        self._namespaces: Dict[FrozenSet[str], Optional[str]] = {}
+
+    def _namespace_of(self, end: End) -> Optional[str]:
+        if not isinstance(end, Pods):
+            return None
+        found = self._namespaces.get(end.tags, _UNKNOWN)
+        if found is _UNKNOWN:
+            if len(self._namespaces) >= MARK_CACHE_LIMIT:
+                self._namespaces.clear()
+            found = self._namespaces[end.tags] = namespace_key(end)
+        return found  # type: ignore[return-value]
 
     def add(self, fq_name: FqName, item: Item) -> Keys:
-        keys = namespace_key(item.src), namespace_key(item.dst)
+        keys = self._namespace_of(item.src), self._namespace_of(item.dst)
         self.items[fq_name] = item
         self._keys[fq_name] = keys
         self._by_src.setdefault(keys[0], set()).add(fq_name)
         self._by_dst.setdefault(keys[1], set()).add(fq_name)
-        self._by_service.setdefault(item.service, set()).add(fq_name)
+        group = self._by_service.get(item.service)
+        if group is None:
+            group = self._by_service[item.service] = set()
+            self._meeting.clear()
+        group.add(fq_name)
         return keys
 
     def naming(self, namespace: str) -> Set[FqName]:
@@ -89,12 +109,17 @@ class _Side:
             group.discard(fq_name)
             if not group:
                 del table[index]  # type: ignore[arg-type]
+                if table is self._by_service:
+                    self._meeting.clear()
 
     def candidates(self, item: Item, keys: Keys) -> Iterator[FqName]:
         """The rules of this side `item` (whose ends' namespaces are `keys`) may meet: a superset
         of those `meet` keeps, from the narrowest of three lookups."""
-        best: List[AbstractSet[FqName]] = [group for other, group in self._by_service.items()
-                                           if meet_services(other, item.service) is not None]
+        meeting = self._meeting.get(item.service)
+        if meeting is None:
+            meeting = self._meeting[item.service] = [other for other in self._by_service
+                                                     if meet_services(other, item.service) is not None]
+        best: List[AbstractSet[FqName]] = [self._by_service[other] for other in meeting]
         size = sum(len(group) for group in best)
         for table, key in ((self._by_src, keys[0]), (self._by_dst, keys[1])):
             if key is not None:
