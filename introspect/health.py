@@ -22,6 +22,7 @@ import gevent.lock
 
 from kube_manager.records.db import Database
 from kube_manager.settings import HealthSettings
+from kube_manager.status.pair_bound import PAIR_RULES_BOUND
 from introspect.redact import Redactor
 
 log = logging.getLogger(__name__)
@@ -90,7 +91,18 @@ def readiness(db: Database, probe: Optional[ConfigApiProbe], redactor: Redactor)
         checks.append(Check("initial-list", False, "no Kubernetes watch has started"))
     checks.append(_config_api_check(db, probe, redactor))
     checks.append(leader_check(db))
+    checks.append(pair_rules_check(db))
     return checks
+
+
+def pair_rules_check(db: Database) -> Check:
+    """Always ok: past its bound every pair rule is still written (SPEC 14), so the line is a hint
+    for the operator, not a reason to take the instance out of service."""
+    status = db.pair_rules
+    if not status.over:
+        return Check("pair-rules", True, f"{status.total} pair rules (bound {status.bound or 'none'})")
+    return Check("pair-rules", True, f"{status.total} pair rules, above exact_pair_rules_bound {status.bound}:"
+                 f" all written; see the Warning Events {PAIR_RULES_BOUND} on the NetworkPolicies that contribute most")
 
 
 def leader_check(db: Database) -> Check:

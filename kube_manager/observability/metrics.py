@@ -130,7 +130,8 @@ class DatabaseCollector(Collector):
     the translator wants (`db.desired`); a persistent gap between the two is a stuck reconcile.
     `exact_pair_rules` counts the desired firewall rules named with `pair_rule_prefix` (the
     `kubernetes` mode's pair rules, SPEC 14): the one part of the output that can grow faster than
-    the NetworkPolicies (docs/operations.md, *Enforcement semantics*).
+    the NetworkPolicies (docs/operations.md, *Enforcement semantics*); `exact_pair_rules_bound` the
+    bound past which the status room warns (`db.pair_rules`).
     """
 
     def __init__(self, db: Database, clock: Callable[[], float] = time.time, pair_rule_prefix: str = "") -> None:
@@ -150,6 +151,10 @@ class DatabaseCollector(Collector):
             pairs.add_metric([], sum(fq_name[-1].startswith(self._pair_rule_prefix)
                                      for fq_name in db.desired.get("firewall-rule", {})))
             yield pairs
+            bound = GaugeMetricFamily(f"{PREFIX}_exact_pair_rules_bound",
+                                      "exact_pair_rules_bound: past it a Warning Event, every pair still written (0: none)")
+            bound.add_metric([], db.pair_rules.bound)
+            yield bound
         rejected = {(e.get("kind", ""), e.get("namespace", ""), e.get("name", "")) for e in db.errors}
         yield _family("rejected_objects", "Kubernetes objects with a rejected (invalid) part", "kind",
                       Tally(kind for kind, _ns, _name in rejected))

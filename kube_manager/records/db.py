@@ -214,6 +214,17 @@ class LeaderStatus:
 
 
 @dataclass
+class PairRulesStatus:
+    """The `kubernetes` mode's pair rules against `exact_pair_rules_bound` (SPEC 14), as of the last
+    flush. Writer: the status room's `PairRulesBound`; read by /readyz and /metrics."""
+
+    total: int = 0
+    bound: int = 0            # 0: no bound
+    over: bool = False
+    top: Tuple[Tuple[str, str, int], ...] = ()  # (namespace, name, pairs) of the policies warned
+
+
+@dataclass
 class Database:
     """Every record, by kind; each field's writer is named beside it."""
 
@@ -240,6 +251,7 @@ class Database:
     leader: LeaderStatus = field(default_factory=LeaderStatus)
     # The staged policies' flows and would-be objects, by (kind, namespace, name). The staged runner's.
     staged: Dict[Tuple[str, str, str], StagedRecord] = field(default_factory=dict)
+    pair_rules: PairRulesStatus = field(default_factory=PairRulesStatus)
     # Bumped by the event dispatcher (its one writer) whenever a Kubernetes record, and so possibly the desired state, changes:
     # readers that derive something costly from both (introspect's explain index) rebuild it only
     # when it moved.

@@ -49,6 +49,7 @@ from kube_manager.service.pipeline import build_pipeline
 from kube_manager.reconciler.core import Reconciler
 from kube_manager.settings import OperatorSettings
 from kube_manager.translator.exact.pairs import pair_rule_prefix
+from kube_manager.status.pair_bound import PairRulesBound
 from kube_manager.version import VERSION, python_version
 from kube_manager.observability.vnc_status import ConfigApiObserver
 from kube_manager.status.outbox import KubeApis, StatusOutbox
@@ -90,6 +91,9 @@ class Daemon:
         from introspect.redact import Redactor
         self.status = StatusPublisher(StatusOutbox(self.metrics), now_text, redact=Redactor(settings).text)
         self.cache.status.observers.append(self.status)  # Events and conditions, from the status book
+        bound = PairRulesBound(settings.cluster.pair_rules_bound, self.db.pair_rules, self.status.policy_warned)
+        self.cache.status.pair_rule_observers.append(bound.counted)
+        self.status.standing.append(bound.standing)
         self._kube_api: Any = None  # the watchers' Kubernetes client, shared by the elector and the status
         self._vnc_endpoints: List[str] = list(settings.vnc.endpoints)
         self._vnc_port = settings.vnc.port

@@ -31,6 +31,10 @@ class ClusterSettings:
                              "how flows are decided: 'kubernetes' (each end's chain must allow) or"
                              " 'cluster-wide' (a policy at either end may allow)", "kubernetes",
                              short_flag="--semantics")
+    pair_rules_bound: int = setting("exact_pair_rules_bound", "KUBERNETES", v.int_range(0, 10 ** 9),
+                                    "pair rules (policy_semantics kubernetes) past which the NetworkPolicies"
+                                    " contributing most get a Warning Event; all are still written (0: no bound)",
+                                    50000)
 
 
 @dataclass

@@ -16,11 +16,12 @@ so that a quiet large cluster costs nothing.
 """
 from __future__ import annotations
 
-from typing import Collection, Dict, List, Optional, Set
+from typing import Callable, Collection, Dict, List, Optional, Set
 
 from kube_manager.records.db import Database
 from kube_manager.registry import KINDS, PODS, STATUS, Kinds
 from kube_manager.translator import Changes, ClusterTranslator
+from kube_manager.translator.exact.pairs import PairRuleCounts
 
 from .policies import PolicyBook, StatusParts
 from .protocol import Key, ObjectStates, ObjKey, PolicyObserver, PolicyStatusListener
@@ -40,6 +41,7 @@ class StatusBook:
         self._desired = translator.published()
         self.listeners: List[PolicyStatusListener] = []
         self.observers: List[PolicyObserver] = []
+        self.pair_rule_observers: List[Callable[[PairRuleCounts], None]] = []  # after each flush
         self._errors_stale = False  # some error may have come or gone since the last read
         # Keys rejected as of the last read of the errors, by kind ("Pod": {(namespace, name)}).
         self._rejected: Dict[str, Set[Key]] = {}
@@ -82,6 +84,10 @@ class StatusBook:
             book.translated(changes.policies.get(kind, ()))
         self._pod_tags(changes.pods)
         self._read_errors()
+        if self.pair_rule_observers and changes:
+            counts = self._translator.pair_rules()
+            for observer in self.pair_rule_observers:
+                observer(counts)
 
     def _pod_tags(self, changed: Collection[Key]) -> None:
         """New tags on the records of the pods whose tags moved; a pod the translator does not

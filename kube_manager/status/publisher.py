@@ -108,6 +108,7 @@ class StatusPublisher:
         self._conditions: Dict[PolicyId, Tuple[Dict[str, Any], ...]] = {}  # last queued, this term
         self._recorder: Optional[EventRecorder] = None
         self.lists_in = False  # set by the daemon once the initial lists are applied
+        self.standing: List[Callable[[], List[Tuple[PolicyId, EventSpec]]]] = []  # warnings a term says again
 
     # --- terms ---------------------------------------------------------------------------------
 
@@ -118,6 +119,9 @@ class StatusPublisher:
         self._conditions = {}
         for policy, facts in self._facts.items():
             self._say(policy, None, facts, False)
+        for warnings in self.standing:
+            for policy, spec in warnings():
+                self.policy_warned(policy, spec)
 
     def stand_by(self) -> None:
         self._outbox.close()
@@ -156,6 +160,13 @@ class StatusPublisher:
             return False
         self._recorder.record(facts_of(record, self._redact), EventSpec(NORMAL, "Staged", "Evaluate", note))
         return True
+
+    def policy_warned(self, policy: PolicyId, spec: EventSpec) -> None:
+        """An Event about `policy` that no change of its own record calls for (pair_bound.py);
+        said only while leading, and only of a policy whose record was observed."""
+        facts = self._facts.get(policy)
+        if self._recorder is not None and facts is not None:
+            self._recorder.record(facts, spec)
 
     def policy_forgotten(self, kind: str, key: Tuple[str, str]) -> None:
         """A policy was deleted."""

@@ -43,6 +43,7 @@ from .cnp.chain import ChainBuilder
 from .cnp.source import ClusterNetworkPolicies
 from .decode import SelectorView
 from .exact.isolation import Isolation
+from .exact.pairs import PairRuleCounts
 from .exact.source import ExactEnforcement
 from .exact.tiers import TierBlocks
 from .index import ClusterIndex, PodKey
@@ -260,6 +261,11 @@ class ClusterTranslator:
         if reason is not None:
             return Unrendered((reason,))
         return source.status(namespace, name)
+
+    def pair_rules(self) -> PairRuleCounts:
+        """The `kubernetes` mode's pair rules (SPEC 14) and the NetworkPolicies they come from:
+        what the status room weighs against the bound (none under `cluster-wide`)."""
+        return self._exact.pair_rules()
 
     def errors(self) -> List[Dict[str, str]]:
         """Every rejection and every error of the objects read, sorted by kind, namespace and name."""

@@ -3,29 +3,9 @@ once per generation (none for what the initial lists brought), nothing for an ob
 changes nothing, a stale state after a flush never taken for programmed."""
 from __future__ import annotations
 
-from typing import Any, List
-
 from kube_manager.records.db import PENDING, REJECTED, SYNCED, ClusterPolicyRecord, PolicyRecord, PolicyStatus
-from kube_manager.status.outbox import StatusOutbox
 from kube_manager.status.publisher import StatusPublisher
-
-
-class Outbox(StatusOutbox):
-    """Keeps what it is given."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.jobs: List[Any] = []
-
-    def open(self, apis: Any, gate: Any) -> None:
-        self.jobs = []
-
-    def put(self, job: Any) -> None:
-        self.jobs.append(job)
-
-
-def said(outbox: Outbox) -> List[str]:
-    return [getattr(job, "reason", "status") for job in outbox.jobs]
+from tests.support.kept_outbox import KeptOutbox as Outbox, said
 
 
 def leading() -> "tuple[StatusPublisher, Outbox]":

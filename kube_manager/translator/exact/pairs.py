@@ -10,14 +10,15 @@ rules of the one namespace the query's source names plus those whose source name
 at the destination, the rules whose service meets the query's. A pair rule is
 named by its content and counted, since two pairs can write one rule. A pair whose ends the
 cluster's namespaces contradict is not written (`contradictions.py`); `naming` tells which
-policies to meet again when a namespace changes.
+policies to meet again when a namespace changes. `contributions` counts, per policy, the pairs
+one of its rules is an end of: what the operator is told when the pair rules pass their bound.
 """
 from __future__ import annotations
 
-from typing import AbstractSet, Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
+from typing import AbstractSet, Callable, Dict, FrozenSet, Iterator, List, Mapping, NamedTuple, Optional, Set, Tuple
 
-from ..bodies import FqName
-from ..encoding import NAMESPACE, encode_value, split_tag
+from ..bodies import MARK_CACHE_LIMIT, FqName
+from ..encoding import NAMESPACE, encode_value, tag_name
 from ..ports import Service
 from .emit import Emitter, Rule
 from .items import NAME_LABEL_TYPE, End, Item, Pods, meet, meet_services
@@ -25,10 +26,20 @@ from .items import NAME_LABEL_TYPE, End, Item, Pods, meet, meet_services
 PolicyKey = Tuple[str, str]
 Keys = Tuple[Optional[str], Optional[str]]  # the namespace of a rule's source and destination
 _EMPTY: FrozenSet[FqName] = frozenset()
+_UNKNOWN = object()
 Pair = Tuple[FqName, FqName]  # (egress rule, ingress rule)
 
 
 PAIR_BLOCK = "pair"
+_NAMESPACE_PREFIX, _NAME_LABEL_PREFIX = tag_name(NAMESPACE, ""), tag_name(NAME_LABEL_TYPE, "")
+
+
+class PairRuleCounts(NamedTuple):
+    """The pair rules as of the last flush: how many are written, and per policy the pairs one of
+    its rules is an end of (a live read-only view; a policy with none is absent)."""
+
+    total: int
+    by_policy: Mapping[PolicyKey, int]
 
 
 def pair_rule_prefix(cluster: str) -> str:
@@ -41,12 +52,11 @@ def namespace_key(end: End) -> Optional[str]:
     `meet` can tell: the index must never leave out a pair that `meet` keeps."""
     if not isinstance(end, Pods):
         return None
-    for tag in end.tags:
-        tag_type, value = split_tag(tag)
-        if tag_type == NAMESPACE:
-            return encode_value(value)
-        if tag_type == NAME_LABEL_TYPE:
-            return value
+    for tag in end.tags:  # `split_tag` by prefix: this runs for every end of every rule
+        if tag.startswith(_NAMESPACE_PREFIX):
+            return encode_value(tag[len(_NAMESPACE_PREFIX):])
+        if tag.startswith(_NAME_LABEL_PREFIX):
+            return tag[len(_NAME_LABEL_PREFIX):]
     return None
 
 
@@ -59,14 +69,33 @@ class _Side:
         self._by_src: Dict[Optional[str], Set[FqName]] = {}
         self._by_dst: Dict[Optional[str], Set[FqName]] = {}
         self._by_service: Dict[Service, Set[FqName]] = {}
+        # service -> the services of `_by_service` it meets: few services, met by every lookup
+        self._meeting: Dict[Service, List[Service]] = {}
+        # an end's tags -> namespace_key: ends recur (every rule of a namespace's pods), and the
+        # item reader hands out one Pods per endpoint body, so a hit is mostly an identity match
+        self._namespaces: Dict[FrozenSet[str], Optional[str]] = {}
+
+    def _namespace_of(self, end: End) -> Optional[str]:
+        if not isinstance(end, Pods):
+            return None
+        found = self._namespaces.get(end.tags, _UNKNOWN)
+        if found is _UNKNOWN:
+            if len(self._namespaces) >= MARK_CACHE_LIMIT:
+                self._namespaces.clear()
+            found = self._namespaces[end.tags] = namespace_key(end)
+        return found  # type: ignore[return-value]
 
     def add(self, fq_name: FqName, item: Item) -> Keys:
-        keys = namespace_key(item.src), namespace_key(item.dst)
+        keys = self._namespace_of(item.src), self._namespace_of(item.dst)
         self.items[fq_name] = item
         self._keys[fq_name] = keys
         self._by_src.setdefault(keys[0], set()).add(fq_name)
         self._by_dst.setdefault(keys[1], set()).add(fq_name)
-        self._by_service.setdefault(item.service, set()).add(fq_name)
+        group = self._by_service.get(item.service)
+        if group is None:
+            group = self._by_service[item.service] = set()
+            self._meeting.clear()
+        group.add(fq_name)
         return keys
 
     def naming(self, namespace: str) -> Set[FqName]:
@@ -80,12 +109,17 @@ class _Side:
             group.discard(fq_name)
             if not group:
                 del table[index]  # type: ignore[arg-type]
+                if table is self._by_service:
+                    self._meeting.clear()
 
     def candidates(self, item: Item, keys: Keys) -> Iterator[FqName]:
         """The rules of this side `item` (whose ends' namespaces are `keys`) may meet: a superset
         of those `meet` keeps, from the narrowest of three lookups."""
-        best: List[AbstractSet[FqName]] = [group for other, group in self._by_service.items()
-                                           if meet_services(other, item.service) is not None]
+        meeting = self._meeting.get(item.service)
+        if meeting is None:
+            meeting = self._meeting[item.service] = [other for other in self._by_service
+                                                     if meet_services(other, item.service) is not None]
+        best: List[AbstractSet[FqName]] = [self._by_service[other] for other in meeting]
         size = sum(len(group) for group in best)
         for table, key in ((self._by_src, keys[0]), (self._by_dst, keys[1])):
             if key is not None:
@@ -111,6 +145,10 @@ class PairRules:
         self._pairs: Dict[Pair, FqName] = {}
         self._pairs_of: Dict[FqName, Set[Pair]] = {}
         self._rules: Dict[FqName, Tuple[Rule, int]] = {}
+        self._contributions: Dict[PolicyKey, int] = {}
+
+    def counts(self) -> PairRuleCounts:
+        return PairRuleCounts(len(self._rules), self._contributions)
 
     def update(self, key: PolicyKey, egress: List[Tuple[FqName, Item]], ingress: List[Tuple[FqName, Item]]) -> None:
         """The policy `key` now has these rules (none: it is gone); new pairs are written before
@@ -126,6 +164,8 @@ class PairRules:
                     if found is not None:
                         released.append(found)
                         other = pair[1] if pair[0] == fq_name else pair[0]
+                        # `other` is gone from `_policy_of` only when it is one of `key`'s own rules
+                        self._contribute({key, self._policy_of.get(other, key)}, -1)
                         partners = self._pairs_of.get(other)
                         if partners is not None:
                             partners.discard(pair)
@@ -158,10 +198,19 @@ class PairRules:
         self._pairs[pair] = rule.fq_name
         for end in pair:
             self._pairs_of.setdefault(end, set()).add(pair)
+        self._contribute({self._policy_of[pair[0]], self._policy_of[pair[1]]}, 1)
         found = self._rules.get(rule.fq_name)
         self._rules[rule.fq_name] = (rule, found[1] + 1 if found else 1)
         if found is None:
             self._put(rule)
+
+    def _contribute(self, policies: Set[PolicyKey], step: int) -> None:
+        for policy in policies:
+            count = self._contributions.get(policy, 0) + step
+            if count:
+                self._contributions[policy] = count
+            else:
+                del self._contributions[policy]
 
     def _unref(self, fq_name: FqName) -> None:
         rule, count = self._rules[fq_name]

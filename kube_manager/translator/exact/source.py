@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Set, Tuple
 
-from ..bodies import (ADDRESS_GROUP, DENY, FIREWALL_POLICY, FIREWALL_RULE, Body, BodyFactory, FqName,
+from ..bodies import (ADDRESS_GROUP, DENY, MARK_CACHE_LIMIT, FIREWALL_POLICY, FIREWALL_RULE, Body, BodyFactory, FqName,
                       global_fq_name, sequenced_ref)
 from ..model import ParsedPolicy
+from ..ports import Service
 from ..naming import (hashed_sequence, isolation_deny_name, isolation_deny_policy_name, isolation_policy_name,
                       rule_sequence)
 from ..render import PolicyRendering
@@ -29,9 +30,9 @@ from ..shared import SharedObjects
 from ..store import DesiredObjects
 from .emit import Emitter, Rule, end_of
 from .isolation import EGRESS, INGRESS, Isolation, Selection, selections_of
-from .items import Item
+from .items import End, Item
 from .contradictions import NamespaceContradictions, NamespaceLabels
-from .pairs import PairRules, namespace_key
+from .pairs import PairRuleCounts, PairRules, namespace_key
 
 ISOLATION_SEQUENCE, ISOLATION_DENY_SEQUENCE = "0.5", "0.6"
 PolicyKey = Tuple[str, str]
@@ -52,6 +53,7 @@ class ExactEnforcement:
         self.generation = 0  # counts the flushes that changed some NetworkPolicy
         self._selections: Dict[PolicyKey, Tuple[Selection, ...]] = {}
         self._groups: Dict[FqName, int] = {}
+        self._read = ItemReader()
         self.emitter = Emitter(bodies, shared.origins, isolation.is_tag)
         contradictions = NamespaceContradictions(shared.origins, namespace_labels, namespace_key)
         self._pairs = PairRules(self.emitter, self._put, self._drop, contradictions.possible)
@@ -97,6 +99,9 @@ class ExactEnforcement:
     def isolation_tags(self) -> Dict[str, str]:
         return self._isolation.tags
 
+    def pair_rules(self) -> PairRuleCounts:
+        return self._pairs.counts()
+
     def network_policy_items(self) -> Dict[str, List[Item]]:
         """Every NetworkPolicy allow, as items, per direction (in policy key order)."""
         found: Dict[str, List[Item]] = {EGRESS: [], INGRESS: []}
@@ -104,7 +109,7 @@ class ExactEnforcement:
             rendering = self._renderings[key]
             cached = self._items.get(key)
             if cached is None or cached[0] is not rendering:
-                egress, ingress = split_items(rendering)
+                egress, ingress = self._read.split(rendering)
                 cached = self._items[key] = (rendering, ([i for _, i in egress], [i for _, i in ingress]))
             found[EGRESS].extend(cached[1][0])
             found[INGRESS].extend(cached[1][1])
@@ -149,7 +154,7 @@ class ExactEnforcement:
             if new:
                 self._selections[key] = new
             if self._refs is not None:
-                self._pairs.update(key, *split_items(rendering))
+                self._pairs.update(key, *self._read.split(rendering))
         self._isolation.mark_moved()
 
     def _meet_again(self, namespaces: Set[str]) -> None:
@@ -157,7 +162,7 @@ class ExactEnforcement:
         they are now (a pending policy is met at its own update)."""
         keys = set().union(*(self._pairs.naming(name) for name in namespaces)) - self._pending.keys()
         for key in sorted(keys):
-            self._pairs.update(key, *split_items(self._renderings.get(key)))
+            self._pairs.update(key, *self._read.split(self._renderings.get(key)))
 
     def _put(self, rule: Rule) -> None:
         assert self._refs is not None
@@ -193,18 +198,43 @@ class ExactEnforcement:
             self._store.drop(ADDRESS_GROUP, fq_name)
 
 
-def split_items(rendering: Optional[PolicyRendering]) -> Tuple[List[Tuple[FqName, Item]], List[Tuple[FqName, Item]]]:
-    """A rendering's pass rules as items: (egress, ingress)."""
-    if rendering is None:
-        return [], []
-    groups = {":".join(fq_name): block.prefixes for fq_name, block in rendering.address_groups.items()}
-    egress: List[Tuple[FqName, Item]] = []
-    ingress: List[Tuple[FqName, Item]] = []
-    for i, (fq_name, body) in enumerate(zip(rendering.rules, rendering.rule_bodies)):
-        src, dst = end_of(body["endpoint_1"], groups), end_of(body["endpoint_2"], groups)
-        if src is None or dst is None:
-            continue
-        ports = body["service"]["dst_ports"]
-        item = Item(src, dst, (body["service"]["protocol"], ports["start_port"], ports["end_port"]), True)
-        (ingress if i < rendering.ingress_rules else egress).append((fq_name, item))
-    return egress, ingress
+class ItemReader:
+    """A rendering's pass rules as items, (egress, ingress). Renderings share endpoint and service
+    bodies (a namespace's pods, a peer, a port), so each body is read once: kept by identity with
+    the body itself, which makes an id reused by another object a miss; bounded like the marks."""
+
+    def __init__(self) -> None:
+        self._ends: Dict[int, Tuple[Body, Optional[End]]] = {}
+        self._services: Dict[int, Tuple[Body, Service]] = {}
+
+    def split(self, rendering: Optional[PolicyRendering]) -> Tuple[List[Tuple[FqName, Item]], List[Tuple[FqName, Item]]]:
+        if rendering is None:
+            return [], []
+        if len(self._ends) >= MARK_CACHE_LIMIT or len(self._services) >= MARK_CACHE_LIMIT:
+            self._ends.clear()
+            self._services.clear()
+        groups: Optional[Dict[str, Tuple]] = None
+        egress: List[Tuple[FqName, Item]] = []
+        ingress: List[Tuple[FqName, Item]] = []
+        ends, services = self._ends, self._services
+        for i, (fq_name, body) in enumerate(zip(rendering.rules, rendering.rule_bodies)):
+            found: List[Optional[End]] = []
+            for endpoint in (body["endpoint_1"], body["endpoint_2"]):
+                hit = ends.get(id(endpoint))
+                if hit is None or hit[0] is not endpoint:
+                    if groups is None:
+                        groups = {":".join(fq): block.prefixes for fq, block in rendering.address_groups.items()}
+                    hit = ends[id(endpoint)] = (endpoint, end_of(endpoint, groups))
+                found.append(hit[1])
+            src, dst = found
+            if src is None or dst is None:
+                continue
+            service_body = body["service"]
+            known = services.get(id(service_body))
+            if known is None or known[0] is not service_body:
+                ports = service_body["dst_ports"]
+                known = services[id(service_body)] = (
+                    service_body, (service_body["protocol"], ports["start_port"], ports["end_port"]))
+            item = Item(src, dst, known[1], True)
+            (ingress if i < rendering.ingress_rules else egress).append((fq_name, item))
+        return egress, ingress
