@@ -87,40 +87,14 @@ def write_config(path: str, kube_server: str, kube_port: int, vnc: str, vnc_port
     return path
 
 
-class Environment:
-    """The emulated API server, the embedded config API and the emulated CNI."""
+class ConvergenceChecks:
+    """Convergence of the config API on `translate` of what a Kubernetes API server holds; the
+    server is the subclass's (`objects`), the config API the embedded one (`contrail`)."""
 
-    def __init__(self, manifests: Manifests, late: Callable[[Dict[str, Any]], bool] = lambda pod: False,
-                 bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL, crds: Optional[List[str]] = None) -> None:
-        """`crds`: the emulator's installed custom resources (None: all, [] a cluster without any)."""
-        self.vnc: BackgroundServer = run_in_background()
-        self.kube = EmulatorRunner(bookmark_interval=bookmark_interval, crds=crds)
-        self.kube.start()
-        self.contrail = InProcessApi(self.vnc.api)  # reads of the server's store, for checks
-        self.cni = CniEmulator(VncClient([self.vnc.host], self.vnc.port))
-        self._late = late
-
-        def listener(resource: str, event_type: str, obj: Dict[str, Any]) -> None:
-            if not (resource == "pods" and event_type == "ADDED" and late(obj)):
-                self.cni.on_event(resource, event_type, obj)
-        self.kube.store.add_listener(listener)
-        self.kube.store.load(manifests)
-        self.daemons: List[DaemonProcess] = []
-
-    # --- Kubernetes side -------------------------------------------------------------------
-
-    def apply(self, *manifests: Dict[str, Any]) -> None:
-        for manifest in manifests:
-            self.kube.store.apply(manifest)
-
-    def delete(self, kind: str, namespace: str, name: str) -> None:
-        self.kube.store.delete(RESOURCE_OF[kind], namespace, name)
+    contrail: InProcessApi
 
     def objects(self, resource: str) -> List[Dict[str, Any]]:
-        """The objects of `resource`; none of a custom resource whose CRD is not installed."""
-        return self.kube.store.list(resource) if self.kube.store.served(resource) else []
-
-    # --- checks ----------------------------------------------------------------------------
+        raise NotImplementedError
 
     def translation(self) -> Dict[str, Any]:
         return translate({"Namespace": self.objects("namespaces"),
@@ -154,6 +128,40 @@ class Environment:
             wait_until(done, "convergence", timeout)
         except AssertionError:
             raise AssertionError(f"not converged: {last[0][:10]}") from None
+
+
+class Environment(ConvergenceChecks):
+    """The emulated API server, the embedded config API and the emulated CNI."""
+
+    def __init__(self, manifests: Manifests, late: Callable[[Dict[str, Any]], bool] = lambda pod: False,
+                 bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL, crds: Optional[List[str]] = None) -> None:
+        """`crds`: the emulator's installed custom resources (None: all, [] a cluster without any)."""
+        self.vnc: BackgroundServer = run_in_background()
+        self.kube = EmulatorRunner(bookmark_interval=bookmark_interval, crds=crds)
+        self.kube.start()
+        self.contrail = InProcessApi(self.vnc.api)  # reads of the server's store, for checks
+        self.cni = CniEmulator(VncClient([self.vnc.host], self.vnc.port))
+        self._late = late
+
+        def listener(resource: str, event_type: str, obj: Dict[str, Any]) -> None:
+            if not (resource == "pods" and event_type == "ADDED" and late(obj)):
+                self.cni.on_event(resource, event_type, obj)
+        self.kube.store.add_listener(listener)
+        self.kube.store.load(manifests)
+        self.daemons: List[DaemonProcess] = []
+
+    # --- Kubernetes side -------------------------------------------------------------------
+
+    def apply(self, *manifests: Dict[str, Any]) -> None:
+        for manifest in manifests:
+            self.kube.store.apply(manifest)
+
+    def delete(self, kind: str, namespace: str, name: str) -> None:
+        self.kube.store.delete(RESOURCE_OF[kind], namespace, name)
+
+    def objects(self, resource: str) -> List[Dict[str, Any]]:
+        """The objects of `resource`; none of a custom resource whose CRD is not installed."""
+        return self.kube.store.list(resource) if self.kube.store.served(resource) else []
 
     # --- the daemon ------------------------------------------------------------------------
 
