@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterator
 import pytest
 from kubernetes import client
 
-from tests.support.builders import HTTP_8080, allow_from, namespace, pod, policy
+from tests.support.builders import HTTP_8080, allow_from, cluster_policy, namespace, pod, policy
 from tests.support.control_plane_support import RealKube
 from tests.support.real_cluster import RealCluster, unique
 from tests.support.waiting import wait_until
@@ -62,6 +62,7 @@ def _allowed(real: RealKube, verb: str, group: str, resource: str, namespace: st
     ("ClusterRole", "networking.k8s.io", "networkpolicies", "list", None),
     ("ClusterRole", "events.k8s.io", "events", "create", "shop"),
     ("Role", "coordination.k8s.io", "leases", "update", "kube-system"),
+    ("ClusterRole", "policy.networking.k8s.io", "clusternetworkpolicies/status", "patch", None),
 ])
 def test_a_verb_taken_from_the_role_is_named_by_the_daemon(real_kube: RealKube, cluster: RealCluster, kind: str,
                                                            group: str, resource: str, verb: str,
@@ -80,8 +81,11 @@ def test_a_verb_taken_from_the_role_is_named_by_the_daemon(real_kube: RealKube, 
         if resource == "events":  # a start over a valid cluster says nothing: a policy applied later does
             daemon.wait_log("leading: start-up resync", CONVERGE)
             cluster.wait_converged(CONVERGE)
-        cluster.apply(policy(ns, "api-from-web", allow_from("web", "api", 8080)))  # an Event to write
-        said = re.compile(rf'cannot {verb} resource \\?"{resource}\\?" in API group \\?"{group}\\?"')
+        cluster.apply(policy(ns, "api-from-web", allow_from("web", "api", 8080)),  # an Event to write
+                      cluster_policy(unique("guard"), "Admin", 20, {"namespaces": {"matchLabels": {"team": ns}}},
+                                     ingress=[{"name": "all", "action": "Accept", "from": [{"namespaces": {}}]}]))
+        name, _, sub = resource.partition("/")  # the server names a subresource `resource "x/status"`
+        said = re.compile(rf'cannot {verb} resource \\?"{name}(/{sub})?\\?" in API group \\?"{group}\\?"')
         line = daemon.wait_log("forbidden", CONVERGE)
         wait_until(lambda: [l for l in daemon.log() if said.search(l)], f"a line naming {verb} {resource}", CONVERGE)
         assert "Forbidden" in line
