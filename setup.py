@@ -42,7 +42,6 @@ setup(
     extras_require={
         "test": [
             "pytest>=7.4",
-            "responses>=0.23",
             "hypothesis>=6.80",
             # The official Contrail client library, used only in tests as a schema oracle.
             "contrail-api-client>=2005",

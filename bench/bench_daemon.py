@@ -55,7 +55,7 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
-from typing import Any, Callable, Dict, List, Tuple  # noqa: E402
+from typing import Any, Callable, Dict, List, Optional, Tuple  # noqa: E402
 
 import requests  # noqa: E402
 from gevent.pool import Pool  # noqa: E402
@@ -63,6 +63,7 @@ from gevent.pool import Pool  # noqa: E402
 from bench_reconcile import (RequestCount, SyntheticStream, feed, policy,  # noqa: E402
                              populate_vmis, synthetic)
 from held_config_api import HeldConfigApi  # noqa: E402
+from replay_floor import Call, in_a_row, record_calls, replay, vmi_uuid_map  # noqa: E402
 from bench_vnc_client import embedded_server  # noqa: E402
 
 from introspect.app import create_app  # noqa: E402
@@ -113,13 +114,22 @@ def reconciler_settings(concurrency: int) -> ReconcilerSettings:
 
 
 class Daemon:
-    """The daemon's path on one DB: cache, reconciler and client, with the request counter."""
+    """The daemon's path on one DB: cache, reconciler and client, with the request counter, each
+    request's (start, end) in `spans` and, with `record`, each request itself in `calls`."""
 
-    def __init__(self, url: str, concurrency: int) -> None:
+    def __init__(self, url: str, concurrency: int, record: bool = False) -> None:
         pipeline = build_pipeline("k8s", "k8s", semantics=SEMANTICS)
         self.db, self.cache = pipeline.db, pipeline.cache
         self.count = RequestCount()
-        self.client = VncClient(url, concurrency=concurrency, observer=self.count)
+        self.spans: List[Tuple[float, float]] = []
+
+        def observe(method: str, template: str, status: Optional[int], seconds: float) -> None:
+            self.count(method, template, status, seconds)
+            now = time.monotonic()
+            self.spans.append((now - seconds, now))
+
+        self.client = VncClient(url, concurrency=concurrency, observer=observe)
+        self.calls: List[Call] = record_calls(self.client) if record else []
         self.reconciler = pipeline.connect(self.client, reconciler_settings(concurrency))
 
     def converge(self, cluster: Any, translated_hook: Callable[[], Any] = lambda: None) -> Tuple[float, float, float]:
@@ -168,21 +178,26 @@ def bare_client(url: str, desired: Dict[str, Dict[Any, Dict[str, Any]]], pods: D
 
 
 def event_latency(daemon: Daemon, cluster: Any, events: int) -> Dict[str, Any]:
-    """New NetworkPolicies one at a time on the converged cluster: event -> last write."""
+    """New NetworkPolicies one at a time on the converged cluster: event -> last write, the
+    requests of each and the round trips in a row among them."""
     times: List[float] = []
     requests_per_event: List[int] = []
+    rows: List[int] = []
     n_namespaces = len(cluster.objects["Namespace"])
     since = {kind: len(seconds) for kind, seconds in daemon.count.seconds.items()}
     for e in range(events):
         before = daemon.count.requests
+        daemon.spans.clear()
         started = time.monotonic()
         daemon.cache.on_event("networkpolicies", "ADDED", policy(f"ns-{e % n_namespaces}", f"extra-{e}", e))
         if not daemon.reconciler.wait_converged(120):
             raise SystemExit(f"event {e} did not converge: {daemon.reconciler.summary()}")
         times.append((daemon.reconciler.counters.last_write_at - started) * 1000)
         requests_per_event.append(daemon.count.requests - before)
+        rows.append(in_a_row(daemon.spans))
     return {"events": events, "p50_ms": percentile(times, 0.5), "p99_ms": percentile(times, 0.99),
             "max_ms": round(max(times), 1), "requests_per_event": round(statistics.mean(requests_per_event), 2),
+            "round_trips_in_a_row": round(statistics.mean(rows), 2), "round_trips_in_a_row_max": max(rows),
             "times_ms": [round(t, 1) for t in times], "by_request": by_request(daemon.count, since)}
 
 
@@ -229,7 +244,7 @@ def one_size(policies: int, pods: int, concurrency: int, latency: float, events:
                 bare_runs.append(bare_client(srv.url, extra.db.desired, extra.db.pods, concurrency))
     with embedded_server("process", latency) as srv:
         populate_vmis(srv.url, cluster)
-        daemon = Daemon(srv.url, concurrency)
+        daemon = Daemon(srv.url, concurrency, record=bare)
         server_cpu: List[float] = []
         translate_s, reconcile_s, cpu_s = daemon.converge(
             cluster, lambda: (result.update(translated_rss=rss_mb()), server_cpu.append(srv.cpu_seconds() or 0.0)))
@@ -242,6 +257,14 @@ def one_size(policies: int, pods: int, concurrency: int, latency: float, events:
                                 "by_request": by_request(daemon.count, {})}
         result["memory_mb"] = {"translated": round(result.pop("translated_rss"), 1), "rss": round(rss_mb(), 1),
                                "peak": round(rss_mb("VmHWM"), 1), "manifests": round(manifests_mb, 1)}
+        cold_calls, daemon.calls = daemon.calls, []
+        if bare:
+            with embedded_server("process", latency) as fresh:
+                populate_vmis(fresh.url, cluster)
+                floor = replay(fresh.url, cold_calls, vmi_uuid_map(srv.url, fresh.url), concurrency)
+            result["replay_floor"] = floor
+            result["cold_start"]["vs_replay_floor"] = round(reconcile_s / floor["wall_s"], 2)
+        del cold_calls
         restart = Daemon(srv.url, concurrency)
         # From the first event to convergence, as the cold start is timed (not the settling after)
         restart_s = sum(restart.converge(cluster)[:2])
@@ -330,6 +353,8 @@ def report(results: List[Dict[str, Any]]) -> str:
         ("cold start: daemon writes, each run (s)", cold("walls_s")),
         ("cold start: bare client, each run (s)", lambda r: r.get("bare_client", {}).get("walls_s", "-")),
         ("cold start: daemon / bare client (best runs)", cold("vs_bare_client")),
+        ("cold start: replay floor (s) / daemon vs floor", lambda r: "-" if "replay_floor" not in r else
+         f"{r['replay_floor']['wall_s']} / {r['cold_start']['vs_replay_floor']}"),
         ("cold start CPU per request: daemon / bare (ms)", lambda r: "{} / {}".format(
             r["cold_start"].get("cpu_ms_per_request", "-"), r.get("bare_client", {}).get("cpu_ms_per_request", "-"))),
         ("cold start config API CPU per request (ms)", cold("server_cpu_ms_per_request")),
@@ -343,6 +368,8 @@ def report(results: List[Dict[str, Any]]) -> str:
         ("event -> last write p50 (ms)", lambda r: (r.get("event") or {}).get("p50_ms", "-")),
         ("event -> last write p99 (ms)", lambda r: (r.get("event") or {}).get("p99_ms", "-")),
         ("requests per event", lambda r: (r.get("event") or {}).get("requests_per_event", "-")),
+        ("round trips in a row per event: mean / max", lambda r: "-" if not r.get("event") else
+         f"{r['event']['round_trips_in_a_row']} / {r['event']['round_trips_in_a_row_max']}"),
         ("/explain first after a change (ms)", lambda r: r.get("explain", {}).get("first_ms", "-")),
         ("/explain p50 / p99, unchanged DB (ms)", lambda r: "-" if "explain" not in r else
          f"{r['explain']['p50_ms']} / {r['explain']['p99_ms']}"),

@@ -94,7 +94,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=1)
     args = parser.parse_args()
     vnc = run_in_background()
-    kube = EmulatorRunner(bookmark_interval=args.bookmark_interval).start()
+    kube = EmulatorRunner(bookmark_interval=args.bookmark_interval, progress_interval=args.bookmark_interval).start()
     kube.store.create({"kind": "Namespace", "metadata": {"name": "shop"}})
     client = VncClient([vnc.host], vnc.port)
     in_contrail = lambda name: any(  # noqa: E731

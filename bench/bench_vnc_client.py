@@ -16,6 +16,11 @@ server do not share one interpreter lock; `--server thread` runs it in this proc
 reads the default policy management and creates and deletes its own `bench=<n>` tags).
 
     python bench/bench_vnc_client.py [--requests 2000] [--concurrency 1,8] [--latency 0.005]
+
+It then measures the client's own CPU per request against a minimal local server (a process that
+answers every request with the same small JSON, keep-alive, no work of its own), in the same run
+beside `http.client` (the floor: one connection, nothing around it) and a `requests.Session` (what
+the client used before), each doing the same POST with a JSON body `--requests` times, under gevent.
 """
 from gevent import monkey
 
@@ -43,6 +48,9 @@ from vnc_client.retry import RetryPolicy  # noqa: E402
 
 PM = ["default-policy-management"]
 START_TIMEOUT = 15.0
+# The minimal server's one answer, and the body every client of the comparison POSTs.
+MINIMAL_ANSWER = b'{"tag": {"uuid": "0f6c3ea4-4b1e-4c9a-9f0e-6f0b1e2d3c4a", "fq_name": ["bench=v"]}}'
+MINIMAL_BODY = {"tag": {"fq_name": ["bench=v"], "tag_type_name": "bench", "tag_value": "v"}}
 
 
 @dataclass
@@ -178,6 +186,89 @@ def run_one(server: Server, workload: str, greenlets: int, total: int, names: It
                   round(client_cpu / n * 1e6), server_us)
 
 
+def serve_minimal(port: int) -> None:
+    """The minimal server: reads each request (head and Content-Length body) and answers
+    MINIMAL_ANSWER on the same connection."""
+    from gevent.server import StreamServer
+
+    answer = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+              % (len(MINIMAL_ANSWER), MINIMAL_ANSWER))
+
+    def handle(sock: socket.socket, _: object) -> None:
+        pending = b""
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                return
+            pending += data
+            while (end := pending.find(b"\r\n\r\n")) >= 0:
+                length = 0
+                for line in pending[:end].split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                if len(pending) < end + 4 + length:
+                    break
+                pending = pending[end + 4 + length:]
+                sock.sendall(answer)
+
+    StreamServer(("127.0.0.1", port), handle).serve_forever()
+
+
+def minimal_comparison(total: int) -> Dict[str, int]:
+    """Client CPU per POST (us) against the minimal server: VncClient, http.client, requests."""
+    import http.client
+
+    import requests
+
+    port = free_port()
+    process = subprocess.Popen([sys.executable, __file__, "--minimal-server", str(port)])
+    url = f"http://127.0.0.1:{port}"
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    try:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+
+        def plain() -> None:
+            connection.request("POST", "/tags", json.dumps(MINIMAL_BODY).encode(), headers)
+            connection.getresponse().read()
+
+        session = requests.Session()
+
+        def with_requests() -> None:
+            session.post(f"{url}/tags", json=MINIMAL_BODY, timeout=(5, 30)).json()
+
+        client = VncClient(url)
+
+        def with_vnc_client() -> None:
+            client.create("tag", MINIMAL_BODY["tag"])
+
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            try:
+                plain()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise SystemExit("the minimal server did not come up")
+                connection.close()
+                gevent.sleep(0.05)
+        figures: Dict[str, int] = {}
+        for name, call in (("VncClient", with_vnc_client), ("http.client", plain),
+                           ("requests.Session", with_requests)):
+            for _ in range(50):  # warm-up
+                call()
+            cpu = time.process_time()
+            for _ in range(total):
+                call()
+            figures[name] = round((time.process_time() - cpu) / total * 1e6)
+        client.close()
+        session.close()
+        connection.close()
+        return figures
+    finally:
+        process.terminate()
+        process.wait()
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000, help="requests per measurement (default 2000)")
@@ -187,7 +278,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="run the embedded server in its own process (default) or in a thread here")
     parser.add_argument("--url", help="benchmark an already running server instead of starting one")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--minimal-server", type=int, help=argparse.SUPPRESS)  # a child: the minimal server
     args = parser.parse_args(argv)
+    if args.minimal_server:
+        serve_minimal(args.minimal_server)
+        return 0
     try:
         levels = [int(c) for c in args.concurrency.split(",")]
     except ValueError:
@@ -201,8 +296,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         for workload in ("read", "fqname-to-id", "create+delete"):
             for greenlets in levels:
                 results.append(run_one(server, workload, greenlets, args.requests, names))
+    minimal = minimal_comparison(args.requests)
     if args.json:
-        print(json.dumps([asdict(r) for r in results], indent=2))
+        print(json.dumps({"embedded": [asdict(r) for r in results], "minimal_server_client_cpu_us": minimal},
+                         indent=2))
         return 0
     where = args.url or f"embedded server ({args.server}, latency {args.latency * 1000:g} ms)"
     print(f"VncClient against {where}")
@@ -212,6 +309,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         server_us = "-" if r.server_cpu_us is None else r.server_cpu_us
         print(f"{r.workload:<15}{r.greenlets:>10}{r.requests:>10}{r.seconds:>9}{r.requests_per_second:>9}"
               f"{r.p50_ms:>9}{r.p99_ms:>9}{r.client_cpu_us:>19}{server_us:>19}")
+    print(f"\nClient CPU per POST against a minimal local server, {args.requests} requests each, one greenlet:")
+    for name, us in minimal.items():
+        print(f"{name:<20}{us:>8} us")
     return 0
 
 

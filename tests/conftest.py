@@ -59,7 +59,9 @@ def real_kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator["RealKube"]:
     from tests.support.control_plane_support import (MIN_REQUEST_TIMEOUT, start_real_kube,
                                                      stop_real_kube)
     real = start_real_kube(tmp_path_factory.mktemp("control-plane"),
-                           ["--min-request-timeout", str(MIN_REQUEST_TIMEOUT)])
+                           ["--min-request-timeout", str(MIN_REQUEST_TIMEOUT),
+                            # the server forgets compacted history within seconds, not five minutes
+                            "--etcd-compaction-interval", "10s"])
     yield real
     stop_real_kube(real)
 

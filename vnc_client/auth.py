@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple, Union
 from urllib.parse import urlsplit
 
-import requests
-
 from .logfields import kv
 
+from . import jsoncodec
 from .errors import InvalidResponse, VncConnectionError, error_for_status
+from .wire import WireFailure, WirePool, WireRefused
 
 log = logging.getLogger(__name__)
 
@@ -79,16 +79,21 @@ class KeystoneAuth:
     def __init__(
         self,
         credentials: KeystoneCredentials,
-        session: requests.Session,
         timeout: Tuple[float, float],
         verify: Union[bool, str] = True,
+        headers: Optional[Dict[str, str]] = None,
     ) -> None:
         self._credentials = credentials
-        self._session = session
-        self._timeout = timeout
-        self._verify = verify
+        parts = urlsplit(credentials.tokens_url)
+        # One connection: authentications are one at a time (the lock below).
+        self._pool = WirePool(f"{parts.scheme}://{parts.netloc}", 1, timeout, verify)
+        self._target = parts.path + (f"?{parts.query}" if parts.query else "")
+        self._headers = {**(headers or {}), "Content-Type": "application/json"}
         self._token: Optional[str] = None
         self._lock = threading.Lock()  # a gevent lock once the daemon has monkey-patched
+
+    def close(self) -> None:
+        self._pool.close()
 
     def token(self) -> str:
         """The cached token, authenticating first if there is none yet."""
@@ -108,20 +113,18 @@ class KeystoneAuth:
         creds = self._credentials
         url = creds.tokens_url
         try:
-            response = self._session.post(
-                url, json=creds.request_body(), timeout=self._timeout, verify=self._verify
-            )
-        except requests.RequestException as exc:
-            raise VncConnectionError(f"cannot reach Keystone at {url}: {type(exc).__name__}") from None
-        if response.status_code not in (200, 201):
+            response = self._pool.request("POST", self._target, jsoncodec.dumps(creds.request_body()), self._headers)
+        except (WireFailure, WireRefused):
+            raise VncConnectionError(f"cannot reach Keystone at {url}") from None
+        if response.status not in (200, 201):
             body = redact(response.text, creds.password)
-            error = error_for_status("POST", urlsplit(url).path, response.status_code, body)
+            error = error_for_status("POST", urlsplit(url).path, response.status, body)
             log.warning("keystone authentication failed", extra=kv(url=url, user=creds.user,
-                                                                  status=response.status_code))
+                                                                  status=response.status))
             raise error
         token = response.headers.get("X-Subject-Token")
         if not token:
-            raise InvalidResponse(f"Keystone at {url} answered {response.status_code} without X-Subject-Token")
+            raise InvalidResponse(f"Keystone at {url} answered {response.status} without X-Subject-Token")
         log.info("keystone authentication succeeded", extra=kv(url=url, user=creds.user, tenant=creds.tenant))
         return token
 

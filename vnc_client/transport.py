@@ -1,12 +1,12 @@
-"""The HTTP side of the config API client: endpoints and fail-over, the pooled session, timeouts,
-Keystone auth, retries with backoff, the write gate and the observer hook.
+"""The HTTP side of the config API client: endpoints and fail-over, the pooled connections,
+timeouts, Keystone auth, retries with backoff, the write gate and the observer hook.
 
-One `requests` session (`VncSession`: the environment's proxy and CA bundle settings read once per
-endpoint) with a connection pool sized to the daemon's concurrency, connect and read timeouts,
-fail-over across the configured endpoints, retries of transient failures with capped exponential
-backoff and full jitter, optional Keystone v3 auth with a single re-authentication on 401, and an
-observer hook so the daemon can feed its metrics without this package importing it. What the
-requests mean (URLs and bodies of the API) is `client.VncClient`'s business, built on this.
+One bounded keep-alive pool per endpoint (`wire.WirePool`: its proxy, CA bundle and TLS context
+worked out once, when the client is made) sized to the daemon's concurrency, connect and read
+timeouts, fail-over across the configured endpoints, retries of transient failures with capped
+exponential backoff and full jitter, optional Keystone v3 auth with a single re-authentication on
+401, and an observer hook so the daemon can feed its metrics without this package importing it.
+What the requests mean (URLs and bodies of the API) is `client.VncClient`'s business, built on this.
 """
 from __future__ import annotations
 
@@ -15,10 +15,7 @@ import logging
 import os
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
-from urllib.parse import urlsplit
-
-import requests
-from requests.adapters import HTTPAdapter
+from urllib.parse import urlencode, urlsplit
 
 from .logfields import kv
 
@@ -27,7 +24,7 @@ from .auth import KeystoneAuth, KeystoneCredentials, redact
 from .errors import InvalidResponse, VncConnectionError, VncError, error_for_status
 from .ratelimit import Jitter, full_jitter
 from .retry import RETRYABLE_STATUSES, RetryPolicy
-from .session import VncSession
+from .wire import Answer, WireFailure, WirePool, WireRefused
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +40,6 @@ LIST_BULK_PATH = "/list-bulk-collection"
 # POSTs that only read; every other POST, and every PUT and DELETE, is a write.
 _READ_POSTS = frozenset({"/fqname-to-id", "/id-to-fqname", LIST_BULK_PATH})
 USER_AGENT = "kube-manager-vnc-client"
-# Transport failures worth another attempt (possibly on another endpoint): refused, reset, timed
-# out, or a connection dropped in the middle of the answer.
-_TRANSIENT_TRANSPORT_ERRORS = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)
 
 
 def endpoint_url(endpoint: str, port: int, scheme: str) -> str:
@@ -128,18 +122,26 @@ class Transport:
         self._write_gate = write_gate
         self._current = 0  # index of the endpoint that answered last; fail-over is sticky
 
-        self._session = VncSession()
-        # One pool per endpoint (plus Keystone), each holding a keep-alive connection per greenlet.
-        adapter = HTTPAdapter(pool_connections=len(self._endpoints) + 1, pool_maxsize=concurrency, max_retries=0)
-        self._session.mount("http://", adapter)
-        self._session.mount("https://", adapter)
-        self._session.headers.update({"Accept": "application/json", "User-Agent": f"{USER_AGENT} {agent}".strip()})
-        self._auth = KeystoneAuth(credentials, self._session, self._timeout, self._verify) if credentials else None
+        # One pool per endpoint, each holding a keep-alive connection per greenlet; every setting
+        # the environment gives it is read here, once.
+        self._pools: List[WirePool] = []
+        self._bases: List[str] = []  # each endpoint's path prefix ("" or "/contrail")
+        for url in self._endpoints:
+            parts = urlsplit(url)
+            self._pools.append(WirePool(f"{parts.scheme}://{parts.netloc}", concurrency, self._timeout, self._verify))
+            self._bases.append(parts.path.rstrip("/"))
+        self._probes: Dict[Tuple[int, float], WirePool] = {}
+        self._headers = {"Accept": "application/json", "User-Agent": f"{USER_AGENT} {agent}".strip()}
+        self._json_headers = {**self._headers, "Content-Type": "application/json"}
+        self._auth = KeystoneAuth(credentials, self._timeout, self._verify, self._headers) if credentials else None
 
     # --- lifecycle and status ----------------------------------------------------------------
 
     def close(self) -> None:
-        self._session.close()
+        for pool in [*self._pools, *self._probes.values()]:
+            pool.close()
+        if self._auth is not None:
+            self._auth.close()
 
     def __enter__(self: _T) -> _T:
         return self
@@ -162,17 +164,21 @@ class Transport:
         """`GET /` on the current endpoint, once, within `timeout` seconds per connect and per read,
         without retries or fail-over: whether the config API answers now (for `/readyz`). Raises
         `VncConnectionError` (no answer in time, refused) or the typed error of an error status."""
-        url = self._endpoints[self._current] + "/"
-        token, headers = self._auth_headers()
+        index = self._current
+        pool = self._probes.get((index, timeout))
+        if pool is None:
+            pool = self._probes[(index, timeout)] = WirePool(self._pools[index].origin, 1, (timeout, timeout),
+                                                             self._verify)
+        url = self._endpoints[index] + "/"
+        token, headers = self._auth_headers(None)
         try:
-            response = self._session.request("GET", url, headers=headers, timeout=(timeout, timeout),
-                                             verify=self._verify)
-        except requests.Timeout:
-            raise VncConnectionError(f"GET {url}: no answer within {timeout:g} s") from None
-        except requests.RequestException as exc:
-            raise VncConnectionError(f"GET {url}: {type(exc).__name__}: {exc}") from None
-        if response.status_code >= 400:
-            raise error_for_status("GET", url, response.status_code, redact(response.text, token))
+            answer = pool.request("GET", self._bases[index] + "/", None, headers)
+        except WireFailure as exc:
+            raise VncConnectionError(f"GET {url}: no answer within {timeout:g} s or refused ({exc})") from None
+        except WireRefused as exc:
+            raise VncConnectionError(f"GET {url}: {exc}") from None
+        if answer.status >= 400:
+            raise error_for_status("GET", url, answer.status, redact(answer.text, token))
         return True
 
     def _call(self, method: str, path: str, template: str, *, params: Optional[Dict[str, str]] = None,
@@ -188,41 +194,42 @@ class Transport:
         delays = self._retry.limiter(self._jitter)  # one backoff per call: its rounds of attempts
         reauthenticated = False
         gate = self._write_gate if method != "GET" and path not in _READ_POSTS else None
+        target = path + ("?" + urlencode(params) if params else "")
+        body = None if json_body is None else jsoncodec.dumps(json_body)
+        base_headers = self._headers if body is None else self._json_headers
         while True:
             if gate is not None:
                 gate()
-            url = self._endpoints[index] + path
-            token, headers = self._auth_headers()
+            token, headers = self._auth_headers(base_headers)
             started = time.monotonic()
             try:
-                response = self._session.request(method, url, params=params, json=json_body, headers=headers,
-                                                 timeout=self._timeout, verify=self._verify)
-            except _TRANSIENT_TRANSPORT_ERRORS as exc:
+                answer = self._pools[index].request(method, self._bases[index] + target, body, headers)
+            except WireFailure as exc:
                 self._observe(method, template, None, time.monotonic() - started)
                 status: Optional[int] = None
-                failure = f"{type(exc).__name__}: {exc}"
-            except requests.RequestException as exc:  # a request that can never work (bad URL, ...)
-                raise VncError(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+                failure = str(exc)
+            except WireRefused as exc:  # a request that can never work (bad URL, bad header, ...)
+                raise VncError(f"{method} {path}: {exc}") from None
             else:
-                status = response.status_code
+                status = answer.status
                 self._observe(method, template, status, time.monotonic() - started)
                 if status not in RETRYABLE_STATUSES:
                     self._current = index
                     if status < 400:
-                        return _decode(method, path, response)
+                        return _decode(method, path, answer)
                     if status == 401 and self._auth is not None and not reauthenticated:
                         reauthenticated = True
                         log.info("vnc token refused, re-authenticating", extra=kv(method=method, path=template))
                         self._auth.refresh(token)
                         continue
-                    raise error_for_status(method, path, status, redact(response.text, token))
+                    raise error_for_status(method, path, status, redact(answer.text, token))
                 failure = f"status {status}"
             failures += 1
             if failures >= self._retry.attempts:
                 if status is None:
                     raise VncConnectionError(
                         f"{method} {path}: no VNC endpoint answered after {failures} attempts (last: {failure})")
-                raise error_for_status(method, path, status, redact(response.text, token))
+                raise error_for_status(method, path, status, redact(answer.text, token))
             log.warning("vnc request failed, will retry", extra=kv(
                 method=method, path=template, endpoint=self._endpoints[index], failure=failure,
                 attempt=f"{failures}/{self._retry.attempts}"))
@@ -230,11 +237,12 @@ class Transport:
             if failures % n == 0:
                 self._sleep(delays.when(path))
 
-    def _auth_headers(self) -> Tuple[Optional[str], Optional[Dict[str, str]]]:
+    def _auth_headers(self, base: Optional[Dict[str, str]]) -> Tuple[Optional[str], Dict[str, str]]:
+        headers = self._headers if base is None else base
         if self._auth is None:
-            return None, None
+            return None, headers
         token = self._auth.token()
-        return token, {"X-Auth-Token": token}
+        return token, {**headers, "X-Auth-Token": token}
 
     def _observe(self, method: str, template: str, status: Optional[int], seconds: float) -> None:
         if self._observer is None:
@@ -245,10 +253,10 @@ class Transport:
             log.exception("vnc observer failed", extra=kv(method=method, path=template))
 
 
-def _decode(method: str, path: str, response: requests.Response) -> Any:
-    if not response.content:
+def _decode(method: str, path: str, answer: Answer) -> Any:
+    if not answer.content:
         return None
     try:
-        return jsoncodec.loads(response.content)
+        return jsoncodec.loads(answer.content)
     except ValueError:
-        raise InvalidResponse(f"{method} {path}: status {response.status_code} with a body that is not JSON") from None
+        raise InvalidResponse(f"{method} {path}: status {answer.status} with a body that is not JSON") from None

@@ -118,9 +118,9 @@ class Metrics:
         self.config_api_requests.labels(method=method.upper(), status=str(status)).inc()
         self.config_api_request_duration.labels(method=method.upper()).observe(seconds)
 
-    def bind_database(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+    def bind_database(self, db: Database, clock: Callable[[], float] = time.time, pair_rule_prefix: str = "") -> None:
         """Export the level metrics read from `db` at every scrape (see `DatabaseCollector`)."""
-        self.registry.register(DatabaseCollector(db, clock))
+        self.registry.register(DatabaseCollector(db, clock, pair_rule_prefix))
 
 
 class DatabaseCollector(Collector):
@@ -128,11 +128,15 @@ class DatabaseCollector(Collector):
 
     `owned_objects` counts what the config API holds of ours (`db.actual`), `desired_objects` what
     the translator wants (`db.desired`); a persistent gap between the two is a stuck reconcile.
+    `exact_pair_rules` counts the desired firewall rules named with `pair_rule_prefix` (the
+    `kubernetes` mode's pair rules, SPEC 14): the one part of the output that can grow faster than
+    the NetworkPolicies (docs/operations.md, *Enforcement semantics*).
     """
 
-    def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, db: Database, clock: Callable[[], float] = time.time, pair_rule_prefix: str = "") -> None:
         self._db = db
         self._clock = clock
+        self._pair_rule_prefix = pair_rule_prefix
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         db = self._db
@@ -140,6 +144,12 @@ class DatabaseCollector(Collector):
                       {kind: len(objects) for kind, objects in db.actual.items()})
         yield _family("desired_objects", "Contrail objects the translator wants", "type",
                       {kind: len(objects) for kind, objects in db.desired.items()})
+        if self._pair_rule_prefix:
+            pairs = GaugeMetricFamily(f"{PREFIX}_exact_pair_rules",
+                                      "Pair rules the kubernetes policy semantics wants (SPEC 14)")
+            pairs.add_metric([], sum(fq_name[-1].startswith(self._pair_rule_prefix)
+                                     for fq_name in db.desired.get("firewall-rule", {})))
+            yield pairs
         rejected = {(e.get("kind", ""), e.get("namespace", ""), e.get("name", "")) for e in db.errors}
         yield _family("rejected_objects", "Kubernetes objects with a rejected (invalid) part", "kind",
                       Tally(kind for kind, _ns, _name in rejected))

@@ -84,6 +84,8 @@ class Step:
     pending: List[ObjKey] = field(default_factory=list)
     blocked: List[ObjKey] = field(default_factory=list)
     ref_change: Optional["RefUpdate"] = None  # an update that is one ref-update (see LONG_REF_LIST)
+    # With `ref_change`: the ref-updates that may be sent at once, `ref_change` first (see `_at_once`).
+    ref_batch: List["RefUpdate"] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -165,10 +167,25 @@ def _plan_write(key: ObjKey, desired: Mapping[str, Any], actual: Optional[Mappin
     if not step.body and len(moving) == 1 and moving[0].one_at_a_time():
         step.action = "update"
         step.ref_change = moving[0].moves[0]
+        step.ref_batch = _at_once(moving[0].moves)
         return step
     step.body.update((plan_.name, plan_.refs) for plan_ in moving)
     step.action = "update" if step.body else "none"
     return step
+
+
+def _at_once(moves: List[RefUpdate]) -> List[RefUpdate]:
+    """The leading additions of `moves`, which may go out together: each passed its gate against
+    the refs held now, and no addition's gate depends on another addition (a deny rule waits for
+    its own policy, a policy for its own pair), so any of them landing first is a state the moves
+    one at a time could have passed through. Deletions wait for every addition before them
+    (make before break), so a batch is additions only, or the first deletion alone."""
+    batch: List[RefUpdate] = []
+    for move in moves:
+        if move.operation != "ADD":
+            break
+        batch.append(move)
+    return batch or moves[:1]
 
 
 @dataclass

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, Mapping, Optional, Protocol, Sequence
+from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Protocol, Sequence
+
+import gevent
 
 from kube_manager.observability.logging_setup import kv
 from vnc_client.errors import Conflict, NotFound, VncError
@@ -200,8 +202,8 @@ class ObjectWriter:
             elif step.uuid is None:  # listed without one (never by a sound server): nothing to address
                 raise VncError(f"{describe_key(key)} has no uuid to send a ref-update to")
             else:
-                self._client.ref_update(obj_type, step.uuid, change.target[0], ref_fq_name=list(change.target[1]),
-                                        operation=change.operation, attr=change.attr)
+                self._move_refs(key, step.uuid, step.ref_batch or [change], step.complete)
+                return True
         except NotFound:
             if not self._gone(obj_type, step.uuid):
                 raise  # a 404 about a referred object (deleted by hand): parked, the resync repairs it
@@ -209,16 +211,34 @@ class ObjectWriter:
             self._actual.set(key, None)
             return True
         self._counters.wrote("update")
-        if change is None:
-            log.info("updated", extra=kv(type=obj_type, fq_name=name, fields=",".join(sorted(step.body)),
-                                         complete=step.complete))
-            self._actual.set(key, {**(self._actual.get(key) or {}), **step.body})
+        log.info("updated", extra=kv(type=obj_type, fq_name=name, fields=",".join(sorted(step.body)),
+                                     complete=step.complete))
+        self._actual.set(key, {**(self._actual.get(key) or {}), **step.body})
+        return True
+
+    def _move_refs(self, key: ObjKey, uuid: str, changes: Sequence[diff.RefUpdate], complete: bool) -> None:
+        """One `ref-update` per change, all sent at once (each is one round trip, and none waits
+        for another's answer); each that succeeded is recorded, then the first failure raised."""
+        def send(change: diff.RefUpdate) -> None:
+            self._client.ref_update(key[0], uuid, change.target[0], ref_fq_name=list(change.target[1]),
+                                    operation=change.operation, attr=change.attr)
+        if len(changes) == 1:
+            outcomes: List[Optional[BaseException]] = [_outcome(send, changes[0])]
         else:
-            log.info("updated", extra=kv(type=obj_type, fq_name=name, fields=change.ref_field,
-                                         complete=step.complete, ref_update=change.operation,
+            jobs = [gevent.spawn(_outcome, send, change) for change in changes]
+            gevent.joinall(jobs)
+            outcomes = [job.value for job in jobs]
+        for change, failure in zip(changes, outcomes):
+            if failure is not None:
+                continue
+            self._counters.wrote("update")
+            log.info("updated", extra=kv(type=key[0], fq_name=":".join(key[1]), fields=change.ref_field,
+                                         complete=complete, ref_update=change.operation,
                                          ref=":".join(change.target[1])))
             self._actual.ref_moved(key, change)
-        return True
+        failure = next((f for f in outcomes if f is not None), None)
+        if failure is not None:
+            raise failure
 
     def _gone(self, obj_type: str, uuid: Optional[str]) -> bool:
         """Whether the object `uuid` no longer exists (after a 404 that may have meant a ref)."""
@@ -275,3 +295,12 @@ class ObjectWriter:
         self.conflicts[key] = Conflicting(key, owner)
         self.defer(key, f"name taken by an object that is not ours ({owner})")
         return False
+
+
+def _outcome(send: Callable[[diff.RefUpdate], None], change: diff.RefUpdate) -> Optional[BaseException]:
+    """`send(change)`'s failure, or None: a batch's calls all end before any failure is raised."""
+    try:
+        send(change)
+    except Exception as exc:
+        return exc
+    return None

@@ -48,6 +48,7 @@ from kube_manager.observability.metrics import Metrics
 from kube_manager.service.pipeline import build_pipeline
 from kube_manager.reconciler.core import Reconciler
 from kube_manager.settings import OperatorSettings
+from kube_manager.translator.exact.pairs import pair_rule_prefix
 from kube_manager.version import VERSION, python_version
 from kube_manager.observability.vnc_status import ConfigApiObserver
 from kube_manager.status.outbox import KubeApis, StatusOutbox
@@ -81,7 +82,7 @@ class Daemon:
         self.db = self.pipeline.db
         self.cache = self.pipeline.cache
         self.metrics = metrics or Metrics()
-        self.metrics.bind_database(self.db)
+        self.metrics.bind_database(self.db, pair_rule_prefix=pair_rule_prefix(settings.cluster.name))
         self.client: Optional[VncClient] = None  # the current term's (epoch 0 before any: reads only)
         self._observer = ConfigApiObserver(self.db.vnc_connection, self.metrics)
         self.leadership = Leadership(settings, self.db.leader, on_transition=self.metrics.leader_transition)

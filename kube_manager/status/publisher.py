@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from kubernetes.client.exceptions import ApiException
+
 from kube_manager.registry import CLUSTER_NETWORK_POLICIES, NETWORK_POLICIES
 from kube_manager.records.db import PENDING, ClusterPolicyRecord, PolicyRecord
 from kube_manager.status.outbox import StatusOutbox
@@ -62,16 +64,28 @@ class ConditionsWrite:
         return f"status of ClusterNetworkPolicy {self.name}"
 
     def run(self, apis: Any, timeout: float) -> bool:
-        held = apis.custom.get_cluster_custom_object_status(*_CNP, self.name, _request_timeout=timeout)
-        if (held.get("metadata") or {}).get("uid") != self.uid:
-            raise LookupError("the ClusterNetworkPolicy was replaced meanwhile")
-        old = (held.get("status") or {}).get("conditions") or []
-        new = merged_conditions(old, self.conditions, self.now())
-        if _comparable(old) == _comparable(new):
-            return False  # what it holds already (a new term's first report, typically)
-        apis.custom.patch_cluster_custom_object_status(*_CNP, self.name, {"status": {"conditions": new}},
-                                                       _content_type=_MERGE_PATCH, _request_timeout=timeout)
-        return True
+        """Read, merge, write with the version read (a merge patch replaces the whole list, so a
+        condition another controller wrote meanwhile must not be lost): a 409 reads again, once."""
+        attempts = 2
+        while True:
+            held = apis.custom.get_cluster_custom_object_status(*_CNP, self.name, _request_timeout=timeout)
+            meta = held.get("metadata") or {}
+            if meta.get("uid") != self.uid:
+                raise LookupError("the ClusterNetworkPolicy was replaced meanwhile")
+            old = [c for c in (held.get("status") or {}).get("conditions") or [] if isinstance(c, dict)]
+            ours = {c["type"] for c in self.conditions}
+            new = merged_conditions(old, self.conditions, self.now()) + [c for c in old if c.get("type") not in ours]
+            if _comparable(old) == _comparable(new):
+                return False  # what it holds already (a new term's first report, typically)
+            patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": {"conditions": new}}
+            try:
+                apis.custom.patch_cluster_custom_object_status(*_CNP, self.name, patch, _content_type=_MERGE_PATCH,
+                                                               _request_timeout=timeout)
+                return True
+            except ApiException as exc:
+                attempts -= 1
+                if exc.status != 409 or not attempts:
+                    raise
 
 
 def _comparable(conditions: List[Any]) -> List[Any]:

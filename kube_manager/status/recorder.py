@@ -27,6 +27,10 @@ log = logging.getLogger(__name__)
 CONTROLLER = "contrail-kube-manager"
 WINDOW = 600.0  # seconds: a recurrence within it is the same Event's series
 CLUSTER_EVENTS_NAMESPACE = "default"  # where Events about cluster-scoped objects go
+# The API server's bounds: reportingInstance at most 128 characters; an Event's name, a DNS subdomain,
+# at most 253 (the object's name, a dot and up to 16 hex digits).
+INSTANCE_LIMIT = 128
+NAME_PREFIX_LIMIT = 253 - 1 - 16
 _MERGE_PATCH = "application/merge-patch+json"
 
 AggregationKey = Tuple[str, str, str, str, str, str]  # kind, namespace, name, uid, reason, note
@@ -105,7 +109,8 @@ class EventRecorder:
             namespace = facts.namespace or CLUSTER_EVENTS_NAMESPACE
             # Unique even for Events of one instant (the clock's resolution is coarser than its unit).
             self._stamp = max(int(now * 1e9), self._stamp + 1)
-            recorded = self._recorded[key] = _Recorded(namespace, f"{facts.name}.{self._stamp:x}", 1, now)
+            prefix = facts.name[:NAME_PREFIX_LIMIT].rstrip(".-")  # a long name cut where it still ends a label
+            recorded = self._recorded[key] = _Recorded(namespace, f"{prefix}.{self._stamp:x}", 1, now)
         self._send(EventWrite(recorded.namespace, recorded.name, self._body(facts, spec, recorded, now),
                               recorded.count, micro_time(now), spec.reason))
 
@@ -116,7 +121,7 @@ class EventRecorder:
         return {"apiVersion": "events.k8s.io/v1", "kind": "Event",
                 "metadata": {"name": recorded.name, "namespace": recorded.namespace},
                 "eventTime": micro_time(now), "reportingController": CONTROLLER,
-                "reportingInstance": self._identity, "action": spec.action, "reason": spec.reason,
+                "reportingInstance": self._identity[:INSTANCE_LIMIT], "action": spec.action, "reason": spec.reason,
                 "type": spec.type, "regarding": regarding, "note": spec.note}
 
     def _forget_older_than(self, horizon: float) -> None:

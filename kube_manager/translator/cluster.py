@@ -154,9 +154,11 @@ class ClusterTranslator:
         aps_refs, deny_refs = self._create_cluster_objects(renderer.application_tag)
         self._published = DesiredState(self._store.by_type, live=track_changes, pod_tags=self._pod_tags.tags)
         self._logging = MatchLogging()  # SPEC 15: which NetworkPolicy rules log their matches
+        self._exact = ExactEnforcement(semantics, self._bodies, self._shared, self._store, aps_refs, isolation,
+                                       self._namespace_labels)
         namespaces = NamespaceSource(self._index, self._shared, self._membership, self._marks, self._parse_cache,
-                                     self._logging, self._namespace_relabelled, self._namespace_logging_changed)
-        self._exact = ExactEnforcement(semantics, self._bodies, self._shared, self._store, aps_refs, isolation)
+                                     self._logging, self._namespace_relabelled, self._namespace_logging_changed,
+                                     self._exact.namespace_changed)
         self._store.commit_refs()  # its block is part of the empty cluster's objects
         self._network_policies = NetworkPolicies(renderer, self._index, self._shared, self._store, aps_refs,
                                                  deny_refs, self._rejections, self._marks, self._log,
@@ -334,6 +336,10 @@ class ClusterTranslator:
     def _namespace_relabelled(self) -> None:
         for source in self._sources:
             source.namespace_relabelled()
+
+    def _namespace_labels(self, name: str) -> Optional[Mapping[str, str]]:
+        namespace = self._index.namespaces.get(name)
+        return namespace.labels if namespace is not None else None
 
     def _namespace_logging_changed(self, name: str) -> None:
         self._network_policies.mark_namespace(name)

@@ -3,7 +3,9 @@
 The index holds a namespace while it has a manifest or while pods or policies use it (an implicit
 namespace, with only its name label). Its tag `namespace=<name>` lives as long as it does; a change
 of its labels marks the pods of the namespace and tells the policy sources, whose selections may
-move; its logging annotation marks its NetworkPolicies for rendering again.
+move; its logging annotation marks its NetworkPolicies for rendering again. Whoever decides by a
+namespace's labels whether its pods can exist at all (the exact mode's pairs) hears of every
+change of the namespace, with pods or without.
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ class NamespaceSource:
 
     def __init__(self, index: ClusterIndex, shared: SharedObjects, membership: SelectorMembership, marks: Marks,
                  parse_cache: ParseCache, logging: MatchLogging, relabelled: Callable[[], None],
-                 logging_changed: Callable[[str], None]) -> None:
+                 logging_changed: Callable[[str], None], changed: Callable[[str], None]) -> None:
         self._index = index
         self._shared = shared
         self._membership = membership
@@ -41,6 +43,7 @@ class NamespaceSource:
         self._logging = logging
         self._relabelled = relabelled  # a namespace with pods changed labels
         self._logging_changed = logging_changed  # a namespace's logging annotation changed
+        self._changed = changed  # a namespace appeared, went, or changed labels
         self._explicit: Dict[str, NamespaceInfo] = {}
         self._users: Dict[str, int] = {}  # pods and policies of each namespace
 
@@ -90,6 +93,8 @@ class NamespaceSource:
         current = self._index.namespaces.get(name)
         if current == wanted:
             return
+        if current is None or wanted is None or current.labels != wanted.labels:
+            self._changed(name)
         if wanted is None:
             self._index.remove_namespace(name)
             self._shared.unref_tag(namespace_tag(name))

@@ -24,7 +24,7 @@ import gevent.event
 from gevent import monkey
 
 from simulators.kube_api.server import DEFAULT_BOOKMARK_INTERVAL, EmulatedApiServer
-from simulators.kube_api.store import DEFAULT_HISTORY_LIMIT, KubeStore
+from simulators.kube_api.store import DEFAULT_HISTORY_LIMIT, DEFAULT_PROGRESS_INTERVAL, KubeStore
 from kube_manager.offline.manifests import Manifests
 
 T = TypeVar("T")
@@ -52,8 +52,15 @@ class EmulatorRunner:
     def __init__(self, manifests: Optional[Manifests] = None, host: str = "127.0.0.1",
                  port: int = 0, history_limit: int = DEFAULT_HISTORY_LIMIT,
                  bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL,
-                 call_timeout: float = 60.0, crds: Optional[Iterable[str]] = None) -> None:
+                 call_timeout: float = 60.0, crds: Optional[Iterable[str]] = None,
+                 system_namespaces: bool = True, namespace_controller: bool = True,
+                 progress_interval: float = DEFAULT_PROGRESS_INTERVAL) -> None:
+        """The store's options are `KubeStore`'s; `bookmark_interval` is the server's period of
+        bookmarks, which carry a version past a quiet watch's only every `progress_interval`."""
         self._manifests = manifests
+        self._store_options: Dict[str, Any] = {"system_namespaces": system_namespaces,
+                                               "namespace_controller": namespace_controller,
+                                               "progress_interval": progress_interval}
         self._crds = crds  # KubeStore's: None serves every custom resource, () none
         self._host = host
         self._port = port
@@ -131,7 +138,7 @@ class EmulatorRunner:
         self._server = None
 
     def _make_server(self) -> EmulatedApiServer:
-        server = EmulatedApiServer(KubeStore(self._history_limit, self._crds), self._host, self._port,
+        server = EmulatedApiServer(KubeStore(self._history_limit, self._crds, **self._store_options), self._host, self._port,
                                    self._bookmark_interval)
         if self._manifests is not None:
             server.store.load(self._manifests)

@@ -6,18 +6,26 @@ over HTTP to the real `kubernetes` client, the way the real API server does wher
 - list: `GET /api/v1/namespaces`, `/api/v1/pods`, `/api/v1/namespaces/<ns>/pods`,
   `/apis/networking.k8s.io/v1/networkpolicies` and the namespaced form,
   `/apis/policy.networking.k8s.io/v1alpha2/clusternetworkpolicies` (CustomObjectsApi's), with
-  `metadata.resourceVersion`, and `limit` / `continue` paging;
+  `metadata.resourceVersion` and `limit` / `continue` paging (`lists`: snapshots, 410, 504);
 - watch: the same URLs with `?watch=true&resourceVersion=N&allowWatchBookmarks=true&timeoutSeconds=N`,
-  answered as a chunked stream of JSON lines `{"type", "object"}`; headers go out at once, bookmarks
-  come every `bookmark_interval` seconds and on demand, the stream ends cleanly after timeoutSeconds;
-  a compacted version is answered in-stream with an ERROR event carrying a 410 `Status`, as the real
-  server does;
+  answered as a chunked stream of JSON lines `{"type", "object"}`; headers go out at once; bookmarks
+  come every `bookmark_interval` seconds and 2 s before the timeout, only at a version past the
+  watch's (`watches.WatchCacheVersions`); the stream ends cleanly after timeoutSeconds; a compacted
+  version is an in-stream ERROR event with a 410 `Status`, a version not reached a silent watch;
+  `sendInitialEvents` (a watch-list, also what a watch from no version or "0" becomes) needs
+  `resourceVersionMatch=NotOlderThan` and ends its initial events with a marked bookmark;
 - get, create (POST), replace (PUT, with the resourceVersion precondition) and delete of one object,
-  so that the client's write calls work too; errors are `Status` objects;
+  a client's writes going through `admission` first; errors are `Status` objects shaped as the real
+  server's (`errors`);
 - `coordination.k8s.io/v1` Leases (`leases`), so that several daemons can elect a leader;
-- `events.k8s.io/v1` Events (`events`: create, get, patch, list), and the status subresource of
-  ClusterNetworkPolicies (GET, PUT, PATCH `.../clusternetworkpolicies/NAME/status`), so that the
-  demo shows what kube-manager reports in Kubernetes (SPEC 15).
+- `events.k8s.io/v1` Events (`events`: create, get, replace, patch, list), and the status subresource
+  of ClusterNetworkPolicies and pods (GET, PUT, PATCH `.../NAME/status`), so that the demo shows
+  what kube-manager reports in Kubernetes (SPEC 15) and tests set pods' IPs as a kubelet does.
+
+Fault injection (the store's `drop_watches`, `freeze_watches`, `close_watches`, `compact`, the Events'
+`fail`, the Leases' `fail_writes_from`) is the emulator's alone: no real server has such a switch,
+and tests/realkube/test_emulator_parity.py, which holds the rest to a real kube-apiserver, leaves it
+out.
 
 Runs on gevent.pywsgi in the calling hub (`EmulatedApiServer`); `runner.EmulatorRunner` starts it
 in the background for blocking code. `python -m simulators.kube_api.server -f DIR` serves
@@ -26,8 +34,6 @@ manifests from the command line.
 from __future__ import annotations
 
 import argparse
-import base64
-import binascii
 import errno
 import json
 import logging
@@ -40,10 +46,14 @@ from urllib.parse import parse_qs
 from gevent.pywsgi import WSGIServer
 from gevent.queue import Empty
 
+from simulators.kube_api.admission import admit_create, admit_status, admit_update
+from simulators.kube_api.errors import ApiError, invalid, too_large_resource_version
 from simulators.kube_api.events import event_route
 from simulators.kube_api.leases import lease_route
-from simulators.kube_api.store import (CLOSE, DROP, FREEZE, ApiError, Bookmark, KubeStore,
-                                              Subscription, event_line, expired)
+from simulators.kube_api.lists import Lister
+from simulators.kube_api.store import KubeStore
+from simulators.kube_api.watches import (CLOSE, DROP, FREEZE, Bookmark,
+                                         Subscription, event_line, expired)
 from kube_manager.registry import KINDS, Resource
 from kube_manager.observability.logging_setup import kv, setup_logging
 from kube_manager.offline.manifests import ManifestError, load_manifests
@@ -52,6 +62,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_BOOKMARK_INTERVAL = 60.0
 DEFAULT_WATCH_TIMEOUT = 1800  # the real server picks 30-60 min when the client gives none
+PRE_TIMEOUT_BOOKMARK = 2.0  # seconds before a watch's end: its last bookmark
 JSON_HEADERS = [("Content-Type", "application/json")]
 StartResponse = Callable[..., Callable[[bytes], None]]
 Route = Tuple[Resource, Optional[str], Optional[str]]  # resource, namespace, name
@@ -111,25 +122,13 @@ class _Query:
         return self._values.get(name, "")
 
 
-def _encode_continue(list_rv: int, after: Tuple[str, str]) -> str:
-    raw = json.dumps({"rv": list_rv, "after": list(after)}).encode()
-    return base64.urlsafe_b64encode(raw).decode()
-
-
-def _decode_continue(token: str) -> Tuple[int, Tuple[str, str]]:
-    try:
-        data = json.loads(base64.urlsafe_b64decode(token.encode()))
-        return int(data["rv"]), (str(data["after"][0]), str(data["after"][1]))
-    except (ValueError, KeyError, IndexError, TypeError, binascii.Error):
-        raise ApiError(400, "BadRequest", "invalid continue token") from None
-
-
 class EmulatorApp:
     """The WSGI application: routes requests to a `KubeStore`."""
 
     def __init__(self, store: KubeStore, bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL) -> None:
         self.store = store
         self.bookmark_interval = bookmark_interval
+        self.lister = Lister(store)
 
     def __call__(self, environ: Dict[str, Any], start_response: StartResponse) -> Any:
         path = environ.get("PATH_INFO", "")
@@ -148,7 +147,7 @@ class EmulatorApp:
                 return self._event(method, *event, environ, start_response)
             status = path.endswith("/status")
             route = match_route(path[:-len("/status")] if status else path)
-            if route is None or (status and (route[0].namespaced or route[2] is None)):
+            if route is None or (status and (route[2] is None or not (route[0].crd or route[0].name == "pods"))):
                 raise ApiError(404, "NotFound", "the server could not find the requested resource")
             if status:
                 return self._status(method, route, environ, start_response)
@@ -163,17 +162,28 @@ class EmulatorApp:
         if name is None and method == "GET":
             if query.flag("watch"):
                 return self._watch(res, namespace, query, start_response)
-            return _json(start_response, 200, self._list(res, namespace, query))
+            return _json(start_response, 200, self.lister.answer(
+                res, namespace, query.integer("limit"), query.text("continue"), query.integer("resourceVersion")))
         if name is None and method == "POST":
-            return _json(start_response, 201, store.create(_body(environ, res, namespace)))
+            body = _body(environ, res, namespace)
+            if body["metadata"].get("resourceVersion"):
+                raise ApiError(500, "InternalError", "Internal error occurred: resourceVersion should not be set "
+                                                     "on objects to be created")
+            return _json(start_response, 201, store.create(admit_create(res, store.prepare(body)[1])))
         if name is not None and method == "GET":
             return _json(start_response, 200, store.get(res.name, namespace or "", name))
         if name is not None and method == "PUT":
             body = _body(environ, res, namespace)
             if body["metadata"].get("name") != name:
                 raise ApiError(400, "BadRequest", "the name of the object does not match the URL")
-            return _json(start_response, 200, store.update(body, check_version=True))
+            old = store.get(res.name, namespace or "", name)
+            return _json(start_response, 200, store.update(admit_update(res, old, store.prepare(body)[1]),
+                                                           check_version=True))
         if name is not None and method == "DELETE":
+            if res.name == "pods":  # deleted gracefully (at once, unscheduled): marked, then gone
+                held = store.get(res.name, namespace or "", name)
+                held["metadata"].update(deletionTimestamp=_now(), deletionGracePeriodSeconds=0)
+                store.update(held)
             return _json(start_response, 200, store.delete(res.name, namespace or "", name))
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on {res.name}")
 
@@ -184,8 +194,9 @@ class EmulatorApp:
             return _json(start_response, 201, leases.create(namespace, _json_body(environ)))
         if name and method == "GET":
             return _json(start_response, 200, leases.get(namespace, name))
-        if name and method == "PUT":
-            return _json(start_response, 200, leases.replace(namespace, name, _json_body(environ)))
+        if name and method == "PUT":  # 201 when it created the Lease, as the real server answers
+            code = 200 if _exists(leases.get, namespace, name) else 201
+            return _json(start_response, code, leases.replace(namespace, name, _json_body(environ)))
         if name and method == "DELETE":
             return _json(start_response, 200, leases.delete(namespace, name))
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on leases")
@@ -202,63 +213,57 @@ class EmulatorApp:
             return _json(start_response, 201, events.create(namespace, _json_body(environ)))
         if namespace is not None and name and method == "GET":
             return _json(start_response, 200, events.get(namespace, name))
+        if namespace is not None and name and method == "PUT":
+            code = 200 if _exists(events.get, namespace, name) else 201
+            return _json(start_response, code, events.replace(namespace, name, _json_body(environ)))
         if namespace is not None and name and method == "PATCH":
             return _json(start_response, 200, events.patch(namespace, name, _json_body(environ)))
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on events")
 
     def _status(self, method: str, route: Route, environ: Dict[str, Any], start_response: StartResponse) -> Any:
-        res, _namespace, name = route
+        res, namespace, name = route
         assert name is not None
         if method == "GET":
-            return _json(start_response, 200, self.store.get(res.name, "", name))
+            return _json(start_response, 200, self.store.get(res.name, namespace or "", name))
         if method in ("PUT", "PATCH"):
-            return _json(start_response, 200, self.store.update_status(res.name, name, _json_body(environ),
-                                                                       patch=method == "PATCH"))
+            return _json(start_response, 200, self.store.update_status(
+                res.name, name, _json_body(environ), patch=method == "PATCH", namespace=namespace or "",
+                check=lambda obj: admit_status(res, obj)))
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported on {res.name}/status")
-
-    def _list(self, res: Resource, namespace: Optional[str], query: _Query) -> Dict[str, Any]:
-        store = self.store
-        list_rv, after = store.resource_version, None
-        token = query.text("continue")
-        if token:
-            list_rv, after = _decode_continue(token)
-            if list_rv < store.compacted_resource_version:
-                raise expired("The provided continue parameter is too old to display a consistent "
-                              "list result. You can start a new list without the continue parameter.")
-        items = store.list(res.name, namespace)
-        if after is not None:
-            items = [i for i in items if _item_key(i) > after]
-        limit = query.integer("limit")
-        meta: Dict[str, Any] = {"resourceVersion": str(list_rv)}
-        if limit and len(items) > limit:
-            items = items[:limit]
-            meta["continue"] = _encode_continue(list_rv, _item_key(items[-1]))
-        for item in items:  # list items carry no kind, as from the real server
-            item.pop("kind", None)
-            item.pop("apiVersion", None)
-        return {"kind": res.list_kind, "apiVersion": res.api_version, "metadata": meta,
-                "items": items}
 
     def _watch(self, res: Resource, namespace: Optional[str], query: _Query,
                start_response: StartResponse) -> Any:
         since = query.integer("resourceVersion")
         timeout = query.integer("timeoutSeconds") or DEFAULT_WATCH_TIMEOUT
         bookmarks = query.flag("allowWatchBookmarks")
+        watch_list = _watch_list(query)
         try:
+            if watch_list and (since or 0) > self.store.resource_version:
+                raise too_large_resource_version(since or 0, self.store.resource_version)
             # Subscribing before any I/O: no event can slip between the replay and the queue.
-            replay, sub = self.store.subscribe(res.name, namespace, since)
+            replay, sub = self.store.subscribe(res.name, namespace, None if watch_list else since)
         except ApiError as exc:
-            if exc.code != 410:
+            if exc.code not in (410, 504):
                 raise
             return _reply(start_response, "200 OK", event_line("ERROR", exc.status()), JSON_HEADERS)
+        if watch_list:  # from the version of its initial events on, which end with a marked bookmark
+            sub.since = self.store.resource_version
+            if bookmarks:
+                replay.append(self.store.bookmark_line(res, sub.since, initial_events_end=True))
         write = start_response("200 OK", JSON_HEADERS + [("Cache-Control", "no-cache, private")])
         write(b"")  # send the headers now: the client's call returns before the first event
         return self._stream(res, replay, sub, timeout, bookmarks)
 
     def _stream(self, res: Resource, replay: List[bytes], sub: Subscription, timeout: int,
                 bookmarks: bool) -> Iterator[bytes]:
+        """The watch's lines. As from the real watch cache, a bookmark goes out only when its
+        version is past the one the watch started from (for a watch-list, its initial events'):
+        on a cluster where nothing is written, a watch gets none."""
         deadline = time.monotonic() + timeout
-        next_bookmark = time.monotonic() + self.bookmark_interval
+        # Bookmarks come every interval and once shortly before the deadline, as from the real
+        # server, so that a client resumes its next watch from a recent version.
+        pre_timeout = deadline - PRE_TIMEOUT_BOOKMARK
+        next_bookmark = min(time.monotonic() + self.bookmark_interval, pre_timeout)
         try:
             yield from replay
             while True:
@@ -273,7 +278,11 @@ class EmulatorApp:
                 except Empty:
                     if bookmarks and time.monotonic() >= next_bookmark:
                         next_bookmark = time.monotonic() + self.bookmark_interval
-                        yield self.store.bookmark_line(res, self.store.resource_version)
+                        if next_bookmark >= pre_timeout > time.monotonic():
+                            next_bookmark = pre_timeout
+                        version = self.store.bookmark_version(res)
+                        if version > sub.since:
+                            yield self.store.bookmark_line(res, version)
                     continue
                 if item == DROP:
                     # ECONNRESET makes pywsgi close the socket without the final chunk, silently.
@@ -285,7 +294,7 @@ class EmulatorApp:
                         pass  # stalled: what would have been sent is lost, the connection stays
                     return
                 if isinstance(item, Bookmark):
-                    if bookmarks:
+                    if bookmarks and item.resource_version > sub.since:
                         yield self.store.bookmark_line(res, item.resource_version)
                     continue
                 yield item
@@ -293,13 +302,39 @@ class EmulatorApp:
             self.store.unsubscribe(sub)
 
 
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _exists(get: Callable[[str, str], Any], namespace: str, name: str) -> bool:
+    try:
+        get(namespace, name)
+    except ApiError:
+        return False
+    return True
+
+
+def _watch_list(query: _Query) -> bool:
+    """Whether a watch asks for its initial events (a watch-list), checked as the real server
+    checks the options (422 for a `resourceVersionMatch` other than NotOlderThan or without it).
+    As there (the WatchList feature, on by default), a watch from no version or "0" that names
+    neither option is made one."""
+    send, match = query.text("sendInitialEvents"), query.text("resourceVersionMatch")
+    if not send and not match and query.text("resourceVersion") in ("", "0"):
+        return True
+    if send and match != "NotOlderThan":
+        raise invalid("meta.k8s.io", "ListOptions", "", [(
+            "FieldValueForbidden", "resourceVersionMatch",
+            "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")])
+    if match and not send:
+        raise invalid("meta.k8s.io", "ListOptions", "", [(
+            "FieldValueForbidden", "resourceVersionMatch",
+            "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")])
+    return send.lower() == "true"
+
+
 def _event_list(items: List[Dict[str, Any]]) -> Dict[str, Any]:
     return {"kind": "EventList", "apiVersion": "events.k8s.io/v1", "metadata": {}, "items": items}
-
-
-def _item_key(item: Dict[str, Any]) -> Tuple[str, str]:
-    meta = item["metadata"]
-    return meta.get("namespace", ""), meta["name"]
 
 
 def _json_body(environ: Dict[str, Any]) -> Any:
@@ -336,7 +371,7 @@ def _reply(start_response: StartResponse, status: str, body: bytes,
 
 _STATUS_TEXT = {200: "OK", 201: "Created", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
                 405: "Method Not Allowed", 409: "Conflict", 410: "Gone",
-                422: "Unprocessable Entity"}
+                422: "Unprocessable Entity", 500: "Internal Server Error", 504: "Gateway Timeout"}
 
 
 def _json(start_response: StartResponse, code: int, payload: Dict[str, Any]) -> List[bytes]:

@@ -22,7 +22,7 @@ def readyz(daemon) -> tuple:
 
 
 def test_a_stalled_watch_is_restarted_and_the_change_made_meanwhile_reaches_the_config_api():
-    env = Environment(BASE, bookmark_interval=0.2)
+    env = Environment(BASE, bookmark_interval=0.2, progress_interval=0.2)
     try:
         daemon = env.start_daemon("--watch-silence-timeout", SILENCE)
         env.wait_converged()

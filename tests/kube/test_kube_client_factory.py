@@ -127,7 +127,7 @@ def test_ini_host_and_port_reach_the_emulator() -> None:
         api_client, _endpoint = build_api_client(
             KubernetesSettings(api_server="127.0.0.1", api_port=port), environ={})
         names = [n.metadata.name for n in client.CoreV1Api(api_client).list_namespace().items]
-    assert names == ["dev"]
+    assert names == ["default", "dev", "kube-node-lease", "kube-public", "kube-system"]
 
 
 def test_token_file_is_read_again_when_it_changes(tmp_path: Path) -> None:

@@ -52,7 +52,10 @@ def test_every_series_is_prefixed_and_registries_are_independent():
 def test_database_gauges_follow_the_db_at_each_scrape():
     db = Database(loop_heartbeat_at=100.0)
     db.actual = {"firewall-rule": {("default-policy-management", "r1"): {}, ("default-policy-management", "r2"): {}}}
-    db.desired = {"firewall-rule": {("default-policy-management", "r1"): {}}, "tag": {("a=b",): {}}}
+    db.desired = {"firewall-rule": {("default-policy-management", "r1"): {},
+                                    ("default-policy-management", "k8s--pair-0123456789ab"): {},
+                                    ("default-policy-management", "k8s--pair-ba9876543210"): {}},
+                  "tag": {("a=b",): {}}}
     db.network_policies[("ns", "good")] = PolicyRecord("u1", "ns", "good", status=PolicyStatus(state=SYNCED))
     db.network_policies[("ns", "bad")] = PolicyRecord("u2", "ns", "bad", status=PolicyStatus(state=REJECTED))
     db.pods[("ns", "p")] = PodRecord("u3", "ns", "p", status=PodStatus(tagging="no-vm"))
@@ -63,11 +66,12 @@ def test_database_gauges_follow_the_db_at_each_scrape():
     ]
     now = [130.0]
     metrics = Metrics()
-    metrics.bind_database(db, clock=lambda: now[0])
+    metrics.bind_database(db, clock=lambda: now[0], pair_rule_prefix="k8s--pair-")
 
     samples = _samples(metrics)
     assert samples[("kube_manager_owned_objects", (("type", "firewall-rule"),))] == 2
-    assert samples[("kube_manager_desired_objects", (("type", "firewall-rule"),))] == 1
+    assert samples[("kube_manager_desired_objects", (("type", "firewall-rule"),))] == 3
+    assert samples[("kube_manager_exact_pair_rules", ())] == 2
     assert samples[("kube_manager_desired_objects", (("type", "tag"),))] == 1
     assert samples[("kube_manager_rejected_objects", (("kind", "NetworkPolicy"),))] == 1
     assert samples[("kube_manager_network_policies", (("state", "rejected"),))] == 1

@@ -523,3 +523,27 @@ def test_policy_states_are_pushed_by_the_reconciler_for_the_objects_whose_state_
     assert db.network_policies[("b", "from-team")].state == "untouched"  # its objects did not move
     s.rec.resync()  # every state may have changed: every policy is recomputed
     assert db.network_policies[("b", "from-team")].state == SYNCED
+
+
+def test_the_deny_rules_of_a_new_policy_join_the_denyall_together_after_its_aps_ref(setup):
+    import gevent
+    s, _many = converged_with_many(setup, 20)
+    unanswered: List[int] = []  # per deny ref sent: how many others were then still unanswered
+    pending = [0]
+
+    def slow_denyall(op, obj_type, fq):
+        if op == "ref-update" and fq[-1:] == ("k8s-denyall",):
+            unanswered.append(pending[0])
+            pending[0] += 1
+            gevent.sleep(0.05)
+            pending[0] -= 1
+        return None
+    s.api.fault = slow_denyall
+    s.cluster.apply(policy("b", "both-ways", {**allow_from("web", "db", 5432), "policyTypes": ["Ingress", "Egress"],
+                                              "egress": [{"ports": [{"port": 53, "protocol": "UDP"}]}]}))
+    s.converge()
+    holders = [(w.op, w.fq_name[-1], w.body.get("operation")) for w in s.api.writes
+               if w.fq_name[-1] in ("k8s", "k8s-denyall")]
+    assert holders[0] == ("ref-update", "k8s", "ADD")  # the policy is in force before any deny rule
+    assert holders[1:] == [("ref-update", "k8s-denyall", "ADD")] * 2
+    assert unanswered == [0, 1]  # the second deny ref went out while the first was unanswered

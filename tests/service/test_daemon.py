@@ -13,6 +13,7 @@ import pytest
 
 from kube_manager.offline.manifests import load_manifests
 from kube_manager.translator import translate
+from simulators.kube_api.store import SYSTEM_NAMESPACES
 from kube_manager.version import VERSION
 from tests.support.e2e_support import DaemonProcess, closed_port, write_config
 from tests.support.waiting import wait_until
@@ -29,7 +30,11 @@ def test_demo_once_converges_the_examples_and_exits_0():
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     manifests = load_manifests([EXAMPLES])
-    translation = translate(manifests.objects).to_dict()
+    # The emulated cluster, as a real one, also holds the system namespaces (each with its tag).
+    held = dict(manifests.objects, Namespace=list(manifests.objects["Namespace"]) + [
+        {"kind": "Namespace", "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}}}
+        for name in SYSTEM_NAMESPACES if name not in {n["metadata"]["name"] for n in manifests.objects["Namespace"]}])
+    translation = translate(held).to_dict()
     objects = (len(translation["tags"]) + len(translation["address_groups"]) + len(translation["firewall_rules"])
                + len(translation["firewall_policies"]) + 1)
     converged = [line for line in result.stderr.splitlines() if "msg=converged" in line]

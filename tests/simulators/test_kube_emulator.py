@@ -25,7 +25,7 @@ from tests.support.waiting import wait_until
 
 @pytest.fixture
 def kube() -> Iterator[EmulatorRunner]:
-    with EmulatorRunner(history_limit=50) as runner:
+    with EmulatorRunner(history_limit=50, system_namespaces=False) as runner:
         yield runner
 
 
@@ -60,7 +60,7 @@ def test_list_items_are_api_server_form(kube: EmulatorRunner, core: client.CoreV
     item = data["items"][0]
     assert "kind" not in item  # as the real server: list items carry no kind
     assert set(item["metadata"]) == {"name", "namespace", "labels", "uid", "resourceVersion",
-                                     "creationTimestamp"}
+                                     "creationTimestamp", "generation"}
 
 
 def test_paging_with_limit_and_continue(kube: EmulatorRunner, core: client.CoreV1Api) -> None:
@@ -141,9 +141,11 @@ def test_no_bookmarks_unless_allowed(kube: EmulatorRunner, core: client.CoreV1Ap
 def test_periodic_bookmarks() -> None:
     with EmulatorRunner(bookmark_interval=0.05) as kube:
         core = client.CoreV1Api(api_client_for_url(kube.url))
-        response = raw_watch(core.list_namespace, resource_version="0",
+        # From the version before the last write: bookmarks past it keep coming (one at the
+        # version itself would never come, as from the real server).
+        response = raw_watch(core.list_namespace, resource_version=str(kube.store.resource_version - 1),
                              allow_watch_bookmarks=True, timeout_seconds=30)
-        assert [e["type"] for e in read_events(response, 2)] == ["BOOKMARK", "BOOKMARK"]
+        assert [e["type"] for e in read_events(response, 3)] == ["ADDED", "BOOKMARK", "BOOKMARK"]
 
 
 def test_watch_without_version_starts_with_current_objects(kube: EmulatorRunner,
@@ -176,7 +178,7 @@ def test_compacted_version_gets_410_in_stream(kube: EmulatorRunner,
 
 
 def test_bounded_history() -> None:
-    store = KubeStore(history_limit=3)
+    store = KubeStore(history_limit=3, system_namespaces=False)
     for name in "abcde":
         store.create(namespace(name))   # versions 1..5; 1 and 2 fall out of the history
     assert store.compacted_resource_version == 2
@@ -186,8 +188,14 @@ def test_bounded_history() -> None:
     with pytest.raises(ApiError) as info:
         store.subscribe("namespaces", None, 1)
     assert info.value.code == 410 and "too old resource version: 1 (2)" in info.value.message
-    with pytest.raises(ApiError, match="too large"):
-        store.subscribe("namespaces", None, 6)
+    # A version the store has not reached is accepted, as by the real watch cache: nothing is
+    # sent until the store passes it.
+    replay, sub = store.subscribe("namespaces", None, 7)
+    store.create(namespace("f"))  # version 6: not sent
+    store.create(namespace("g"))  # version 7: not sent
+    store.create(namespace("h"))
+    assert replay == [] and [json.loads(line)["object"]["metadata"]["name"] for line in
+                            [sub.queue.get_nowait() for _ in range(sub.queue.qsize())]] == ["h"]
 
 
 def test_server_timeout_ends_the_stream_cleanly(kube: EmulatorRunner,
@@ -280,8 +288,9 @@ def test_namespace_delete_cascades(kube: EmulatorRunner) -> None:
         lambda resource, event_type, obj: events.append((resource, event_type,
                                                          obj["metadata"]["name"]))))
     kube.store.delete("namespaces", "", "dev")
-    assert events == [("pods", "DELETED", "a"), ("networkpolicies", "DELETED", "np"),
-                      ("namespaces", "DELETED", "dev")]
+    # Terminating first, then the namespace controller deletes the content, then the namespace.
+    assert events == [("namespaces", "MODIFIED", "dev"), ("pods", "DELETED", "a"),
+                      ("networkpolicies", "DELETED", "np"), ("namespaces", "DELETED", "dev")]
     assert [p["metadata"]["name"] for p in kube.store.list("pods")] == ["b"]
 
 
@@ -305,7 +314,8 @@ def test_load_creates_missing_namespaces(tmp_path: Path) -> None:
         "spec: {podSelector: {}}\n")
     store = KubeStore()
     store.load(load_manifests([str(tmp_path)]))
-    assert [n["metadata"]["name"] for n in store.list("namespaces")] == ["default", "shop"]
+    assert [n["metadata"]["name"] for n in store.list("namespaces")] == [
+        "default", "kube-node-lease", "kube-public", "kube-system", "shop"]
     assert store.get("namespaces", "", "shop")["metadata"]["labels"] == \
         {"kubernetes.io/metadata.name": "shop"}
     assert store.get("networkpolicies", "default", "np")["metadata"]["namespace"] == "default"
@@ -356,7 +366,28 @@ def test_command_line_server(tmp_path: Path) -> None:
         assert url.startswith("http://127.0.0.1:")
         names = [n.metadata.name for n in client.CoreV1Api(api_client_for_url(url))
                  .list_namespace().items]
-        assert names == ["demo"]
+        assert names == ["default", "demo", "kube-node-lease", "kube-public", "kube-system"]
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_without_the_namespace_controller_a_deleted_namespace_stays_terminating() -> None:
+    """A bare control plane (apiserver and etcd) keeps a deleted namespace Terminating, refuses new
+    content in it, and never deletes the system ones; `finish_namespace_deletion` does what the
+    controller would."""
+    store = KubeStore(namespace_controller=False)
+    store.create(namespace("dev"))
+    store.create(pod("dev", "a"))
+    answer = store.delete("namespaces", "", "dev")
+    assert answer["status"] == {"phase": "Terminating"} and answer["metadata"]["deletionTimestamp"]
+    assert [p["metadata"]["name"] for p in store.list("pods")] == ["a"]
+    with pytest.raises(ApiError) as refused:
+        store.create(pod("dev", "b"))
+    assert (refused.value.code, refused.value.reason) == (403, "Forbidden")
+    for immortal in ("default", "kube-system", "kube-public"):
+        with pytest.raises(ApiError) as kept:
+            store.delete("namespaces", "", immortal)
+        assert kept.value.code == 403
+    store.finish_namespace_deletion("dev")
+    assert store.list("pods") == [] and not store.namespace_exists("dev")

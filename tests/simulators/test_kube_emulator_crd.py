@@ -27,7 +27,7 @@ def cnp(name: str, priority: int = 10) -> Dict[str, Any]:
 
 @pytest.fixture
 def kube() -> Iterator[EmulatorRunner]:
-    with EmulatorRunner(history_limit=50) as runner:
+    with EmulatorRunner(history_limit=50, system_namespaces=False) as runner:
         yield runner
 
 
@@ -86,9 +86,12 @@ def test_live_events_and_bookmarks_of_the_kind(kube: EmulatorRunner) -> None:
                          allow_watch_bookmarks=True, timeout_seconds=30)
     kube.store.create(cnp("a"))
     kube.store.send_bookmarks()
-    events = read_events(response, 2)
-    assert [e["type"] for e in events] == ["ADDED", "BOOKMARK"]
-    assert events[1]["object"] == {"kind": CNP.kind, "apiVersion": CNP.api_version,
+    # From "0", as on a real server (WatchList on by default): the initial events (none) end with a
+    # marked bookmark.
+    events = read_events(response, 3)
+    assert [e["type"] for e in events] == ["BOOKMARK", "ADDED", "BOOKMARK"]
+    assert events[0]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert events[2]["object"] == {"kind": CNP.kind, "apiVersion": CNP.api_version,
                                    "metadata": {"resourceVersion": "1"}}
 
 
@@ -114,11 +117,12 @@ def test_without_the_crd_the_resource_is_absent_and_the_others_are_not() -> None
         assert refused.value.code == 404
         assert not kube.store.served(CNP.name)
         kube.store.create(namespace("dev"))  # the built-in kinds are served as ever
-        assert [n.metadata.name for n in client.CoreV1Api(api.api_client).list_namespace().items] == ["dev"]
+        assert [n.metadata.name for n in client.CoreV1Api(api.api_client).list_namespace().items] == [
+            "default", "dev", "kube-node-lease", "kube-public", "kube-system"]
 
 
 def test_installed_later_then_listed_and_watched() -> None:
-    with EmulatorRunner(crds=()) as kube:
+    with EmulatorRunner(crds=(), system_namespaces=False) as kube:
         api = custom(kube)
         kube.store.create(namespace("dev"))
         kube.store.install_crd(CNP.name)

@@ -26,6 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from simulators.cni import CniEmulator
 from simulators.kube_api.server import DEFAULT_BOOKMARK_INTERVAL
+from simulators.kube_api.store import DEFAULT_PROGRESS_INTERVAL
 from simulators.kube_api.runner import EmulatorRunner
 from kube_manager.offline.manifests import Manifests
 from kube_manager.translator import translate
@@ -134,10 +135,13 @@ class Environment(ConvergenceChecks):
     """The emulated API server, the embedded config API and the emulated CNI."""
 
     def __init__(self, manifests: Manifests, late: Callable[[Dict[str, Any]], bool] = lambda pod: False,
-                 bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL, crds: Optional[List[str]] = None) -> None:
-        """`crds`: the emulator's installed custom resources (None: all, [] a cluster without any)."""
+                 bookmark_interval: float = DEFAULT_BOOKMARK_INTERVAL, crds: Optional[List[str]] = None,
+                 progress_interval: float = DEFAULT_PROGRESS_INTERVAL) -> None:
+        """`crds`: the emulator's installed custom resources (None: all, [] a cluster without any);
+        `progress_interval`: how often the API server renews its own Lease, which moves the version
+        a quiet watch's bookmarks carry past the watch's own (none is sent before)."""
         self.vnc: BackgroundServer = run_in_background()
-        self.kube = EmulatorRunner(bookmark_interval=bookmark_interval, crds=crds)
+        self.kube = EmulatorRunner(bookmark_interval=bookmark_interval, crds=crds, progress_interval=progress_interval)
         self.kube.start()
         self.contrail = InProcessApi(self.vnc.api)  # reads of the server's store, for checks
         self.cni = CniEmulator(VncClient([self.vnc.host], self.vnc.port))

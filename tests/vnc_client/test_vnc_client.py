@@ -1,4 +1,4 @@
-"""VncClient operations against a `responses` mock: exact URLs, query strings and bodies.
+"""VncClient operations against a scripted HTTP server: exact URLs, query strings and bodies.
 
 The expected requests are the ones the official library (vnc_api.py) sends for the same operation.
 """
@@ -11,10 +11,9 @@ from types import SimpleNamespace
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
-import responses
-from responses import matchers
 
 from kube_manager.plumbing.kvlog import FIELDS_ATTR
+from tests.support.scripted_http import json_params_matcher, query_param_matcher, scripted_proxy
 from vnc_client import transport
 from vnc_client.client import LIST_BULK_THRESHOLD, VncClient, encode_filters
 from vnc_client.errors import InvalidResponse
@@ -30,9 +29,8 @@ RULE_BODY = {
 
 
 @pytest.fixture
-def rsps():
-    with responses.RequestsMock(assert_all_requests_are_fired=True) as mock:
-        yield mock
+def rsps(monkeypatch):
+    yield from scripted_proxy(monkeypatch)
 
 
 @pytest.fixture
@@ -46,7 +44,7 @@ def sent_json(call: Any) -> Any:
 
 
 def test_create_posts_wrapped_body_and_returns_it_with_the_server_fields(rsps, client):
-    rsps.post(f"{BASE}/firewall-rules", match=[matchers.json_params_matcher({"firewall-rule": RULE_BODY})],
+    rsps.post(f"{BASE}/firewall-rules", match=[json_params_matcher({"firewall-rule": RULE_BODY})],
               json={"firewall-rule": {"uuid": "u-1", "fq_name": RULE_FQ, "name": RULE_FQ[-1],
                                       "parent_uuid": "pm-1", "href": f"{BASE}/firewall-rule/u-1"}})
     created = client.create("firewall-rule", RULE_BODY)
@@ -69,7 +67,7 @@ def test_create_refuses_a_body_that_is_not_a_mapping(client):
 
 def test_read_by_uuid_with_fields(rsps, client):
     rsps.get(f"{BASE}/firewall-policy/p-1",
-             match=[matchers.query_param_matcher({"fields": "firewall_rule_refs,annotations"})],
+             match=[query_param_matcher({"fields": "firewall_rule_refs,annotations"})],
              json={"firewall-policy": {"uuid": "p-1", "firewall_rule_refs": []}})
     got = client.read("firewall-policy", "p-1", fields=["firewall_rule_refs", "annotations"])
     assert got == {"uuid": "p-1", "firewall_rule_refs": []}
@@ -77,14 +75,14 @@ def test_read_by_uuid_with_fields(rsps, client):
 
 def test_read_excluding_back_refs_and_children_sends_the_official_flags(rsps, client):
     rsps.get(f"{BASE}/project/p-1",
-             match=[matchers.query_param_matcher({"exclude_back_refs": "True", "exclude_children": "True"})],
+             match=[query_param_matcher({"exclude_back_refs": "True", "exclude_children": "True"})],
              json={"project": {"uuid": "p-1"}})
     assert client.read("project", "p-1", exclude_back_refs=True, exclude_children=True) == {"uuid": "p-1"}
 
 
 def test_read_by_fq_name_resolves_the_uuid_first(rsps, client):
     rsps.post(f"{BASE}/fqname-to-id",
-              match=[matchers.json_params_matcher({"type": "firewall-rule", "fq_name": RULE_FQ})],
+              match=[json_params_matcher({"type": "firewall-rule", "fq_name": RULE_FQ})],
               json={"uuid": "u-1"})
     rsps.get(f"{BASE}/firewall-rule/u-1", json={"firewall-rule": {"uuid": "u-1", "fq_name": RULE_FQ}})
     assert client.read("firewall-rule", tuple(RULE_FQ))["uuid"] == "u-1"
@@ -105,7 +103,7 @@ def test_update_is_a_partial_put(rsps, client):
     change = {"firewall_policy_refs": [{"to": ["default-policy-management", "k8s-allowall"],
                                         "attr": {"sequence": "3.0"}}]}
     rsps.put(f"{BASE}/application-policy-set/a-1",
-             match=[matchers.json_params_matcher({"application-policy-set": change})],
+             match=[json_params_matcher({"application-policy-set": change})],
              json={"application-policy-set": {"uuid": "a-1", "href": f"{BASE}/application-policy-set/a-1"}})
     assert client.update("application-policy-set", "a-1", change)["uuid"] == "a-1"
 
@@ -122,12 +120,12 @@ def test_delete_by_uuid_and_by_fq_name(rsps, client):
 
 def test_list_summary(rsps, client):
     items = [{"uuid": "t-1", "fq_name": ["application=k8s"], "href": f"{BASE}/tag/t-1"}]
-    rsps.get(f"{BASE}/tags", match=[matchers.query_param_matcher({})], json={"tags": items})
+    rsps.get(f"{BASE}/tags", match=[query_param_matcher({})], json={"tags": items})
     assert client.list("tag") == items
 
 
 def test_list_detail_with_every_query_option(rsps, client):
-    rsps.get(f"{BASE}/firewall-rules", match=[matchers.query_param_matcher({
+    rsps.get(f"{BASE}/firewall-rules", match=[query_param_matcher({
         "detail": "True",
         "fields": "annotations,endpoint_1",
         "parent_id": "pm-1,pm-2",
@@ -143,7 +141,7 @@ def test_list_detail_with_every_query_option(rsps, client):
 
 def test_list_with_many_ids_posts_the_query_to_list_bulk_collection(rsps, client):
     uuids = [f"v-{i}" for i in range(LIST_BULK_THRESHOLD + 1)]
-    rsps.post(f"{BASE}/list-bulk-collection", match=[matchers.json_params_matcher({
+    rsps.post(f"{BASE}/list-bulk-collection", match=[json_params_matcher({
         "type": "virtual-machine-interface", "obj_uuids": ",".join(uuids), "fields": "tag_refs", "detail": True})],
         json={"virtual-machine-interfaces": [{"virtual-machine-interface": {"uuid": "v-0", "tag_refs": []}}]})
     got = client.list("virtual-machine-interface", obj_uuids=uuids, fields=["tag_refs"], detail=True)
@@ -152,14 +150,14 @@ def test_list_with_many_ids_posts_the_query_to_list_bulk_collection(rsps, client
 
 def test_list_at_the_threshold_still_uses_get(rsps, client):
     uuids = [f"v-{i}" for i in range(LIST_BULK_THRESHOLD)]
-    rsps.get(f"{BASE}/virtual-machine-interfaces", match=[matchers.query_param_matcher(
+    rsps.get(f"{BASE}/virtual-machine-interfaces", match=[query_param_matcher(
         {"back_ref_id": ",".join(uuids)})], json={"virtual-machine-interfaces": []})
     assert client.list("virtual-machine-interface", back_ref_id=uuids) == []
 
 
 def test_list_by_parent_fq_name(rsps, client):
     rsps.get(f"{BASE}/address-groups",
-             match=[matchers.query_param_matcher({"parent_fq_name_str": "default-policy-management"})],
+             match=[query_param_matcher({"parent_fq_name_str": "default-policy-management"})],
              json={"address-groups": []})
     assert client.list("address-group", parent_fq_name=["default-policy-management"]) == []
 
@@ -183,16 +181,16 @@ def test_filters_are_encoded_like_the_official_library():
 
 
 def test_fqname_to_id_and_id_to_fqname(rsps, client):
-    rsps.post(f"{BASE}/fqname-to-id", match=[matchers.json_params_matcher(
+    rsps.post(f"{BASE}/fqname-to-id", match=[json_params_matcher(
         {"type": "tag", "fq_name": ["namespace=default"]})], json={"uuid": "t-1"})
-    rsps.post(f"{BASE}/id-to-fqname", match=[matchers.json_params_matcher({"uuid": "t-1"})],
+    rsps.post(f"{BASE}/id-to-fqname", match=[json_params_matcher({"uuid": "t-1"})],
               json={"type": "tag", "fq_name": ["namespace=default"]})
     assert client.fqname_to_id("tag", ["namespace=default"]) == "t-1"
     assert client.id_to_fqname("t-1") == {"type": "tag", "fq_name": ["namespace=default"]}
 
 
 def test_ref_update_add_by_fq_name_with_attr(rsps, client):
-    rsps.post(f"{BASE}/ref-update", match=[matchers.json_params_matcher({
+    rsps.post(f"{BASE}/ref-update", match=[json_params_matcher({
         "operation": "ADD", "type": "firewall-policy", "uuid": "fp-1", "ref-type": "firewall-rule",
         "ref-fq-name": RULE_FQ, "attr": {"sequence": "00000.0"}})], json={"uuid": "fp-1"})
     assert client.ref_update("firewall-policy", "fp-1", "firewall-rule", ref_fq_name=RULE_FQ,
@@ -200,7 +198,7 @@ def test_ref_update_add_by_fq_name_with_attr(rsps, client):
 
 
 def test_ref_update_delete_by_uuid_accepts_the_ref_field_name(rsps, client):
-    rsps.post(f"{BASE}/ref-update", match=[matchers.json_params_matcher({
+    rsps.post(f"{BASE}/ref-update", match=[json_params_matcher({
         "operation": "DELETE", "type": "application-policy-set", "uuid": "a-1", "ref-type": "firewall-policy",
         "ref-uuid": "fp-1", "attr": None})], json={"uuid": "a-1"})
     assert client.ref_update("application-policy-set", "a-1", "firewall_policy_refs", "fp-1",
@@ -218,10 +216,10 @@ def test_ref_update_refuses_bad_arguments(rsps, client, kwargs, message):
 
 
 def test_set_tag_single_value_and_removal(rsps, client):
-    rsps.post(f"{BASE}/set-tag", match=[matchers.json_params_matcher({
+    rsps.post(f"{BASE}/set-tag", match=[json_params_matcher({
         "obj_type": "virtual-machine-interface", "obj_uuid": "v-1",
         "namespace": {"is_global": True, "value": "default"}})], json={})
-    rsps.post(f"{BASE}/set-tag", match=[matchers.json_params_matcher({
+    rsps.post(f"{BASE}/set-tag", match=[json_params_matcher({
         "obj_type": "virtual-machine-interface", "obj_uuid": "v-1", "app": None})], json={})
     client.set_tag("virtual-machine-interface", "v-1", "namespace", "default")
     client.set_tag("virtual-machine-interface", "v-1", "app", None)
@@ -232,7 +230,7 @@ def test_set_tag_single_value_and_removal(rsps, client):
 
 
 def test_set_labels_adds_and_deletes_values_of_the_label_type(rsps, client):
-    rsps.post(f"{BASE}/set-tag", match=[matchers.json_params_matcher({
+    rsps.post(f"{BASE}/set-tag", match=[json_params_matcher({
         "obj_type": "virtual-machine-interface", "obj_uuid": "v-1",
         "label": {"is_global": True, "add_values": ["k8s-sel-aaa"], "delete_values": ["k8s-sel-bbb"]}})], json={})
     client.set_labels("virtual-machine-interface", "v-1", add=["k8s-sel-aaa"], delete=["k8s-sel-bbb"])
@@ -299,16 +297,16 @@ def test_observer_sees_every_attempt_with_a_path_template_and_its_duration(rsps,
     clock = [1000.0]
     monkeypatch.setattr(transport, "time", SimpleNamespace(monotonic=lambda: clock[0], sleep=time.sleep))
 
-    def answering_in(seconds: float, status: int, body: str):
-        def answer(_request: Any) -> Tuple[int, Dict[str, str], str]:
+    def answering_in(seconds: float):
+        """A matcher the server runs while it answers: the clock moves only then."""
+        def advance(_request: Any) -> bool:
             clock[0] += seconds
-            return status, {}, body
-        return answer
+            return True
+        return [advance]
 
     seen: List[Tuple[str, str, Optional[int], float]] = []
-    rsps.add_callback("GET", f"{BASE}/firewall-rule/u-1",
-                      callback=answering_in(0.25, 200, json.dumps({"firewall-rule": {"uuid": "u-1"}})))
-    rsps.add_callback("GET", f"{BASE}/firewall-rule/u-2", callback=answering_in(1.5, 404, "not found"))
+    rsps.get(f"{BASE}/firewall-rule/u-1", json={"firewall-rule": {"uuid": "u-1"}}, match=answering_in(0.25))
+    rsps.get(f"{BASE}/firewall-rule/u-2", status=404, body="not found", match=answering_in(1.5))
     with VncClient("vnc.test", observer=lambda *a: seen.append(a)) as c:
         c.read("firewall-rule", "u-1")
         with pytest.raises(Exception):
@@ -325,29 +323,6 @@ def test_a_failing_observer_does_not_break_the_call(rsps, caplog):
     with VncClient("vnc.test", observer=broken) as c:
         assert c.home() == {"links": []}
     assert "vnc observer failed" in caplog.text
-
-
-def test_pool_timeouts_and_tls_settings_reach_requests(rsps, tmp_path):
-    ca = tmp_path / "ca.pem"
-    ca.write_text("not read by the mock")
-    rsps.get("https://vnc.test:8443/", json={})
-    with VncClient("vnc.test", 8443, use_ssl=True, ca_file=str(ca), concurrency=3, connect_timeout=2.5,
-                   read_timeout=7.0) as c:
-        c.home()
-        adapter = c._session.get_adapter("https://vnc.test:8443/")
-        assert adapter._pool_maxsize == 3
-    kwargs: Dict[str, Any] = rsps.calls[0].request.req_kwargs
-    assert kwargs["timeout"] == (2.5, 7.0)
-    assert kwargs["verify"] == str(ca)
-
-
-def test_tls_verification_is_on_by_default(rsps, client, monkeypatch):
-    # requests would substitute these bundles for True; without them the flag shows through.
-    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
-    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
-    rsps.get(f"{BASE}/", json={})
-    client.home()
-    assert rsps.calls[0].request.req_kwargs["verify"] is True
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -374,7 +349,7 @@ def test_endpoints_accept_comma_lists_ports_ipv6_and_urls():
 # --- paginated listings ---------------------------------------------------------------------------
 
 def _page_query(marker: str, **extra: str) -> Any:
-    return matchers.query_param_matcher({"page_marker": marker, "page_limit": "2", **extra})
+    return query_param_matcher({"page_marker": marker, "page_limit": "2", **extra})
 
 
 def test_list_pages_follows_the_marker_and_asks_for_each_page_when_the_last_is_taken(rsps, client):
@@ -410,9 +385,9 @@ def test_a_marker_that_does_not_move_the_walk_on_is_an_invalid_response(rsps, cl
 def test_list_pages_with_many_ids_carries_the_page_in_the_list_bulk_body(rsps, client):
     uuids = [f"v-{i}" for i in range(LIST_BULK_THRESHOLD + 1)]
     base = {"type": "virtual-machine-interface", "obj_uuids": ",".join(uuids), "detail": False, "page_limit": "2"}
-    rsps.post(f"{BASE}/list-bulk-collection", match=[matchers.json_params_matcher({**base, "page_marker": "None"})],
+    rsps.post(f"{BASE}/list-bulk-collection", match=[json_params_matcher({**base, "page_marker": "None"})],
               json={"virtual-machine-interfaces": [{"uuid": "v-0"}, {"uuid": "v-1"}], "marker": "v-1"})
-    rsps.post(f"{BASE}/list-bulk-collection", match=[matchers.json_params_matcher({**base, "page_marker": "v-1"})],
+    rsps.post(f"{BASE}/list-bulk-collection", match=[json_params_matcher({**base, "page_marker": "v-1"})],
               json={"virtual-machine-interfaces": [], "marker": None})
     assert list(client.list_pages("virtual-machine-interface", 2, obj_uuids=uuids)) == [
         [{"uuid": "v-0"}, {"uuid": "v-1"}], []]

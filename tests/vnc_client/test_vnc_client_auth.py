@@ -4,13 +4,11 @@ from __future__ import annotations
 import logging
 
 import pytest
-import requests
-import responses
-from responses import matchers, registries
 
 from vnc_client.auth import KeystoneAuth, KeystoneCredentials
 from vnc_client.client import VncClient
 from vnc_client.errors import InvalidResponse, Unauthorized, VncConnectionError
+from tests.support.scripted_http import DROP, ScriptedServer, header_matcher, json_params_matcher, scripted_proxy
 
 API = "http://vnc.test:8082"
 KEYSTONE = "http://keystone.test:5000/v3/auth/tokens"
@@ -30,18 +28,17 @@ EXPECTED_AUTH_BODY = {
 
 
 @pytest.fixture
-def rsps():
-    with responses.RequestsMock(registry=registries.OrderedRegistry) as mock:
-        yield mock
+def rsps(monkeypatch):
+    yield from scripted_proxy(monkeypatch, ordered=True)
 
 
-def keystone_ok(rsps: responses.RequestsMock, token: str) -> None:
+def keystone_ok(rsps: ScriptedServer, token: str) -> None:
     rsps.post(KEYSTONE, status=201, headers={"X-Subject-Token": token}, json={"token": {"methods": ["password"]}},
-              match=[matchers.json_params_matcher(EXPECTED_AUTH_BODY)])
+              match=[json_params_matcher(EXPECTED_AUTH_BODY)])
 
 
-def api(rsps: responses.RequestsMock, token: str, **answer) -> None:
-    rsps.get(f"{API}/tag/t-1", match=[matchers.header_matcher({"X-Auth-Token": token})], **answer)
+def api(rsps: ScriptedServer, token: str, **answer) -> None:
+    rsps.get(f"{API}/tag/t-1", match=[header_matcher({"X-Auth-Token": token})], **answer)
 
 
 def test_authenticates_once_and_sends_the_token_on_every_request(rsps):
@@ -91,7 +88,7 @@ def test_keystone_refusal_is_unauthorized_and_hides_an_echoed_password(rsps):
 
 
 def test_keystone_unreachable_is_a_connection_error(rsps):
-    rsps.post(KEYSTONE, body=requests.ConnectionError("refused"))
+    rsps.post(KEYSTONE, body=DROP)
     with VncClient("vnc.test", credentials=CREDS) as c, pytest.raises(VncConnectionError, match="cannot reach Keystone"):
         c.home()
 
@@ -105,7 +102,7 @@ def test_keystone_success_without_a_token_header_is_an_invalid_response(rsps):
 def test_refresh_skips_keystone_when_another_caller_already_refreshed(rsps):
     keystone_ok(rsps, TOKENS[0])
     keystone_ok(rsps, TOKENS[1])
-    auth = KeystoneAuth(CREDS, requests.Session(), (1.0, 1.0))
+    auth = KeystoneAuth(CREDS, (1.0, 1.0))
     assert auth.token() == TOKENS[0]
     assert auth.refresh(TOKENS[0]) == TOKENS[1]
     assert auth.refresh(TOKENS[0]) == TOKENS[1]  # stale token already replaced: no third call

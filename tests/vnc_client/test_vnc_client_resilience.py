@@ -1,17 +1,15 @@
-"""VncClient error mapping, retries with capped backoff, and endpoint fail-over (`responses` mock)."""
+"""VncClient error mapping, retries with capped backoff, and endpoint fail-over (a scripted HTTP server)."""
 from __future__ import annotations
 
 from typing import List
 
 import pytest
-import requests
-import responses
-from responses import registries
 
 from vnc_client.client import VncClient
 from vnc_client.errors import (BadRequest, Conflict, Forbidden, NotFound, ServerError, Unauthorized, VncConnectionError,
                                VncError, VncHttpError)
 from vnc_client.retry import RetryPolicy
+from tests.support.scripted_http import CUT, DROP, Slow, scripted_proxy
 
 A = "http://vnc-a:8082"
 B = "http://vnc-b:8082"
@@ -28,10 +26,9 @@ class Sleeper:
 
 
 @pytest.fixture
-def rsps():
+def rsps(monkeypatch):
     # Ordered: each registered answer is used once, in registration order.
-    with responses.RequestsMock(registry=registries.OrderedRegistry) as mock:
-        yield mock
+    yield from scripted_proxy(monkeypatch, ordered=True)
 
 
 @pytest.fixture
@@ -41,7 +38,7 @@ def sleeper() -> Sleeper:
 
 def make_client(sleeper: Sleeper, endpoints: str = "vnc-a", attempts: int = 6) -> VncClient:
     policy = RetryPolicy(attempts=attempts, base_delay=0.1, max_delay=0.5)
-    return VncClient(endpoints, retry=policy, sleep=sleeper, jitter=lambda cap: cap)
+    return VncClient(endpoints, retry=policy, sleep=sleeper, jitter=lambda cap: cap, read_timeout=0.5)
 
 
 @pytest.mark.parametrize("status, error", [
@@ -74,8 +71,9 @@ def test_a_huge_error_body_is_truncated_in_the_message(rsps, sleeper):
 
 @pytest.mark.parametrize("failure", [
     {"status": 502}, {"status": 503}, {"status": 504},
-    {"body": requests.ConnectionError("refused")}, {"body": requests.ReadTimeout("slow")},
-    {"body": requests.exceptions.ChunkedEncodingError("connection dropped mid-answer")},
+    {"body": DROP},  # the connection closed without an answer
+    {"body": Slow(2.0)},  # no answer within the read timeout
+    {"body": CUT},  # the connection dropped in the middle of the answer
 ])
 def test_transient_failures_are_retried_after_a_backoff(rsps, sleeper, failure):
     rsps.get(f"{A}/tag/t-1", **failure)
@@ -98,7 +96,7 @@ def test_backoff_doubles_and_is_capped_then_the_last_status_is_raised(rsps, slee
 
 def test_connection_errors_on_every_attempt_raise_a_connection_error(rsps, sleeper):
     for _ in range(3):
-        rsps.get(f"{A}/tag/t-1", body=requests.ConnectionError("refused"))
+        rsps.get(f"{A}/tag/t-1", body=DROP)
     with make_client(sleeper, attempts=3) as c, pytest.raises(VncConnectionError, match="after 3 attempts"):
         c.read("tag", "t-1")
     assert sleeper.delays == pytest.approx([0.1, 0.2])
@@ -123,7 +121,7 @@ def test_a_single_attempt_never_retries(rsps, sleeper):
 
 
 def test_fail_over_to_the_next_endpoint_without_waiting_and_stay_there(rsps, sleeper):
-    rsps.get(f"{A}/tag/t-1", body=requests.ConnectionError("refused"))
+    rsps.get(f"{A}/tag/t-1", body=DROP)
     rsps.get(f"{B}/tag/t-1", json={"tag": {"uuid": "t-1"}})
     rsps.get(f"{B}/tag/t-2", json={"tag": {"uuid": "t-2"}})
     with make_client(sleeper, "vnc-a,vnc-b") as c:
@@ -136,7 +134,7 @@ def test_fail_over_to_the_next_endpoint_without_waiting_and_stay_there(rsps, sle
 
 def test_backoff_happens_once_per_round_of_endpoints(rsps, sleeper):
     rsps.get(f"{A}/", status=503)
-    rsps.get(f"{B}/", body=requests.ConnectionError("refused"))
+    rsps.get(f"{B}/", body=DROP)
     rsps.get(f"{A}/", status=502)
     rsps.get(f"{B}/", status=504)
     rsps.get(f"{A}/", json={"links": []})
@@ -154,10 +152,11 @@ def test_a_client_error_from_the_second_endpoint_is_not_retried(rsps, sleeper):
 
 
 def test_a_request_that_can_never_work_is_a_vnc_error_without_retry(rsps, sleeper):
-    rsps.get(f"{A}/", body=requests.exceptions.InvalidHeader("bad header"))
-    with make_client(sleeper) as c, pytest.raises(VncError, match="GET /: InvalidHeader: bad header"):
+    # A header value that would split the request in two is refused before anything is sent.
+    with VncClient("vnc-a", agent="x\r\nInjected: 1", sleep=sleeper) as c, \
+            pytest.raises(VncError, match="GET /: ValueError: Invalid header value"):
         c.home()
-    assert len(rsps.calls) == 1 and sleeper.delays == []
+    assert len(rsps.calls) == 0 and sleeper.delays == []
 
 
 @pytest.mark.parametrize("kwargs", [{"attempts": 0}, {"base_delay": -1}, {"max_delay": -0.5}, {"base_delay": 0},

@@ -3,14 +3,18 @@ match one flow, `r & q` passing. With the isolation deny after them, a flow betw
 egress-isolated and an ingress-isolated pod is decided here, allowed exactly when both ends allow.
 
 Kept per NetworkPolicy: a policy's new rendering drops the pairs of its old rules and looks up
-partners for its new ones, through two indexes per side, so that one event costs in proportion to
-the pairs it changes: by the namespace of the rule's own pods (a rule's subject is in one
-namespace, and most peers name one), and by service (most rules name one port). A pair rule is
-named by its content and counted, since two pairs can write one rule.
+partners for its new ones, so that one event costs in proportion to the pairs it changes. `meet`
+keeps a pair only when neither end names two namespaces, so each side indexes its rules by the
+namespace (as tag values spell it) of each end, and by service; a lookup walks the fewest of: the
+rules of the one namespace the query's source names plus those whose source names none, the same
+at the destination, the rules whose service meets the query's. A pair rule is
+named by its content and counted, since two pairs can write one rule. A pair whose ends the
+cluster's namespaces contradict is not written (`contradictions.py`); `naming` tells which
+policies to meet again when a namespace changes.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import AbstractSet, Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from ..bodies import FqName
 from ..encoding import NAMESPACE, encode_value, split_tag
@@ -19,7 +23,17 @@ from .emit import Emitter, Rule
 from .items import NAME_LABEL_TYPE, End, Item, Pods, meet, meet_services
 
 PolicyKey = Tuple[str, str]
+Keys = Tuple[Optional[str], Optional[str]]  # the namespace of a rule's source and destination
+_EMPTY: FrozenSet[FqName] = frozenset()
 Pair = Tuple[FqName, FqName]  # (egress rule, ingress rule)
+
+
+PAIR_BLOCK = "pair"
+
+
+def pair_rule_prefix(cluster: str) -> str:
+    """What every pair rule's name starts with (emit.Emitter.rule names `<cluster>--<block>-<hash>`)."""
+    return f"{cluster}--{PAIR_BLOCK}-"
 
 
 def namespace_key(end: End) -> Optional[str]:
@@ -37,46 +51,63 @@ def namespace_key(end: End) -> Optional[str]:
 
 
 class _Side:
-    """The rules of one direction, indexed by their own pods' namespace and by service."""
+    """The rules of one direction, indexed by the namespace of each end and by service."""
 
     def __init__(self) -> None:
         self.items: Dict[FqName, Item] = {}
-        self._keys: Dict[FqName, Optional[str]] = {}
-        self._by_namespace: Dict[Optional[str], Set[FqName]] = {}
+        self._keys: Dict[FqName, Keys] = {}
+        self._by_src: Dict[Optional[str], Set[FqName]] = {}
+        self._by_dst: Dict[Optional[str], Set[FqName]] = {}
         self._by_service: Dict[Service, Set[FqName]] = {}
 
-    def add(self, fq_name: FqName, item: Item, key: Optional[str]) -> None:
+    def add(self, fq_name: FqName, item: Item) -> Keys:
+        keys = namespace_key(item.src), namespace_key(item.dst)
         self.items[fq_name] = item
-        self._keys[fq_name] = key
-        self._by_namespace.setdefault(key, set()).add(fq_name)
+        self._keys[fq_name] = keys
+        self._by_src.setdefault(keys[0], set()).add(fq_name)
+        self._by_dst.setdefault(keys[1], set()).add(fq_name)
         self._by_service.setdefault(item.service, set()).add(fq_name)
+        return keys
+
+    def naming(self, namespace: str) -> Set[FqName]:
+        """The rules with an end in `namespace`."""
+        return self._by_src.get(namespace, set()) | self._by_dst.get(namespace, set())
 
     def remove(self, fq_name: FqName) -> None:
-        item, key = self.items.pop(fq_name), self._keys.pop(fq_name)
-        for table, index in ((self._by_namespace, key), (self._by_service, item.service)):
+        item, (src, dst) = self.items.pop(fq_name), self._keys.pop(fq_name)
+        for table, index in ((self._by_src, src), (self._by_dst, dst), (self._by_service, item.service)):
             group = table[index]  # type: ignore[index]
             group.discard(fq_name)
             if not group:
                 del table[index]  # type: ignore[arg-type]
 
-    def candidates(self, namespace: Optional[str], service: Service) -> Iterable[FqName]:
-        if namespace is not None:
-            return self._by_namespace.get(namespace, set()) | self._by_namespace.get(None, set())
-        found: Set[FqName] = set()
-        for other, group in self._by_service.items():
-            if meet_services(other, service) is not None:
-                found |= group
-        return found
+    def candidates(self, item: Item, keys: Keys) -> Iterator[FqName]:
+        """The rules of this side `item` (whose ends' namespaces are `keys`) may meet: a superset
+        of those `meet` keeps, from the narrowest of three lookups."""
+        best: List[AbstractSet[FqName]] = [group for other, group in self._by_service.items()
+                                           if meet_services(other, item.service) is not None]
+        size = sum(len(group) for group in best)
+        for table, key in ((self._by_src, keys[0]), (self._by_dst, keys[1])):
+            if key is not None:
+                found: List[AbstractSet[FqName]] = [table.get(key, _EMPTY), table.get(None, _EMPTY)]
+                if len(found[0]) + len(found[1]) < size:
+                    best, size = found, len(found[0]) + len(found[1])
+        for group in best:
+            yield from group
 
 
 class PairRules:
     """The pair rules of every NetworkPolicy; `put` and `drop` write a rule into the block."""
 
-    def __init__(self, emitter: Emitter, put: Callable[[Rule], None], drop: Callable[[Rule], None]) -> None:
+    def __init__(self, emitter: Emitter, put: Callable[[Rule], None], drop: Callable[[Rule], None],
+                 possible: Callable[[Item], bool]) -> None:
+        """`possible`: whether a pair's ends can match pods of the cluster as it is."""
         self._emitter = emitter
+        self._possible = possible
         self._put, self._drop = put, drop
         self._egress, self._ingress = _Side(), _Side()
         self._policy_rules: Dict[PolicyKey, Tuple[Tuple[FqName, ...], Tuple[FqName, ...]]] = {}
+        self._policy_of: Dict[FqName, PolicyKey] = {}
         self._pairs: Dict[Pair, FqName] = {}
         self._pairs_of: Dict[FqName, Set[Pair]] = {}
         self._rules: Dict[FqName, Tuple[Rule, int]] = {}
@@ -89,6 +120,7 @@ class PairRules:
         for side, names in ((self._egress, old_egress), (self._ingress, old_ingress)):
             for fq_name in names:
                 side.remove(fq_name)
+                del self._policy_of[fq_name]
                 for pair in self._pairs_of.pop(fq_name, ()):
                     found = self._pairs.pop(pair, None)
                     if found is not None:
@@ -99,26 +131,30 @@ class PairRules:
                             partners.discard(pair)
         if egress or ingress:
             self._policy_rules[key] = (tuple(fq for fq, _ in egress), tuple(fq for fq, _ in ingress))
-        for fq_name, item in egress:
-            self._egress.add(fq_name, item, namespace_key(item.src))
-        for fq_name, item in ingress:
-            self._ingress.add(fq_name, item, namespace_key(item.dst))
-        for fq_name, item in egress:
-            for partner in self._ingress.candidates(namespace_key(item.dst), item.service):
+            self._policy_of.update((fq_name, key) for fq_name, _ in egress + ingress)
+        egress_keys = [self._egress.add(fq_name, item) for fq_name, item in egress]
+        ingress_keys = [self._ingress.add(fq_name, item) for fq_name, item in ingress]
+        for (fq_name, item), keys in zip(egress, egress_keys):
+            for partner in self._ingress.candidates(item, keys):
                 self._pair((fq_name, partner), item, self._ingress.items[partner])
         own = {fq for fq, _ in egress}
-        for fq_name, item in ingress:
-            for partner in self._egress.candidates(namespace_key(item.src), item.service):
+        for (fq_name, item), keys in zip(ingress, ingress_keys):
+            for partner in self._egress.candidates(item, keys):
                 if partner not in own:
                     self._pair((partner, fq_name), self._egress.items[partner], item)
         for fq_name in released:
             self._unref(fq_name)
 
+    def naming(self, namespace: str) -> Set[PolicyKey]:
+        """The policies with a rule whose end is in `namespace`: those whose pairs its labels decide."""
+        rules = self._egress.naming(namespace) | self._ingress.naming(namespace)
+        return {self._policy_of[fq_name] for fq_name in rules}
+
     def _pair(self, pair: Pair, egress: Item, ingress: Item) -> None:
         item = meet(egress, ingress)
-        if item is None:
+        if item is None or not self._possible(item):
             return
-        rule = self._emitter.rule("pair", item)
+        rule = self._emitter.rule(PAIR_BLOCK, item)
         self._pairs[pair] = rule.fq_name
         for end in pair:
             self._pairs_of.setdefault(end, set()).add(pair)

@@ -9,11 +9,13 @@ pair rules are (one ref list could not say which of its refs must go first). Pod
 of this exists, and the NetworkPolicies' output is the one of sections 2-5.
 
 The NetworkPolicy source tells this one of each rendering it applies; the flush then moves the
-isolation tags and the pair rules of those policies only.
+isolation tags and the pair rules of those policies only. The namespace source tells it of each
+namespace that changed; the flush meets again the pairs of the policies naming it, whose ends its
+labels may now contradict or no longer.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from ..bodies import (ADDRESS_GROUP, DENY, FIREWALL_POLICY, FIREWALL_RULE, Body, BodyFactory, FqName,
                       global_fq_name, sequenced_ref)
@@ -28,7 +30,8 @@ from ..store import DesiredObjects
 from .emit import Emitter, Rule, end_of
 from .isolation import EGRESS, INGRESS, Isolation, Selection, selections_of
 from .items import Item
-from .pairs import PairRules
+from .contradictions import NamespaceContradictions, NamespaceLabels
+from .pairs import PairRules, namespace_key
 
 ISOLATION_SEQUENCE, ISOLATION_DENY_SEQUENCE = "0.5", "0.6"
 PolicyKey = Tuple[str, str]
@@ -38,7 +41,7 @@ class ExactEnforcement:
     """The isolation tags and the pair block; inert under `cluster-wide`."""
 
     def __init__(self, semantics: str, bodies: BodyFactory, shared: SharedObjects, store: DesiredObjects,
-                 aps_refs: SequencedRefs, isolation: Isolation) -> None:
+                 aps_refs: SequencedRefs, isolation: Isolation, namespace_labels: NamespaceLabels) -> None:
         self.exact = isolates_always(semantics)  # the one reading of the mode
         self._shared = shared
         self._store = store
@@ -50,7 +53,9 @@ class ExactEnforcement:
         self._selections: Dict[PolicyKey, Tuple[Selection, ...]] = {}
         self._groups: Dict[FqName, int] = {}
         self.emitter = Emitter(bodies, shared.origins, isolation.is_tag)
-        self._pairs = PairRules(self.emitter, self._put, self._drop)
+        contradictions = NamespaceContradictions(shared.origins, namespace_labels, namespace_key)
+        self._pairs = PairRules(self.emitter, self._put, self._drop, contradictions.possible)
+        self._namespaces_changed: Set[str] = set()
         self._refs: Optional[SequencedRefs] = None
         if self.exact:
             self._refs = self._create_block(bodies, aps_refs)
@@ -116,11 +121,19 @@ class ExactEnforcement:
         """Pair rules depend on renderings only; their selector tags follow pods by themselves."""
 
     def namespace_relabelled(self) -> None:
-        """As pod_changed."""
+        """As pod_changed; `namespace_changed` hears of every namespace."""
+
+    def namespace_changed(self, name: str) -> None:
+        """Namespace `name` appeared, went or changed labels."""
+        if self._refs is not None:
+            self._namespaces_changed.add(name)
 
     # --- flushing -----------------------------------------------------------------------------
 
     def flush(self) -> None:
+        if self._namespaces_changed:
+            self._meet_again(self._namespaces_changed)
+            self._namespaces_changed = set()
         if not self._pending:
             return
         pending, self._pending = self._pending, {}
@@ -138,6 +151,13 @@ class ExactEnforcement:
             if self._refs is not None:
                 self._pairs.update(key, *split_items(rendering))
         self._isolation.mark_moved()
+
+    def _meet_again(self, namespaces: Set[str]) -> None:
+        """The pairs of the applied policies naming these namespaces, met with their labels as
+        they are now (a pending policy is met at its own update)."""
+        keys = set().union(*(self._pairs.naming(name) for name in namespaces)) - self._pending.keys()
+        for key in sorted(keys):
+            self._pairs.update(key, *split_items(self._renderings.get(key)))
 
     def _put(self, rule: Rule) -> None:
         assert self._refs is not None

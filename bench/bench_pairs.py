@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""What the `kubernetes` mode's pair rules cost (SPEC 14), against `cluster-wide` in the same run.
+
+- `rules`: firewall rules (and, of them, pair rules) per NetworkPolicy in both modes on the random
+  team-based mix (exact_shapes.py) at each `--namespaces`;
+- `time`: the whole `contrail-kube-manager translate -f DUMP -o json` command in both modes, each
+  in its own process, beside `json.load` of the same dump, on a shape at each size;
+- `event`: the translator's cost of one NetworkPolicy change (`upsert` + `flush`, the daemon's
+  path) on the egress-heavy shape, in both modes.
+
+The machine is shared: compare the ratios measured in one run, not absolute seconds across runs.
+
+    python bench/bench_pairs.py rules --namespaces 100 200 400 1000
+    python bench/bench_pairs.py time --shape egress --namespaces 500 5000
+    python bench/bench_pairs.py time --shape antrea --namespaces 5000      # 15,000 NPs / 20,000 pods
+    python bench/bench_pairs.py event --namespaces 5000
+    python bench/bench_pairs.py dumps DIR --shape mix --namespaces 100     # keep the dumps (for cmp)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Tuple
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+
+import exact_shapes  # noqa: E402
+from cluster_dumps import antrea_dump  # noqa: E402
+
+MODES = ("cluster-wide", "kubernetes")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
+
+
+def write_dump(shape: str, namespaces: int, directory: str, seed: int = 1) -> str:
+    path = os.path.join(directory, f"{shape}-{namespaces}.json")
+    if not os.path.exists(path):
+        dump = antrea_dump(namespaces) if shape == "antrea" else exact_shapes.SHAPES[shape](namespaces)
+        if shape == "mix":
+            dump = exact_shapes.random_mix(namespaces, seed)
+        with open(path, "w", encoding="utf-8") as stream:
+            json.dump(dump, stream)
+    return path
+
+
+SAVE: List[str] = []  # --save: a directory keeping every output, for `cmp` across versions
+
+
+def run_translate(path: str, semantics: str) -> Tuple[float, bytes]:
+    """Wall seconds of the whole command, and its output."""
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(ROOT))
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "kube_manager", "translate", "-f", path, "-o", "json",
+                           "--semantics", semantics], capture_output=True, env=env, check=True)
+    seconds = time.perf_counter() - start
+    for directory in SAVE:
+        name = os.path.basename(path).rsplit(".", 1)[0]
+        with open(os.path.join(directory, f"{name}-{semantics}.json"), "wb") as stream:
+            stream.write(proc.stdout)
+    return seconds, proc.stdout
+
+
+def load_seconds(path: str) -> float:
+    """`json.load` of the dump, in a fresh process as the command runs (interpreter start included)."""
+    code = "import json,sys; json.load(open(sys.argv[1], encoding='utf-8'))"
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code, path], check=True)
+    return time.perf_counter() - start
+
+
+def count_rules(output: bytes) -> Tuple[int, int, int]:
+    """(firewall rules, pair rules, NetworkPolicy firewall policies) of a `-o json` output."""
+    data = json.loads(output)
+    rules = [rule["fq_name"][-1] for rule in data["firewall_rules"]]
+    cluster = data["cluster_name"]
+    policies = [p for p in data["firewall_policies"] if not p["fq_name"][-1].startswith(f"{cluster}--")
+                and p["fq_name"][-1] not in (f"{cluster}-denyall", f"{cluster}-allowall")]
+    return len(rules), sum(f"{cluster}--pair-" in name for name in rules), len(policies)
+
+
+def rules_table(sizes: List[int], directory: str, seed: int) -> None:
+    print(f"{'namespaces':>10} {'NPs':>6} {'cluster-wide':>12} {'kubernetes':>10} {'pairs':>8} "
+          f"{'rules/NP cw':>11} {'rules/NP k8s':>12} {'k8s/cw':>6}")
+    for namespaces in sizes:
+        path = write_dump("mix", namespaces, directory, seed)
+        counts = {mode: count_rules(run_translate(path, mode)[1]) for mode in MODES}
+        (cw, _, nps), (k8s, pairs, _) = counts["cluster-wide"], counts["kubernetes"]
+        print(f"{namespaces:>10,} {nps:>6,} {cw:>12,} {k8s:>10,} {pairs:>8,} {cw / nps:>11.2f} {k8s / nps:>12.2f} "
+              f"{k8s / cw:>6.2f}")
+
+
+def time_table(shape: str, sizes: List[int], directory: str) -> None:
+    print(f"{'shape':<7} {'namespaces':>10} {'json.load s':>11} {'cw s':>7} {'k8s s':>7} {'k8s/cw':>6} "
+          f"{'cw/load':>7} {'k8s/load':>8} {'rules cw':>9} {'rules k8s':>9}")
+    for namespaces in sizes:
+        path = write_dump(shape, namespaces, directory)
+        load = load_seconds(path)
+        found = {mode: run_translate(path, mode) for mode in MODES}
+        (cw, cw_out), (k8s, k8s_out) = found["cluster-wide"], found["kubernetes"]
+        print(f"{shape:<7} {namespaces:>10,} {load:>11.2f} {cw:>7.2f} {k8s:>7.2f} {k8s / cw:>6.2f} "
+              f"{cw / load:>7.2f} {k8s / load:>8.2f} {count_rules(cw_out)[0]:>9,} {count_rules(k8s_out)[0]:>9,}")
+
+
+def event_costs(namespaces: int, count: int) -> None:
+    """CPU ms of one NetworkPolicy change (a port moves) on a translator holding the egress shape."""
+    import gc
+
+    from kube_manager.translator import ClusterTranslator
+
+    dump = exact_shapes.egress_heavy(namespaces)
+    policies = [item for item in dump["items"] if item["kind"] == "NetworkPolicy"]
+    print(f"{'mode':<13} {'namespaces':>10} {'NP change cpu ms median':>24} {'p99':>8}")
+    for mode in MODES:
+        translator = ClusterTranslator(semantics=mode)
+        for item in dump["items"]:
+            translator.upsert(item["kind"], item)
+        translator.flush()
+        gc.collect()
+        gc.freeze()
+        timings: List[float] = []
+        for k in range(count):
+            manifest = json.loads(json.dumps(policies[(k * 7919) % len(policies)]))
+            spec = manifest["spec"]
+            blocks = spec.get("ingress") or spec.get("egress")
+            blocks[0]["ports"] = [{"protocol": "TCP", "port": 1000 + k}]
+            start = time.process_time()
+            translator.upsert("NetworkPolicy", manifest)
+            translator.flush()
+            timings.append(time.process_time() - start)
+        timings.sort()
+        gc.unfreeze()
+        print(f"{mode:<13} {namespaces:>10,} {1000 * statistics.median(timings):>24.3f} "
+              f"{1000 * timings[int(0.99 * (len(timings) - 1))]:>8.3f}")
+        del translator
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("what", choices=("rules", "time", "event", "dumps"))
+    parser.add_argument("directory", nargs="?", help="where dumps are kept (default: a temporary one)")
+    parser.add_argument("--shape", choices=("mix", "egress", "antrea"), default="egress")
+    parser.add_argument("--namespaces", type=int, nargs="+", default=[100, 200, 400, 1000])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--changes", type=int, default=100)
+    parser.add_argument("--save", metavar="DIR", help="keep each translate output there")
+    args = parser.parse_args()
+    if args.save:
+        os.makedirs(args.save, exist_ok=True)
+        SAVE.append(args.save)
+    with tempfile.TemporaryDirectory() as scratch:
+        directory = args.directory or scratch
+        os.makedirs(directory, exist_ok=True)
+        if args.what == "rules":
+            rules_table(args.namespaces, directory, args.seed)
+        elif args.what == "time":
+            time_table(args.shape, args.namespaces, directory)
+        elif args.what == "event":
+            for namespaces in args.namespaces:
+                event_costs(namespaces, args.changes)
+        else:
+            for namespaces in args.namespaces:
+                print(write_dump(args.shape, namespaces, directory, args.seed))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
