@@ -91,4 +91,8 @@ def test_one_writer_handover_on_stop_and_failover_on_kill(cluster: RealCluster) 
     cluster.apply(policy(ns, "web-from-api", allow_from("api", "web", 80)))
     cluster.wait_converged(CONVERGE)
     assert last.process.stop() == 0
-    assert [line for c in (leader, successor, last) for line in client_errors(c.process.log())] == []
+    # Candidates racing for the Lease: the losers' 409 is optimistic concurrency doing its work
+    # (client-go's candidates meet it too); any other 4xx is a request the real server refused.
+    refused = [line for c in (leader, successor, last) for line in client_errors(c.process.log())
+               if not ("lease attempt failed" in line and "409 Conflict" in line)]
+    assert refused == []
