@@ -38,6 +38,8 @@ live memory then.
     python bench/bench_daemon.py [--sizes 150:600,1500:6000] [--cache-sizes 5000:20000] [--events 30]
                                  [--semantics kubernetes|cluster-wide] [--json]
     python bench/bench_daemon.py --sizes "" --steady-sizes 15000:20000,75000:100000 [--tracemalloc]
+    python bench/bench_daemon.py --real-kube [--real-kube-policies 750] [--events 20] (bench_real_kube.py:
+                                 the daemon process against a real kube-apiserver beside the emulator)
 
 Figures depend on the machine's load; compare CPU per request and ratios between versions.
 """
@@ -410,8 +412,15 @@ def main(argv: "List[str] | None" = None) -> int:
     parser.add_argument("--one-steady", help=argparse.SUPPRESS)  # a child: one steady-state size
     parser.add_argument("--semantics", default=SEMANTICS, choices=("kubernetes", "cluster-wide"),
                         help="policy_semantics of the daemon measured")
+    parser.add_argument("--real-kube", action="store_true",
+                        help="instead: cold start and event -> last write against a real API server and the emulator")
+    parser.add_argument("--real-kube-policies", type=int, default=750, help="NetworkPolicies of --real-kube")
     args = parser.parse_args(argv)
     PAGE_LIMIT, SEMANTICS = args.page_limit, args.semantics
+    if args.real_kube:
+        command = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_real_kube.py"),
+                   "--policies", str(args.real_kube_policies), "--events", str(args.events)]
+        return subprocess.run(command + (["--json"] if args.json else [])).returncode
     if args.one:
         policies, pods = (int(n) for n in args.one.split(":"))
         print(json.dumps(one_size(policies, pods, args.concurrency, args.latency, args.events, not args.no_bare,

@@ -85,7 +85,8 @@ class CachedProbe:
 
 def readiness(db: Database, probe: Optional[ConfigApiProbe], redactor: Redactor) -> List[Check]:
     checks = [Check(f"initial-list:{name}", status.initial_list_done,
-                    "done" if status.initial_list_done else "initial list not done yet")
+                    "done" if status.initial_list_done else
+                    "initial list not done yet" + (f": {status.last_error}" if status.last_error else ""))
               for name, status in sorted(db.kube_connections.items())]
     if not checks:
         checks.append(Check("initial-list", False, "no Kubernetes watch has started"))

@@ -5,7 +5,10 @@ its own conftest.py: tests/reconciler/ has `setup`, tests/simulators/ has `http`
 - `kube`: a fresh emulated Kubernetes API server (a module may override it, e.g. with a history
   limit or objects already created);
 - `real_kube`: one real kube-apiserver and etcd for the whole session (`tools/control-plane up`,
-  `down` at the end; tests/support/control_plane_support.py says when it skips and when it fails).
+  `down` at the end; tests/support/control_plane_support.py says when it skips and when it fails);
+- `uncached_kube`: another, without the watch cache, for the session too: its lists and watches read
+  etcd itself. With the cache (the default, and `real_kube`'s), a compaction made directly in etcd
+  goes unseen: the cache keeps serving the older resourceVersions.
 The simulators are imported inside the fixtures, so tests that use none of them never load them.
 
 Every test under tests/e2e/ is marked `e2e`; every test under tests/realkube/ or using `real_kube` is
@@ -32,7 +35,7 @@ def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
     for item in items:
         if E2E in item.path.parents:
             item.add_marker(pytest.mark.e2e)
-        if REALKUBE in item.path.parents or "real_kube" in getattr(item, "fixturenames", ()):
+        if REALKUBE in item.path.parents or {"real_kube", "uncached_kube"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.realkube)
             item.add_marker(pytest.mark.slow)
 
@@ -61,3 +64,11 @@ def real_kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator["RealKube"]:
                             "--etcd-compaction-interval", "10s"])
     yield real
     stop_real_kube(real)
+
+
+@pytest.fixture(scope="session")
+def uncached_kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator["RealKube"]:
+    from tests.support.control_plane_support import start_real_kube, stop_real_kube
+    own = start_real_kube(tmp_path_factory.mktemp("uncached"), ["--watch-cache", "false"])
+    yield own
+    stop_real_kube(own)

@@ -2,16 +2,19 @@
 
 Where the API server is, first match wins (SPEC section 9):
 1. `kubeconfig = FILE`;
-2. `kubernetes_api_server = HOST`: `https://HOST:kubernetes_api_secure_port` with the bearer `token`
-   when one is set (as the original kube-manager did), `http://HOST:kubernetes_api_port` otherwise;
+2. `kubernetes_api_server = HOST`: `https://HOST:kubernetes_api_secure_port` with the bearer token
+   of `kubernetes_token_file` (re-read when the file changes, as the kubelet rotates a service-account token)
+   or of `token` when one is set (as the original kube-manager did), `http://HOST:kubernetes_api_port`
+   otherwise;
 3. running in a pod: the service account (KUBERNETES_SERVICE_HOST/PORT, its token and CA), with the
    token re-read as the kubelet rotates it;
 4. the `KUBECONFIG` environment variable, or `~/.kube/config`.
 `kubernetes_api_server = emulated` uses the URL of the in-process emulator.
 
 The client never retries on its own (`retries = False`): the watchers have their own backoff, and a
-hidden retry would only hide a dead connection longer. The token is never logged: only the source
-and the URL are.
+hidden retry would only hide a dead connection longer. The token is never logged: only the source,
+the URL and which settings hold the CA and the identity (`AccessSources`, for the line that says a
+wrong CA or a refused identity, kube/access.py).
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ import yaml
 from kubernetes import client
 from kubernetes.config import ConfigException, incluster_config, load_kube_config
 
+from kube_manager.kube.access import AccessSources
 from kube_manager.settings import ConfigError, KubernetesSettings
 from kube_manager.observability.logging_setup import kv
 
@@ -40,6 +44,7 @@ class KubeEndpoint:
 
     source: str  # kubeconfig | api-server | in-cluster | default-kubeconfig | emulated
     url: str
+    access: AccessSources
 
 
 def _new_configuration() -> client.Configuration:
@@ -63,18 +68,59 @@ def _from_kubeconfig(path: str, configuration: client.Configuration, where: str)
         raise ConfigError(f"{where}: cannot use {path!r}: {exc}") from None
 
 
-def _from_api_server(settings: KubernetesSettings, configuration: client.Configuration) -> None:
+def _kubeconfig_sources(path: str) -> AccessSources:
+    return AccessSources(f"kubeconfig {path} (certificate-authority)", f"kubeconfig {path} (user)")
+
+
+class TokenFile:
+    """`Configuration.refresh_api_key_hook`: the bearer token read from `path` again whenever the
+    file changes (the kubelet rotates a projected service-account token in place), one `stat` per
+    request otherwise. A file that went missing keeps the last token: the server says if it expired."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._stamp: Optional[Tuple[float, int]] = None
+
+    def __call__(self, configuration: client.Configuration) -> None:
+        try:
+            info = os.stat(self.path)
+            stamp = (info.st_mtime, info.st_size)
+            if stamp == self._stamp:
+                return
+            with open(self.path) as stream:
+                token = stream.read().strip()
+        except OSError as exc:
+            log.warning("token file unreadable, keeping the last token", extra=kv(
+                path=self.path, error=os.strerror(exc.errno) if exc.errno else str(exc)))
+            return
+        self._stamp = stamp
+        configuration.api_key = {"BearerToken": token}
+        configuration.api_key_prefix = {"BearerToken": "Bearer"}
+
+
+def _from_api_server(settings: KubernetesSettings, configuration: client.Configuration) -> AccessSources:
     host = settings.api_server
     if ":" in host:
         host = f"[{host}]"
-    if settings.token:
-        configuration.host = f"https://{host}:{settings.api_secure_port}"
+    if not (settings.token_file or settings.token):
+        configuration.host = f"http://{host}:{settings.api_port}"
+        return AccessSources("plain HTTP (no CA)", "no identity (plain HTTP)")
+    configuration.host = f"https://{host}:{settings.api_secure_port}"
+    if settings.token_file:
+        hook = TokenFile(settings.token_file)
+        hook(configuration)
+        configuration.refresh_api_key_hook = hook  # type: ignore[assignment]  # typed None by the client
+        identity = f"[KUBERNETES] kubernetes_token_file {settings.token_file}"
+    else:
         configuration.api_key = {"BearerToken": settings.token}
         configuration.api_key_prefix = {"BearerToken": "Bearer"}
-        if settings.ca_cert:
-            configuration.ssl_ca_cert = settings.ca_cert
+        identity = "[DEFAULTS] token"
+    if settings.ca_cert:
+        configuration.ssl_ca_cert = settings.ca_cert
+        ca = f"[KUBERNETES] kubernetes_ca_cert {settings.ca_cert}"
     else:
-        configuration.host = f"http://{host}:{settings.api_port}"
+        ca = "the system's CA bundle ([KUBERNETES] kubernetes_ca_cert unset)"
+    return AccessSources(ca, identity)
 
 
 def _in_cluster_available(environ: Mapping[str, str], service_account_dir: str) -> bool:
@@ -107,23 +153,23 @@ def build_api_client(settings: KubernetesSettings, emulated_url: Optional[str] =
             raise ConfigError("[KUBERNETES] kubernetes_api_server: 'emulated' needs the emulator "
                               "to be started first")
         configuration.host = emulated_url
-        source = "emulated"
+        source, access = "emulated", AccessSources("plain HTTP (no CA)", "no identity (emulated)")
     elif settings.kubeconfig:
         _from_kubeconfig(settings.kubeconfig, configuration, "[KUBERNETES] kubeconfig")
-        source = "kubeconfig"
+        source, access = "kubeconfig", _kubeconfig_sources(settings.kubeconfig)
     elif settings.api_server:
-        _from_api_server(settings, configuration)
-        source = "api-server"
+        source, access = "api-server", _from_api_server(settings, configuration)
     elif _in_cluster_available(environ, service_account_dir):
         _from_service_account(configuration, environ, service_account_dir)
-        source = "in-cluster"
+        source, access = "in-cluster", AccessSources(f"service account {service_account_dir}/ca.crt",
+                                                     f"service account {service_account_dir}/token")
     else:
         default = environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
         if not environ.get("KUBECONFIG") and not os.path.isfile(default):
             raise ConfigError("[KUBERNETES]: no Kubernetes API server configured: set kubeconfig "
                               "or kubernetes_api_server, or run in a pod with a service account")
         _from_kubeconfig(default, configuration, "KUBECONFIG")
-        source = "default-kubeconfig"
-    endpoint = KubeEndpoint(source, configuration.host)
+        source, access = "default-kubeconfig", _kubeconfig_sources(default)
+    endpoint = KubeEndpoint(source, configuration.host, access)
     log.info("Kubernetes API server", extra=kv(source=endpoint.source, url=endpoint.url))
     return client.ApiClient(configuration), endpoint

@@ -107,7 +107,10 @@ class KubeWatcher:
                  settings: WatchSettings = WatchSettings(),
                  sleep: Optional[Callable[[float], None]] = None,
                  rand: Optional[random.Random] = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 explain: Callable[[BaseException], Optional[str]] = lambda exc: None) -> None:
+        """`explain`: the line for a failure only a setting can fix (a wrong CA, a refused
+        identity; kube/access.py), which logs it itself; None for the others."""
         self.resource = kind.resource
         assert kind.lister is not None and kind.trimmer is not None  # checked when registered
         self._list_fn = kind.lister(api_client)
@@ -119,6 +122,7 @@ class KubeWatcher:
         self._sleep = sleep if sleep is not None else self._stopped.wait
         self._rand = rand if rand is not None else random.Random()
         self._clock = clock
+        self._explain = explain
         # Two items with their own counts: connection/API errors, and expiries right after a re-list.
         self._backoff = ExponentialRateLimiter(settings.initial_backoff, settings.max_backoff)
         self._expired_again = False  # no watch event since the last 410
@@ -166,10 +170,12 @@ class KubeWatcher:
                 reason = ("timeout" if isinstance(exc, urllib3.exceptions.TimeoutError)
                           # urllib3 derives a refused connection from ConnectTimeoutError
                           and not isinstance(exc, urllib3.exceptions.NewConnectionError) else "error")
-                self._restarted(reason, f"{type(exc).__name__}: {exc}")
+                explained = self._explain(exc)
+                self._restarted(reason, explained or f"{type(exc).__name__}: {exc}")
                 delay = self._backoff.when(_FAILED)
-                log.warning("watch failed, retrying", extra=kv(
-                    resource=self.resource.name, error=self.status.last_error, retry_in=delay))
+                if explained is None:  # else said once already, for every watcher
+                    log.warning("watch failed, retrying", extra=kv(
+                        resource=self.resource.name, error=self.status.last_error, retry_in=delay))
                 self._sleep(delay)
         self.status.connected = False
 

@@ -20,6 +20,7 @@ from typing import Any, Dict, Optional, Tuple
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from kube_manager.plumbing.refusal import refusal
 from vnc_client import jsoncodec
 
 
@@ -113,7 +114,7 @@ class LeaseLock:
             response = method(*args, _preload_content=False, _request_timeout=timeout)
             data = jsoncodec.loads(response.data or b"null")
         except ApiException as exc:
-            raise LockError(f"{exc.status} {exc.reason}: {_message(exc.body)}", exc.status) from None
+            raise LockError(refusal(exc), exc.status) from None
         except ValueError as exc:
             raise LockError(f"the answer is not JSON: {exc}") from None
         except Exception as exc:  # connection refused, reset, timed out: all mean "not this time"
@@ -121,13 +122,6 @@ class LeaseLock:
         if not isinstance(data, dict):
             raise LockError("the answer is not a Lease object")
         return data
-
-
-def _message(body: Any) -> str:
-    try:
-        return str(jsoncodec.loads(body).get("message", ""))[:300]
-    except (ValueError, TypeError, AttributeError):
-        return str(body or "")[:300]
 
 
 def _text(value: Any) -> str:

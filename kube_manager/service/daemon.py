@@ -238,12 +238,14 @@ class Daemon:
 
     def _start_watchers(self, emulated_url: Optional[str]) -> Any:
         """The watchers in greenlets; returns their Kubernetes API client (the elector shares it)."""
+        from kube_manager.kube.access import AccessExplainer
         from kube_manager.kube.client_factory import build_api_client
         from kube_manager.kube.watcher import make_watchers
         api_client, endpoint = build_api_client(self.settings.kubernetes, emulated_url)
         self.kube_url = endpoint.url
         self._running.stoppers.append(api_client.close)
         watchers = make_watchers(api_client, self.pipeline.kinds, self.cache.on_event, self.db, metrics=self.metrics,
+                                 explain=AccessExplainer(endpoint.access).explain,
                                  settings=dataclasses.replace(self.settings.watch,
                                                               absent_recheck=self.settings.reconciler.resync_interval))
         self._look_again = [watcher.look_again for watcher in watchers]  # absent CRDs, at each resync

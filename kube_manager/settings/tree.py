@@ -54,6 +54,9 @@ class KubernetesSettings:
                               "kubeconfig file (wins over the above)", "")
     token: str = setting("token", "DEFAULTS", v.stripped,
                          "bearer token for kubernetes_api_secure_port", "", secret=True)
+    token_file: str = setting("kubernetes_token_file", "KUBERNETES", v.existing_file,
+                              "file holding the bearer token for kubernetes_api_secure_port, re-read"
+                              " when it changes (a pod's service-account token; wins over token)", "")
 
     @property
     def emulated(self) -> bool:

@@ -21,6 +21,7 @@ import gevent
 import gevent.queue
 
 from kube_manager.observability.logging_setup import kv
+from kube_manager.plumbing.refusal import refusal
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ class StatusOutbox:
             except gevent.Timeout:
                 self._failed(job, "timeout", f"no answer within {self._timeout} s")
             except Exception as exc:  # a refusal, a broken connection, not the leader any more
-                self._failed(job, "error", f"{type(exc).__name__}: {_short(exc)}")
+                self._failed(job, "error", f"{type(exc).__name__}: {refusal(exc)}")
             else:
                 if written and self._counters is not None:
                     self._counters.status_written(job)
@@ -128,10 +129,3 @@ class StatusOutbox:
             what=job.describe(), reason=reason, error=error, not_logged_since_last=self._unlogged))
         self._last_log, self._unlogged = now, 0
 
-
-def _short(exc: Exception) -> str:
-    """The first line of an API exception (its status and reason), not its headers and body."""
-    status = getattr(exc, "status", None)
-    if status is not None:
-        return f"{status} {getattr(exc, 'reason', '')}".strip()
-    return str(exc).splitlines()[0] if str(exc) else ""

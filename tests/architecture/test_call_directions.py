@@ -110,7 +110,7 @@ def test_the_watchers_deliver_to_the_dispatcher_not_to_the_daemon(monkeypatch: p
     delivered: List[Any] = []
     api = SimpleNamespace(close=lambda: None)
     monkeypatch.setattr(client_factory, "build_api_client",
-                        lambda settings, url: (api, SimpleNamespace(url="http://kube")))
+                        lambda settings, url: (api, SimpleNamespace(url="http://kube", access=None)))
     monkeypatch.setattr(watcher, "make_watchers", lambda api, kinds, on_event, db, **kw: delivered.append(on_event) or [])
     daemon = Daemon(OperatorSettings())
     daemon._start_watchers(None)

@@ -287,3 +287,15 @@ def test_a_large_page_lets_the_rest_of_the_daemon_run_while_it_is_built(db):
     # Without pacing the worker would not run once before the page is done; with it, it runs at
     # least once per PACE rules of each pass over them.
     assert ran_meanwhile >= max(1, 2000 // PACE)
+
+
+def test_readyz_says_why_a_list_cannot_be_done(db):
+    """A watch's last error (a wrong CA, a refused identity: kube/access.py) is the reason /readyz gives."""
+    app = make_app(db, config_api_probe=lambda: True)
+    status = db.kube_connections["pods"]
+    status.initial_list_done = False
+    status.last_error = "kubeconfig /k (user): the API server refused the identity (401 Unauthorized)"
+    reply = call(app, "/readyz?verbose=1")
+    assert reply.status == 503
+    assert ("[-]initial-list:pods failed: initial list not done yet: kubeconfig /k (user): the API server "
+            "refused the identity (401 Unauthorized)") in reply.text

@@ -128,3 +128,32 @@ def test_ini_host_and_port_reach_the_emulator() -> None:
             KubernetesSettings(api_server="127.0.0.1", api_port=port), environ={})
         names = [n.metadata.name for n in client.CoreV1Api(api_client).list_namespace().items]
     assert names == ["default", "dev", "kube-node-lease", "kube-public", "kube-system"]
+
+
+def test_token_file_is_read_again_when_it_changes(tmp_path: Path) -> None:
+    token, ca = tmp_path / "token", tmp_path / "ca.crt"
+    token.write_text(TOKEN + "\n")
+    ca.write_text("x")
+    api_client, endpoint = build_api_client(
+        KubernetesSettings(api_server="10.0.0.10", token_file=str(token), token="ignored", ca_cert=str(ca)),
+        environ={})
+    assert endpoint.url == "https://10.0.0.10:6443" and api_client.configuration.ssl_ca_cert == str(ca)
+    assert auth_header(api_client) == f"Bearer {TOKEN}"
+    token.write_text("rotated-token-of-another-length\n")
+    assert auth_header(api_client) == "Bearer rotated-token-of-another-length"
+    token.unlink()  # a file gone for a moment keeps the last token
+    assert auth_header(api_client) == "Bearer rotated-token-of-another-length"
+    assert (endpoint.access.identity, endpoint.access.ca) == (
+        f"[KUBERNETES] kubernetes_token_file {token}", f"[KUBERNETES] kubernetes_ca_cert {ca}")
+
+
+def test_each_source_names_the_settings_of_its_ca_and_identity(tmp_path: Path) -> None:
+    path = write_kubeconfig(tmp_path / "kubeconfig", "https://api.example.com:6443")
+    _, endpoint = build_api_client(KubernetesSettings(kubeconfig=path), environ={})
+    assert endpoint.access.ca == f"kubeconfig {path} (certificate-authority)"
+    assert endpoint.access.identity == f"kubeconfig {path} (user)"
+    _, endpoint = build_api_client(KubernetesSettings(api_server="h", token=TOKEN), environ={})
+    assert endpoint.access.identity == "[DEFAULTS] token" and "kubernetes_ca_cert unset" in endpoint.access.ca
+    directory = service_account(tmp_path)
+    _, endpoint = build_api_client(KubernetesSettings(), environ=IN_CLUSTER_ENV, service_account_dir=directory)
+    assert endpoint.access.identity == f"service account {directory}/token"

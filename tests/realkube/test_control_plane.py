@@ -8,7 +8,7 @@ import json
 import ssl
 import urllib.request
 from pathlib import Path
-from typing import Dict, FrozenSet, Iterator, List, Set, Tuple
+from typing import Dict, FrozenSet, List, Set, Tuple
 
 import pytest
 from kubernetes import client
@@ -144,16 +144,6 @@ def test_kube_manager_rules_are_exactly_the_documented_ones(real_kube: RealKube)
                       for (where, group, resource), verbs in _documented_rules().items()
                       if where in ("", namespace) for verb in verbs}
         assert granted == documented, namespace
-
-
-@pytest.fixture(scope="module")
-def uncached_kube(tmp_path_factory: pytest.TempPathFactory, real_kube: RealKube) -> Iterator[RealKube]:
-    """A control plane without the watch cache: its lists and watches read etcd itself. With the
-    cache (the default, and the session's), a compaction made directly in etcd goes unseen: the
-    cache keeps serving the older resourceVersions."""
-    own = start_real_kube(tmp_path_factory.mktemp("uncached"), ["--watch-cache", "false"])
-    yield own
-    stop_real_kube(own)
 
 
 def test_compacting_etcd_makes_older_resource_versions_gone(uncached_kube: RealKube) -> None:

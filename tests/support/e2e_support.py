@@ -89,7 +89,50 @@ def write_config(path: str, kube_server: str, kube_port: int, vnc: str, vnc_port
     return path
 
 
-class Environment:
+class ConvergenceChecks:
+    """Convergence of the config API on `translate` of what a Kubernetes API server holds; the
+    server is the subclass's (`objects`), the config API the embedded one (`contrail`)."""
+
+    contrail: InProcessApi
+
+    def objects(self, resource: str) -> List[Dict[str, Any]]:
+        raise NotImplementedError
+
+    def translation(self) -> Dict[str, Any]:
+        return translate({"Namespace": self.objects("namespaces"),
+                          "Pod": self.objects("pods"),
+                          "NetworkPolicy": self.objects("networkpolicies"),
+                          "ClusterNetworkPolicy": self.objects("clusternetworkpolicies")}, cluster_name="k8s", owner="k8s").to_dict()
+
+    def problems(self) -> List[str]:
+        """What keeps the config API from matching `translate` of the current cluster."""
+        translation = self.translation()
+        problems = differences(expected_objects(translation), self.contrail.owned())
+        uids = {(p["metadata"]["namespace"], p["metadata"]["name"]): p["metadata"]["uid"]
+                for p in self.objects("pods")}
+        for workload in translation["workloads"]:
+            uid = uids[(workload["namespace"], workload["name"])]
+            try:
+                tags = self.contrail.vmi_tags(uid)
+            except Exception as exc:  # the VM is not there (yet)
+                tags = [f"<{type(exc).__name__}>"]
+            if tags != workload["tags"]:
+                problems.append(f"pod {workload['namespace']}/{workload['name']} tags {tags} != {workload['tags']}")
+        return problems
+
+    def wait_converged(self, timeout: float = DEADLINE) -> None:
+        last: List[List[str]] = [[]]
+
+        def done() -> bool:
+            last[0] = self.problems()
+            return not last[0]
+        try:
+            wait_until(done, "convergence", timeout)
+        except AssertionError:
+            raise AssertionError(f"not converged: {last[0][:10]}") from None
+
+
+class Environment(ConvergenceChecks):
     """The emulated API server, the embedded config API and the emulated CNI."""
 
     def __init__(self, manifests: Manifests, late: Callable[[Dict[str, Any]], bool] = lambda pod: False,
@@ -124,41 +167,6 @@ class Environment:
     def objects(self, resource: str) -> List[Dict[str, Any]]:
         """The objects of `resource`; none of a custom resource whose CRD is not installed."""
         return self.kube.store.list(resource) if self.kube.store.served(resource) else []
-
-    # --- checks ----------------------------------------------------------------------------
-
-    def translation(self) -> Dict[str, Any]:
-        return translate({"Namespace": self.objects("namespaces"),
-                          "Pod": self.objects("pods"),
-                          "NetworkPolicy": self.objects("networkpolicies"),
-                          "ClusterNetworkPolicy": self.objects("clusternetworkpolicies")}, cluster_name="k8s", owner="k8s").to_dict()
-
-    def problems(self) -> List[str]:
-        """What keeps the config API from matching `translate` of the current cluster."""
-        translation = self.translation()
-        problems = differences(expected_objects(translation), self.contrail.owned())
-        uids = {(p["metadata"]["namespace"], p["metadata"]["name"]): p["metadata"]["uid"]
-                for p in self.objects("pods")}
-        for workload in translation["workloads"]:
-            uid = uids[(workload["namespace"], workload["name"])]
-            try:
-                tags = self.contrail.vmi_tags(uid)
-            except Exception as exc:  # the VM is not there (yet)
-                tags = [f"<{type(exc).__name__}>"]
-            if tags != workload["tags"]:
-                problems.append(f"pod {workload['namespace']}/{workload['name']} tags {tags} != {workload['tags']}")
-        return problems
-
-    def wait_converged(self, timeout: float = DEADLINE) -> None:
-        last: List[List[str]] = [[]]
-
-        def done() -> bool:
-            last[0] = self.problems()
-            return not last[0]
-        try:
-            wait_until(done, "convergence", timeout)
-        except AssertionError:
-            raise AssertionError(f"not converged: {last[0][:10]}") from None
 
     # --- the daemon ------------------------------------------------------------------------
 
