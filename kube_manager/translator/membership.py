@@ -88,8 +88,11 @@ class SelectorMembership:
             self._pod_tags[key] = found
 
     def namespace_changed(self, namespace: str) -> None:
-        """Namespace labels changed: re-evaluate the namespace-selector tags for its pods."""
-        if not self._cluster_wide:
+        """Namespace labels changed: re-evaluate, for its pods, the tags that can read them. Those
+        are the cluster-wide ones and also the namespace's own: an end narrowed to networks
+        (`exact/expressions.py`) that names the namespace and one of its labels is filed under
+        the namespace, so no cluster-wide tag at all does not mean nothing to re-evaluate."""
+        if not self._cluster_wide and namespace not in self._by_namespace:
             return
         for key in self._index.namespace_pods(namespace):
             self.pod_changed(key, self._index.pods[key])

@@ -80,12 +80,13 @@ SPECS = [
 namespace_manifests = st.builds(
     lambda name, labels: namespace(name, **labels), st.sampled_from(NAMESPACES),
     st.dictionaries(st.sampled_from(["team", "env"]), st.sampled_from(["x", "y", "prod"]), max_size=2))
-pod_manifests = st.builds(
-    lambda ns, name, labels, ip, ports: pod(ns, name, ip, labels, ports),
+pod_manifests = st.builds(  # a uid of its own: the pod re-created under its name (a StatefulSet's)
+    lambda ns, name, labels, ip, ports, uid: pod(ns, name, ip, labels, ports, uid=uid),
     st.sampled_from(NAMESPACES), st.sampled_from(["p0", "p1", "p2"]),
     st.dictionaries(st.sampled_from(["app", "tier"]), st.sampled_from(["web", "db", ""]), max_size=2),
     st.sampled_from([None, "10.0.0.1", "10.0.1.1", "10.0.2.2", "fd00::1"]),
-    st.lists(st.sampled_from(NAMED_PORTS), max_size=2, unique_by=lambda p: (p[0], p[2])))
+    st.lists(st.sampled_from(NAMED_PORTS), max_size=2, unique_by=lambda p: (p[0], p[2])),
+    st.sampled_from(["", "re-created"]))
 policy_manifests = st.builds(
     lambda ns, name, spec: policy(ns, name, copy.deepcopy(spec), uid=f"{ns}/{name}"),
     st.sampled_from(NAMESPACES), st.sampled_from(POLICY_NAMES), st.sampled_from(SPECS))
@@ -110,9 +111,9 @@ def key_of(manifest):
 
 
 @settings(max_examples=300, deadline=None)
-@given(operations)
-def test_any_event_sequence_ends_equal_to_a_fresh_translation(ops):
-    translator = ClusterTranslator()
+@given(operations, st.sampled_from(["kubernetes", "cluster-wide"]))
+def test_any_event_sequence_ends_equal_to_a_fresh_translation(ops, semantics):
+    translator = ClusterTranslator(semantics=semantics)
     mirror = Mirror()
     state: Dict[str, Dict[Any, Any]] = {"namespace": {}, "pod": {}, "policy": {}}
     for (op, arg), then_pop in ops:
@@ -129,10 +130,10 @@ def test_any_event_sequence_ends_equal_to_a_fresh_translation(ops):
     mirror.apply(translator)
     fresh = translate({"Namespace": state["namespace"].values(),
                        "Pod": state["pod"].values(),
-                       "NetworkPolicy": state["policy"].values()})
+                       "NetworkPolicy": state["policy"].values()}, semantics=semantics)
     assert json.dumps(translator.translation().to_dict()) == json.dumps(fresh.to_dict())
     mirror.check(translator)
-    bulk = ClusterTranslator(track_changes=False)  # publishes only once asked (translate() never asks)
+    bulk = ClusterTranslator(track_changes=False, semantics=semantics)  # publishes only once asked (translate() never asks)
     for kind in ("namespace", "pod", "policy"):
         for manifest in state[kind].values():
             bulk.upsert(KINDS[kind], manifest)
