@@ -187,10 +187,11 @@ def _tag_value(tags: FrozenSet[str], tag_type: str) -> Optional[str]:
 class OrientedRules:
     """Each firewall rule body's compiled entries, kept from one evaluator to the next.
 
-    Keyed by the body's identity: the translator's bodies are immutable and a changed rule is a
-    new body, so an unchanged body compiles to the same entries. Each kept body is held, so its
-    identity cannot pass to another object while it is a key. `compiled` counts the bodies
-    compiled anew (what a rebuild after one change should keep small)."""
+    Keyed by the body's identity: the translator's rule bodies are immutable and a changed rule
+    is a new body, so an unchanged body compiles to the same entries. (Not so its policies: the
+    deny-all policy's and the APS's ref lists are kept in place, so they are read anew each time.)
+    Each kept body is held, so its identity cannot pass to another object while it is a key.
+    `compiled` counts the bodies compiled anew (what a rebuild after one change should keep small)."""
 
     def __init__(self) -> None:
         self._kept: Dict[int, Tuple[Mapping[str, Any], str, Tuple[str, ...], List[_Entry]]] = {}
@@ -283,11 +284,15 @@ class ContrailEvaluator:
         popularity = Counter(t for w in self.workloads.values() for t in w.tags)
         self._by_source: Dict[Tuple[Any, ...], Set[int]] = {}
         self._by_destination: Dict[Tuple[Any, ...], Set[int]] = {}
+        # Rules share most of their endpoints: each distinct one is filed once.
+        keys: Dict[_Endpoint, List[Tuple[Any, ...]]] = {}
         for position, entry in enumerate(self.entries):
-            for key in self._keys_of(entry.source, popularity):
-                self._by_source.setdefault(key, set()).add(position)
-            for key in self._keys_of(entry.destination, popularity):
-                self._by_destination.setdefault(key, set()).add(position)
+            for endpoint, index in ((entry.source, self._by_source), (entry.destination, self._by_destination)):
+                found = keys.get(endpoint)
+                if found is None:
+                    found = keys[endpoint] = self._keys_of(endpoint, popularity)
+                for key in found:
+                    index.setdefault(key, set()).add(position)
 
     def _keys_of(self, endpoint: _Endpoint, popularity: Counter) -> List[Tuple[Any, ...]]:
         """Where an endpoint is filed: every end it matches has one of these keys."""
