@@ -15,8 +15,9 @@ own with `--latency` added to every answer - and reports:
 - one NetworkPolicy event to its last write (a new policy at a time, `--events` of them): p50, p99
   (with `--json`, each event's time, and the count and mean round trip of each kind of request, as
   for the cold start, which also reports the config API's CPU per request);
-- `/explain` over HTTP on introspect: the first question after a change (the index is built) and
-  then p50 and p99 of questions on an unchanged DB;
+- `/explain` over HTTP on introspect: the first question (the index is built whole), p50 and p99
+  of questions on an unchanged DB, then the first question after a change (one new NetworkPolicy:
+  the index is rebuilt, reusing the rules the change left alone);
 - memory: this process's RSS (translator, DB, reconciler, client, and the synthetic manifests,
   reported apart) after the translation of the initial lists and after the cold start, and its peak.
 
