@@ -15,6 +15,7 @@ from kube_manager.plumbing import gcpolicy
 from kube_manager.records.db import Database, PodRecord
 from kube_manager.offline.manifests import Manifests
 from kube_manager.explain.explainer import KUBERNETES, Explainer
+from kube_manager.explain.flow import OrientedRules
 from kube_manager.explain.trace_tiers import CLUSTER_NETWORK_POLICY
 from kube_manager.plumbing.gcpolicy import collector_paused
 
@@ -155,34 +156,39 @@ def db_manifests(db: Database, pods: Optional[List[PodRecord]] = None) -> Manife
                       "NetworkPolicy": policies, "ClusterNetworkPolicy": cluster_policies})
 
 
-def db_explainer(db: Database, cluster_name: str, semantics: str = KUBERNETES) -> ExplainFn:
+def db_explainer(db: Database, cluster_name: str, semantics: str = KUBERNETES,
+                 rules: Optional[OrientedRules] = None) -> ExplainFn:
     """An explain callable over the live DB: the desired Contrail objects against the cached
     Kubernetes objects. Indexing the DB costs seconds at ten thousand pods, so the index is kept
     for as long as `db.generation` (bumped by the cache at every change) stays the same, and any
-    change makes the next question index the current state afresh.
+    change makes the next question index the current state afresh; the rules compiled for the
+    previous index (`OrientedRules`, most of the work) are reused for the bodies the change left
+    alone, so that question costs in proportion to the change, not to the cluster. `rules` is
+    where they are kept (the caller's, to count what a rebuild compiles), a new one by default.
 
     The Kubernetes side compiles the policies and pods of the namespaces a question touches when
     first asked for, and keeps them: a question that compiled some freezes them (`freeze_young`),
     else they reach the oldest generation and a full collection, every twenty or so questions,
     walks them all during a question (the slowest question by far)."""
     cached: Dict[int, Explainer] = {}
+    compiled = rules if rules is not None else OrientedRules()
 
     def explain(source: str, destination: str, port: str, protocol: str) -> Mapping[str, Any]:
         explainer = cached.get(db.generation)
         if explainer is None:
             cached.clear()
-            explainer = cached[db.generation] = _build_explainer(db, cluster_name, semantics)
-        compiled = explainer.kubernetes.compiled
+            explainer = cached[db.generation] = _build_explainer(db, cluster_name, semantics, compiled)
+        kubernetes_compiled = explainer.kubernetes.compiled
         try:
             return explainer.explain(source, destination, port, protocol)
         finally:
-            if explainer.kubernetes.compiled != compiled:
+            if explainer.kubernetes.compiled != kubernetes_compiled:
                 gcpolicy.freeze_young()
 
     return explain
 
 
-def _build_explainer(db: Database, cluster_name: str, semantics: str) -> Explainer:
+def _build_explainer(db: Database, cluster_name: str, semantics: str, rules: OrientedRules) -> Explainer:
     """The index, built with the cyclic garbage collector paused, then frozen out of its reach.
 
     Every object of the index survives, so collecting while building only costs time, and each
@@ -193,6 +199,6 @@ def _build_explainer(db: Database, cluster_name: str, semantics: str) -> Explain
     counting frees it although it is frozen (a test checks)."""
     with collector_paused():
         explainer = Explainer(db_translation(db, cluster_name), db_manifests(db), cluster_name, db.selectors,
-                              semantics)
+                              semantics, rules)
     gcpolicy.settle()
     return explainer

@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from kube_manager.translator.decode import decode_tags
 from kube_manager.translator.semantics import CLUSTER_WIDE, KUBERNETES
-from kube_manager.explain.flow import FLOW_PROTOCOLS, ContrailEvaluator, Decision, Workload
+from kube_manager.explain.flow import FLOW_PROTOCOLS, ContrailEvaluator, Decision, OrientedRules, Workload
 from kube_manager.explain.k8s_cnp import ADMIN, BASELINE
 from kube_manager.explain.k8s_semantics import (NETWORK_POLICY_TIER, Endpoint, KubernetesModel,
                                                 SideVerdict, Verdict)
@@ -124,12 +124,14 @@ class Explainer:
 
     def __init__(self, translation: Mapping[str, Any], manifests: ManifestSet,
                  cluster_name: Optional[str] = None,
-                 selectors: Optional[Mapping[str, Any]] = None, semantics: str = KUBERNETES) -> None:
+                 selectors: Optional[Mapping[str, Any]] = None, semantics: str = KUBERNETES,
+                 rules: Optional[OrientedRules] = None) -> None:
         """`selectors`: selector tag -> the object it was hashed from (`Translation.selectors`,
         or the daemon's live view), to decode the tags an answer shows; `semantics`: the
-        `policy_semantics` the translation was made with."""
+        `policy_semantics` the translation was made with; `rules`: the rules compiled for the
+        previous explainer over the same live bodies (`OrientedRules`), reused where unchanged."""
         self.semantics = semantics
-        self.contrail = ContrailEvaluator(translation, cluster_name)
+        self.contrail = ContrailEvaluator(translation, cluster_name, rules)
         self.cluster = self.contrail.application_tag.partition("=")[2]
         self.kubernetes = KubernetesModel.of(manifests.objects)
         self.selectors: Mapping[str, Any] = selectors or {}

@@ -11,7 +11,10 @@ dropped (the APS is a whitelist).
 
 The introspect page calls this on a live DB, so the constructor indexes the rules once: each
 oriented rule is filed under one key per endpoint (its `any`, its address group, or its rarest tag),
-and a query only looks at the rules filed under the keys its two ends carry.
+and a query only looks at the rules filed under the keys its two ends carry. Compiling a rule's
+body (orienting it, reading its endpoints and service) is most of that work, so the page keeps an
+`OrientedRules` from one index to the next: a rebuild after a change compiles only the bodies that
+changed, as the translator replaces a body it changes and shares the others.
 """
 from __future__ import annotations
 
@@ -181,10 +184,57 @@ def _tag_value(tags: FrozenSet[str], tag_type: str) -> Optional[str]:
     return next((t for t in tags if t.startswith(prefix)), None)
 
 
+class OrientedRules:
+    """Each firewall rule body's compiled entries, kept from one evaluator to the next.
+
+    Keyed by the body's identity: the translator's rule bodies are immutable and a changed rule
+    is a new body, so an unchanged body compiles to the same entries. (Not so its policies: the
+    deny-all policy's and the APS's ref lists are kept in place, so they are read anew each time.)
+    Each kept body is held, so its identity cannot pass to another object while it is a key.
+    `compiled` counts the bodies compiled anew (what a rebuild after one change should keep small)."""
+
+    def __init__(self) -> None:
+        self._kept: Dict[int, Tuple[Mapping[str, Any], str, Tuple[str, ...], List[_Entry]]] = {}
+        self._used: Dict[int, Tuple[Mapping[str, Any], str, Tuple[str, ...], List[_Entry]]] = {}
+        self.compiled = 0
+
+    def entries(self, policy: str, rule_fq: Tuple[str, ...], rule: Mapping[str, Any]) -> List[_Entry]:
+        """The rule's oriented entries in `policy`, compiled only if this body was not seen."""
+        found = self._used.get(id(rule)) or self._kept.get(id(rule))
+        if found is None or found[0] is not rule or found[1] != policy or found[2] != rule_fq:
+            self.compiled += 1
+            found = (rule, policy, rule_fq, _oriented(policy, rule_fq, rule))
+        self._used[id(rule)] = found
+        return found[3]
+
+    def settle(self) -> None:
+        """An evaluator is built: keep only the bodies it used, so that replaced ones are freed."""
+        self._kept, self._used = self._used, {}
+
+
+def _oriented(policy: str, rule_fq: Tuple[str, ...], rule: Mapping[str, Any]) -> List[_Entry]:
+    ep1, ep2 = _endpoint(rule.get("endpoint_1")), _endpoint(rule.get("endpoint_2"))
+    direction = rule.get("direction") or ">"
+    pairs = {">": [(ep1, ep2)], "<": [(ep2, ep1)], "<>": [(ep1, ep2), (ep2, ep1)]}.get(direction)
+    if pairs is None:
+        log.warning("rule %s: unknown direction %r, never matches", rule_fq[-1], direction)
+        return []
+    action_list = rule.get("action_list") or {}
+    action = str(action_list.get("simple_action") or "deny")
+    logged = action_list.get("log") is True
+    match_tags = tuple((rule.get("match_tags") or {}).get("tag_list") or ())
+    service = _service(rule.get("service"))
+    return [_Entry(policy, rule_fq[-1], rule_fq, src, dst, service, match_tags, action, logged)
+            for src, dst in pairs]
+
+
 class ContrailEvaluator:
     """Evaluates flows against one translation (the SPEC section 8 JSON object)."""
 
-    def __init__(self, translation: Mapping[str, Any], cluster_name: Optional[str] = None) -> None:
+    def __init__(self, translation: Mapping[str, Any], cluster_name: Optional[str] = None,
+                 rules: Optional[OrientedRules] = None) -> None:
+        """`rules`: the compiled rules of a previous evaluator over the same kind of input (the
+        live DB), reused where the bodies are the same; None compiles every rule."""
         self.cluster_name = cluster_name or translation.get("cluster_name") or "k8s"
         self.application_tag = f"application={self.cluster_name}"
         self.workloads: Dict[Tuple[str, str], Workload] = {}
@@ -201,12 +251,14 @@ class ContrailEvaluator:
             for fq, g in _by_fq_name(translation.get("address_groups")).items()}
         # The prefix shapes in use: an address is looked up once per shape.
         self._shapes = sorted({(v, host_bits) for v, host_bits, _ in parsed.values()})
-        self.entries: List[_Entry] = self._entries(translation)
+        self.entries: List[_Entry] = self._entries(translation, rules or OrientedRules())
+        if rules is not None:
+            rules.settle()
         self._index_entries()
 
     # ---- building --------------------------------------------------------------------------
 
-    def _entries(self, translation: Mapping[str, Any]) -> List[_Entry]:
+    def _entries(self, translation: Mapping[str, Any], compiled: OrientedRules) -> List[_Entry]:
         aps = translation.get("application_policy_set") or {}
         policies = _by_fq_name(translation.get("firewall_policies"))
         rules = _by_fq_name(translation.get("firewall_rules"))
@@ -225,35 +277,22 @@ class ContrailEvaluator:
                 if rule is None:
                     log.warning("policy %s refers to unknown rule %s", policy_fq[-1], rule_fq)
                     continue
-                entries.extend(self._oriented(policy_fq[-1], rule_fq, rule))
+                entries.extend(compiled.entries(policy_fq[-1], rule_fq, rule))
         return entries
-
-    @staticmethod
-    def _oriented(policy: str, rule_fq: Tuple[str, ...],
-                  rule: Mapping[str, Any]) -> List[_Entry]:
-        ep1, ep2 = _endpoint(rule.get("endpoint_1")), _endpoint(rule.get("endpoint_2"))
-        direction = rule.get("direction") or ">"
-        pairs = {">": [(ep1, ep2)], "<": [(ep2, ep1)], "<>": [(ep1, ep2), (ep2, ep1)]}.get(direction)
-        if pairs is None:
-            log.warning("rule %s: unknown direction %r, never matches", rule_fq[-1], direction)
-            return []
-        action_list = rule.get("action_list") or {}
-        action = str(action_list.get("simple_action") or "deny")
-        logged = action_list.get("log") is True
-        match_tags = tuple((rule.get("match_tags") or {}).get("tag_list") or ())
-        service = _service(rule.get("service"))
-        return [_Entry(policy, rule_fq[-1], rule_fq, src, dst, service, match_tags, action, logged)
-                for src, dst in pairs]
 
     def _index_entries(self) -> None:
         popularity = Counter(t for w in self.workloads.values() for t in w.tags)
         self._by_source: Dict[Tuple[Any, ...], Set[int]] = {}
         self._by_destination: Dict[Tuple[Any, ...], Set[int]] = {}
+        # Rules share most of their endpoints: each distinct one is filed once.
+        keys: Dict[_Endpoint, List[Tuple[Any, ...]]] = {}
         for position, entry in enumerate(self.entries):
-            for key in self._keys_of(entry.source, popularity):
-                self._by_source.setdefault(key, set()).add(position)
-            for key in self._keys_of(entry.destination, popularity):
-                self._by_destination.setdefault(key, set()).add(position)
+            for endpoint, index in ((entry.source, self._by_source), (entry.destination, self._by_destination)):
+                found = keys.get(endpoint)
+                if found is None:
+                    found = keys[endpoint] = self._keys_of(endpoint, popularity)
+                for key in found:
+                    index.setdefault(key, set()).add(position)
 
     def _keys_of(self, endpoint: _Endpoint, popularity: Counter) -> List[Tuple[Any, ...]]:
         """Where an endpoint is filed: every end it matches has one of these keys."""
