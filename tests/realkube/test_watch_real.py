@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from contextlib import contextmanager
 from typing import Any, Callable, Iterator, List
 
 from kubernetes import client
@@ -65,6 +66,27 @@ def names(recorder: Recorder) -> List[str]:
     return [key[2] for key in recorder.state]
 
 
+@contextmanager
+def revisions_moving(real: RealKube) -> Iterator[None]:
+    """A ConfigMap in `default` rewritten every half second, until the block ends."""
+    core, name, stop = client.CoreV1Api(real.admin()), unique("revision"), threading.Event()
+    core.create_namespaced_config_map("default", client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name)))
+
+    def rewrite() -> None:
+        count = 0
+        while not stop.wait(0.5):
+            count += 1
+            core.patch_namespaced_config_map(name, "default", {"data": {"count": str(count)}})
+    writer = threading.Thread(target=rewrite, daemon=True)
+    writer.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        writer.join()
+        core.delete_namespaced_config_map(name, "default")
+
+
 def test_watches_the_server_ends_are_resumed_and_bookmarks_arrive(real_kube: RealKube) -> None:
     counted, recorder, db = CountedWatches(), Recorder(), Database()
     metrics = Metrics(CollectorRegistry())
@@ -73,7 +95,10 @@ def test_watches_the_server_ends_are_resumed_and_bookmarks_arrive(real_kube: Rea
     with running([watcher]):
         wait_until(lambda: db.kube_connections["namespaces"].initial_list_done, "the list", DEADLINE)
         wait_until(lambda: counted.watches >= 3, "two watches ended by the server", DEADLINE)
-        wait_until(lambda: kube_events(metrics, "BOOKMARK") > 0, "a bookmark", DEADLINE)
+        # A bookmark names a version past the watch's start: writes of another kind move etcd's
+        # revision, which the server's cache learns from etcd's progress notifications.
+        with revisions_moving(real_kube):
+            wait_until(lambda: kube_events(metrics, "BOOKMARK") > 0, "a bookmark", DEADLINE)
         name = unique("after-watches")
         admin.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
         wait_until(lambda: name in names(recorder), "the namespace created after them", DEADLINE)
