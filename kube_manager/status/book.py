@@ -85,7 +85,7 @@ class StatusBook:
         self._pod_tags(changes.pods)
         self._read_errors()
         if self.pair_rule_observers and changes:
-            counts = self._translator.pair_rules()
+            counts = self._desired.pair_rules()
             for observer in self.pair_rule_observers:
                 observer(counts)
 

@@ -43,7 +43,6 @@ from .cnp.chain import ChainBuilder
 from .cnp.source import ClusterNetworkPolicies
 from .decode import SelectorView
 from .exact.isolation import Isolation
-from .exact.pairs import PairRuleCounts
 from .exact.source import ExactEnforcement
 from .exact.tiers import TierBlocks
 from .index import ClusterIndex, PodKey
@@ -159,6 +158,7 @@ class ClusterTranslator:
         self._logging = MatchLogging()  # SPEC 15: which NetworkPolicy rules log their matches
         self._exact = ExactEnforcement(semantics, self._bodies, self._shared, self._store, aps_refs, isolation,
                                        self._namespace_labels)
+        self._published.follow_pair_rules(self._exact.pair_rules)
         namespaces = NamespaceSource(self._index, self._shared, self._membership, self._marks, self._parse_cache,
                                      self._logging, self._namespace_relabelled, self._namespace_logging_changed,
                                      self._exact.namespace_changed)
@@ -261,11 +261,6 @@ class ClusterTranslator:
         if reason is not None:
             return Unrendered((reason,))
         return source.status(namespace, name)
-
-    def pair_rules(self) -> PairRuleCounts:
-        """The `kubernetes` mode's pair rules (SPEC 14) and the NetworkPolicies they come from:
-        what the status room weighs against the bound (none under `cluster-wide`)."""
-        return self._exact.pair_rules()
 
     def errors(self) -> List[Dict[str, str]]:
         """Every rejection and every error of the objects read, sorted by kind, namespace and name."""

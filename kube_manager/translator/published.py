@@ -12,11 +12,12 @@ Only the translator writes it (`applied`); everyone else reads.
 """
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, Mapping, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, Mapping, Optional, Tuple
 
 from kube_manager.plumbing.gcpolicy import TrackedDict
 
 from .bodies import FIELDS, Body, FqName
+from .exact.pairs import PairRuleCounts
 from .render import PolicyRendering
 
 PolicyKey = Tuple[str, str]
@@ -40,6 +41,7 @@ class DesiredState:
         # another in one flush (SPEC 4 suffixes) is dropped only by the policy that holds it.
         self._deny_owner: Dict[FqName, Tuple[PolicyKey, FqName]] = TrackedDict()
         self._tags_of: Dict[FqName, Tuple[PolicyKey, Mapping[str, object]]] = {}  # the rendering's tags
+        self._pair_rules: Callable[[], PairRuleCounts] = lambda: PairRuleCounts(0, {})
 
     @property
     def objects(self) -> Mapping[str, Mapping[FqName, Body]]:
@@ -48,6 +50,15 @@ class DesiredState:
 
     def get(self, resource_type: str, fq_name: FqName) -> Optional[Body]:
         return self._objects.get(resource_type, {}).get(fq_name)
+
+    def follow_pair_rules(self, counts: Callable[[], PairRuleCounts]) -> None:
+        """Publish the exact mode's pair rules (its block is made after this view)."""
+        self._pair_rules = counts
+
+    def pair_rules(self) -> PairRuleCounts:
+        """The `kubernetes` mode's pair rules (SPEC 14) and the NetworkPolicies they come from, as
+        of the last flush: what the status room weighs against the bound (none under `cluster-wide`)."""
+        return self._pair_rules()
 
     def pod_tags(self, pod: PolicyKey) -> Optional[Tuple[str, ...]]:
         """The sorted `type=value` tags the pod's VMIs must carry, as of the last flush; None for
