@@ -28,7 +28,7 @@ from kube_manager.translator.staged_policies import StagedKey, promoted
 # what-if's evaluator itself, one pair at a time (whatif.py documents why the pairs and port
 # classes it checks are enough).
 from .k8s_netpol import EGRESS, INGRESS
-from .whatif import FlowChange, _affected_pods, _common_pods, _End, _pair_changes, _State
+from .whatif import FlowChange, affected_pods, common_pods, PairEnd, pair_changes, WhatIfSide
 
 LISTED = 100  # flows listed per direction
 _SECTIONS = ("tags", "address_groups", "firewall_rules", "firewall_policies")
@@ -96,7 +96,7 @@ class StagedRun:
         self._deadline = deadline
         self._clock = clock
         self._limit = limit
-        self._before: Optional[_State] = None
+        self._before: Optional[WhatIfSide] = None
 
     def _late(self, deadline: Optional[float]) -> bool:
         return deadline is not None and self._clock() > deadline
@@ -110,19 +110,19 @@ class StagedRun:
             report.complete = False
             return report
         if self._before is None:
-            self._before = _State(_Manifests(self._objects), self._cluster_name, self._semantics)
+            self._before = WhatIfSide(_Manifests(self._objects), self._cluster_name, self._semantics)
         before = self._before
-        after = _State(_Manifests(promoted(self._objects, {key})), self._cluster_name, self._semantics)
+        after = WhatIfSide(_Manifests(promoted(self._objects, {key})), self._cluster_name, self._semantics)
         report.objects, report.selectors = _object_changes(before.translation, after.translation, after.selectors)
-        pods = _common_pods(before, after)
-        ends = [_End(pod, ip) for pod, ip in sorted(pods.items())]
-        report.pairs, pairs = _pairs(key, after, ends, _affected_pods(KINDS, {key}, pods))
+        pods = common_pods(before, after)
+        ends = [PairEnd(pod, ip) for pod, ip in sorted(pods.items())]
+        report.pairs, pairs = _pairs(key, after, ends, affected_pods(KINDS, {key}, pods))
         for src, dst in pairs:
             if self._late(deadline):
                 report.complete = False
                 break
             report.pairs_checked += 1
-            for change in _pair_changes(before, after, src, dst):
+            for change in pair_changes(before, after, src, dst):
                 self._count(report, change)
         return report
 
@@ -141,10 +141,10 @@ class StagedRun:
                 report.closed_listed.append(flow)
 
 
-Pairs = Tuple[int, Iterator[Tuple[_End, _End]]]  # how many, and each, made as they are checked
+Pairs = Tuple[int, Iterator[Tuple[PairEnd, PairEnd]]]  # how many, and each, made as they are checked
 
 
-def _pairs(key: StagedKey, after: _State, ends: List[_End], affected: Set[Tuple[str, str]]) -> Pairs:
+def _pairs(key: StagedKey, after: WhatIfSide, ends: List[PairEnd], affected: Set[Tuple[str, str]]) -> Pairs:
     """The pairs whose verdict the policy can change, counted and made lazily (every pair of a
     large cluster would not fit in memory). A flow's verdict depends only on the policies
     selecting its source (egress) and its destination (ingress), in both semantics (the
@@ -176,7 +176,7 @@ def _pairs(key: StagedKey, after: _State, ends: List[_End], affected: Set[Tuple[
 
 @dataclass(frozen=True)
 class _Manifests:
-    """Manifests by kind, as what-if's `_State` reads them."""
+    """Manifests by kind, as what-if's `WhatIfSide` reads them."""
 
     objects: Mapping[str, Any]
 

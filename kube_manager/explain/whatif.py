@@ -129,7 +129,7 @@ class WhatIf:
     affected_pods: int
 
 
-class _State:
+class WhatIfSide:
     """One side of the comparison: the translation's evaluator and the Kubernetes model."""
 
     def __init__(self, manifests: Any, cluster_name: str, semantics: str) -> None:
@@ -141,19 +141,19 @@ class _State:
         self.contrail = ContrailEvaluator(translation, cluster_name)
         self.kubernetes = KubernetesModel.of(manifests.objects)
 
-    def workload(self, end: "_End") -> Workload:
+    def workload(self, end: "PairEnd") -> Workload:
         if end.pod is None:
             return Workload(end.ip, frozenset())
         found = self.contrail.workload(*end.pod)
         return found if found is not None else Workload(end.ip, frozenset())
 
-    def endpoint(self, end: "_End") -> Endpoint:
+    def endpoint(self, end: "PairEnd") -> Endpoint:
         pod = self.kubernetes.pod(*end.pod) if end.pod else None
         return Endpoint(pod, pod.ip if pod else end.ip)
 
 
 @dataclass(frozen=True)
-class _End:
+class PairEnd:
     pod: Optional[Tuple[str, str]]
     ip: Any  # an IP address, or None for a pod without one
 
@@ -192,7 +192,7 @@ def _classes(boundaries: Set[int]) -> List[Tuple[int, int]]:
     return list(zip(points, [p - 1 for p in points[1:]]))
 
 
-def _pair_changes(before: _State, after: _State, src: _End, dst: _End) -> List[FlowChange]:
+def pair_changes(before: WhatIfSide, after: WhatIfSide, src: PairEnd, dst: PairEnd) -> List[FlowChange]:
     decisions = []
     for state in (before, after):
         src_w, dst_w = state.workload(src), state.workload(dst)
@@ -223,7 +223,7 @@ def _pair_changes(before: _State, after: _State, src: _End, dst: _End) -> List[F
     return changes
 
 
-def _affected_pods(kinds: Kinds, touched: Set[ObjectKey], pods: Iterable[Tuple[str, str]]) -> Set[Tuple[str, str]]:
+def affected_pods(kinds: Kinds, touched: Set[ObjectKey], pods: Iterable[Tuple[str, str]]) -> Set[Tuple[str, str]]:
     """The pods a change of the `touched` objects may affect, by the reach of their kinds."""
     namespaces: Set[str] = set()
     direct: Set[Tuple[str, str]] = set()
@@ -240,7 +240,7 @@ def _affected_pods(kinds: Kinds, touched: Set[ObjectKey], pods: Iterable[Tuple[s
     return {key for key in pods if key[0] in namespaces or key in direct}
 
 
-def _networks(state: _State) -> Iterable[Any]:
+def _networks(state: WhatIfSide) -> Iterable[Any]:
     """Every network an ipBlock rule can tell apart: address group prefixes and the ipBlocks'
     CIDRs and excepts."""
     for group in state.translation.get("address_groups") or ():
@@ -265,7 +265,7 @@ def _networks(state: _State) -> Iterable[Any]:
 _ADDRESS = {4: ipaddress.IPv4Address, 6: ipaddress.IPv6Address}
 
 
-def _outside_addresses(states: Sequence[_State], pod_ips: Set[Any]) -> List[_End]:
+def _outside_addresses(states: Sequence[WhatIfSide], pod_ips: Set[Any]) -> List[PairEnd]:
     """One outside address per elementary interval of the networks' boundaries (per IP version):
     no prefix, CIDR or except starts or ends inside an interval, so every rule and ipBlock sees
     all its addresses alike. Pod addresses are skipped (a pod is an end of its own)."""
@@ -281,7 +281,7 @@ def _outside_addresses(states: Sequence[_State], pod_ips: Set[Any]) -> List[_End
             candidates = (_ADDRESS[version](a) for a in range(low, min(high, low + 8)))
             address = next((a for a in candidates if a not in pod_ips), None)
             if address is not None:
-                found.append(_End(None, address))
+                found.append(PairEnd(None, address))
     return found
 
 
@@ -291,29 +291,29 @@ def what_if(cluster: Any, change: Any, cluster_name: str = "k8s",
     `cluster` (see `apply_change`), both translated under `semantics`; raises WhatIfError for a
     change that cannot apply."""
     applied, touched = apply_change(cluster, change)
-    before, after = _State(cluster, cluster_name, semantics), _State(applied, cluster_name, semantics)
-    pods = _common_pods(before, after)
-    return _compare(before, after, pods, _affected_pods(_kinds_of(cluster), touched, pods))
+    before, after = WhatIfSide(cluster, cluster_name, semantics), WhatIfSide(applied, cluster_name, semantics)
+    pods = common_pods(before, after)
+    return _compare(before, after, pods, affected_pods(_kinds_of(cluster), touched, pods))
 
 
 def semantics_switch(cluster: Any, cluster_name: str = "k8s", before: str = CLUSTER_WIDE,
                      after: str = KUBERNETES) -> WhatIf:
     """Every flow of `cluster` whose Contrail verdict differs between the `before` and `after`
     policy semantics (the Kubernetes verdicts do not change)."""
-    old, new = _State(cluster, cluster_name, before), _State(cluster, cluster_name, after)
-    pods = _common_pods(old, new)
+    old, new = WhatIfSide(cluster, cluster_name, before), WhatIfSide(cluster, cluster_name, after)
+    pods = common_pods(old, new)
     return _compare(old, new, pods, set(pods))
 
 
-def _common_pods(before: _State, after: _State) -> Dict[Tuple[str, str], Any]:
+def common_pods(before: WhatIfSide, after: WhatIfSide) -> Dict[Tuple[str, str], Any]:
     """Pods of both states: a pod the change adds or deletes has no verdict to compare."""
     pods = _pod_ips(before.translation)
     return {key: ip for key, ip in _pod_ips(after.translation).items() if pods.get(key, 0) == ip}
 
 
-def _compare(before: _State, after: _State, pods: Dict[Tuple[str, str], Any],
+def _compare(before: WhatIfSide, after: WhatIfSide, pods: Dict[Tuple[str, str], Any],
              affected: Set[Tuple[str, str]]) -> WhatIf:
-    ends = [_End(key, ip) for key, ip in sorted(pods.items())]
+    ends = [PairEnd(key, ip) for key, ip in sorted(pods.items())]
     near = [end for end in ends if end.pod in affected]
     others = ends + _outside_addresses((before, after), {ip for ip in pods.values() if ip})
     pairs = sorted({(a, b) for a in near for b in others if a != b}
@@ -321,7 +321,7 @@ def _compare(before: _State, after: _State, pods: Dict[Tuple[str, str], Any],
                    key=lambda pair: (pair[0].describe(), pair[1].describe()))
     changes: List[FlowChange] = []
     for src, dst in pairs:
-        changes.extend(_pair_changes(before, after, src, dst))
+        changes.extend(pair_changes(before, after, src, dst))
     return WhatIf(changes, len(pairs), len(affected))
 
 
