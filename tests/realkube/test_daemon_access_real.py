@@ -60,6 +60,8 @@ def test_token_file_and_ca_file_with_the_token_read_again_as_it_rotates(
     cluster.wait_converged(CONVERGE)
     wait_until(lambda: not readyz(daemon).startswith("503"), "ready", CONVERGE)
     assert daemon.stop() == 0
+    secrets = ("not-a-token-the-server-knows", token.read_text().strip())
+    assert not [line for line in daemon.log() if any(secret in line for secret in secrets)]  # no token logged
 
 
 def other_ca(folder: Path) -> Path:
