@@ -1,5 +1,5 @@
 """What the daemon writes to a real kube-apiserver about its policies (SPEC 15), as the restricted
-identity: Events (`Synced`, `WriteFailed` and its series) and ClusterNetworkPolicy conditions through
+identity: Events (`Synced`, `InvalidPolicy`, `WriteFailed` and its series) and ClusterNetworkPolicy conditions through
 `/status` with `observedGeneration`, all accepted by the real validation (no 4xx in the daemon's
 log); and the policies a real server refuses at admission shown refused there."""
 from __future__ import annotations
@@ -58,6 +58,23 @@ def test_synced_and_write_failed_events_and_their_series(cluster: RealCluster) -
     for event in cluster.events_about("NetworkPolicy", "refused", "WriteFailed"):
         assert event["series"]["lastObservedTime"] >= event["eventTime"]
     assert daemon.metric("kube_manager_status_failures_total") == 0
+    assert daemon.stop() == 0
+    assert client_errors(daemon.log()) == []
+
+
+def test_invalid_policy_event_for_a_part_the_real_server_admits(cluster: RealCluster) -> None:
+    """A named port no selected pod declares passes admission; kube-manager rejects that part, and
+    the real validation accepts its InvalidPolicy Event."""
+    ns = shop(cluster)
+    daemon = cluster.start_daemon()
+    cluster.wait_converged(CONVERGE)
+    cluster.apply(policy(ns, "unnamed", {"podSelector": {"matchLabels": {"app": "api"}},
+                                         "ingress": [{"ports": [{"port": "no-such-port"}]}]}))
+    invalid = wait_until(lambda: cluster.events_about("NetworkPolicy", "unnamed", "InvalidPolicy"),
+                         "InvalidPolicy about unnamed", CONVERGE)
+    assert len(invalid) == 1 and invalid[0]["type"] == "Warning"
+    assert "named port 'no-such-port' (TCP) resolves on no selected pod" in invalid[0]["note"]
+    assert invalid[0]["regarding"]["uid"] == cluster.read("networkpolicies", ns, "unnamed")["metadata"]["uid"]
     assert daemon.stop() == 0
     assert client_errors(daemon.log()) == []
 
