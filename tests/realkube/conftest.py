@@ -18,6 +18,6 @@ def real_kube_admin(request: pytest.FixtureRequest) -> Target:
         real = request.getfixturevalue("real_kube")
     except pytest.FixtureLookupError:
         pytest.skip("no real control plane: the real_kube fixture (tools/control-plane) is not in this tree")
-    target = Target("real", real.admin(), compact=lambda: None)
+    target = Target("real", real.admin(), compact=lambda _path: None)
     target.compact = forgotten(target, FORGET_TIMEOUT)
     return target

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.realkube, pytest.mark.slow]
 @pytest.fixture(scope="module")
 def emulator() -> Iterator[Target]:
     with EmulatorRunner(namespace_controller=False) as kube:
-        yield Target("emulator", api_client_for_url(kube.url), compact=kube.store.compact)
+        yield Target("emulator", api_client_for_url(kube.url), compact=lambda _path: kube.store.compact())
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

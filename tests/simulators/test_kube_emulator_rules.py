@@ -17,7 +17,7 @@ from tests.support.kube_parity import CASES, Target
 def emulator() -> Iterator[Target]:
     # Without the namespace controller, as the bare control plane the parity tests run against.
     with EmulatorRunner(namespace_controller=False) as kube:
-        yield Target("emulator", api_client_for_url(kube.url), compact=kube.store.compact)
+        yield Target("emulator", api_client_for_url(kube.url), compact=lambda _path: kube.store.compact())
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

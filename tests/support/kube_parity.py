@@ -33,12 +33,13 @@ FAR_AHEAD = 10_000_000  # a resourceVersion no test cluster reaches
 
 @dataclass
 class Target:
-    """One API server: `api` carries its address and credentials; `compact` forgets its history
-    (etcd compaction on a real server, `KubeStore.compact` on the emulator)."""
+    """One API server: `api` carries its address and credentials; `compact(path)` forgets its
+    history, the collection at `path` included (etcd compaction on a real server, whose caches of
+    each kind forget on their own time; `KubeStore.compact` on the emulator)."""
 
     name: str
     api: client.ApiClient
-    compact: Callable[[], None]
+    compact: Callable[[str], None]
 
     def call(self, method: str, path: str, body: Any = None, query: Optional[Dict[str, Any]] = None,
              content_type: str = "application/json") -> Tuple[int, Any]:
@@ -81,19 +82,20 @@ class Target:
         return int(self.call("GET", path)[1]["metadata"]["resourceVersion"])
 
 
-def forgotten(t: Target, timeout: float) -> Callable[[], None]:
-    """A real server's `compact`: writes (an Event every 2 s, so that etcd's revision moves) until
-    the server refuses (410) an exact list at the version it was at. kube-apiserver compacts etcd
+def forgotten(t: Target, timeout: float) -> Callable[[str], None]:
+    """A real server's `compact(path)`: writes (an Event every 2 s, so that etcd's revision moves)
+    until the server refuses (410) an exact list of `path` at the version it was at (each kind's
+    cache keeps its own snapshots, so the kind asked about is the one probed). kube-apiserver compacts etcd
     every --etcd-compaction-interval, at the revision it saw one interval before, and its watch
     cache drops the paging snapshots older than that within 15 s. (Its watch history it keeps:
     a watch from a compacted version is served as long as the cache holds the events.)"""
-    def compacted() -> None:
-        before = t.rv("/api/v1/namespaces")
+    def compacted(path: str) -> None:
+        before = t.rv(path)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             name = f"parity-clock-{secrets.token_hex(4)}"
             t.call("POST", "/apis/events.k8s.io/v1/namespaces/default/events", event_body(name, "default"))
-            code, _ = t.call("GET", "/api/v1/namespaces",
+            code, _ = t.call("GET", path,
                              query={"resourceVersion": before, "resourceVersionMatch": "Exact", "limit": 1})
             if code == 410:
                 return
@@ -155,7 +157,7 @@ def list_expired_continue(t: Target) -> List[Observation]:
         t.call("POST", pods, pod_body(name))
     _, first = t.call("GET", pods, query={"limit": 1})
     t.call("POST", pods, pod_body("c"))
-    t.compact()
+    t.compact(pods)
     return [refusal(*t.call("GET", pods, query={"limit": 1, "continue": first["metadata"]["continue"]}))]
 
 
