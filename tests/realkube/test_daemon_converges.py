@@ -1,28 +1,33 @@
 """The daemon against a real kube-apiserver (SPEC 16), as the restricted identity of etc/rbac.yaml:
 it converges equal to `translate` of what the real server holds, follows creates, updates and
 deletes, and the server answers none of its requests with a 4xx. Pods are created through the real
-API and get their IPs through their status, as a kubelet sets them (tests/support/real_cluster.py)."""
+API and get their IPs through their status, as a kubelet sets them (tests/support/real_cluster.py).
+The same scenario runs against the emulator (tests/support/e2e_support.py): one behaviour, two
+servers."""
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Union
 
 import pytest
 
+from kube_manager.offline.manifests import Manifests
+
 from tests.support.builders import HTTP_8080, allow_from, cluster_policy, namespace, pod, policy
-from tests.support.control_plane_support import RealKube
+from tests.support.e2e_support import Environment
 from tests.support.real_cluster import RealCluster, client_errors, unique
 
 CONVERGE = 60.0  # seconds: a loaded 2-core machine, a real server
 
 
-@pytest.fixture
-def cluster(real_kube: RealKube) -> Iterator[RealCluster]:
-    made = RealCluster(real_kube)
+@pytest.fixture(params=["real", "emulator"])
+def cluster(request: pytest.FixtureRequest) -> Iterator[Union[RealCluster, Environment]]:
+    made: Union[RealCluster, Environment] = (RealCluster(request.getfixturevalue("real_kube"))
+                                             if request.param == "real" else Environment(Manifests()))
     yield made
     made.close()
 
 
-def test_converges_then_follows_creates_updates_and_deletes(cluster: RealCluster) -> None:
+def test_converges_then_follows_creates_updates_and_deletes(cluster: Union[RealCluster, Environment]) -> None:
     shop, ops = unique("shop"), unique("ops")
     cluster.apply(namespace(shop, team="shop"), namespace(ops, team="ops"),
                   pod(shop, "web", "10.1.0.1", app="web", ports=HTTP_8080),
