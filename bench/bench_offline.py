@@ -50,7 +50,8 @@ def measure(argv: List[str], stdin: Any = None, tree: str = ROOT) -> Dict[str, f
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([tree, os.environ.get("PYTHONPATH", "")]))
     start = time.perf_counter()
     with open(os.devnull, "wb") as sink:
-        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.PIPE, stdin=stdin, env=env)
+        # `python -m` puts the working directory first on sys.path: run in the tree measured
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.PIPE, stdin=stdin, env=env, cwd=tree)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -95,7 +96,7 @@ def core(shape: str, path: str) -> Dict[str, Any]:
 
 
 def ensure(directory: str, shape: str) -> str:
-    path = os.path.join(directory, f"{shape}.json")
+    path = os.path.abspath(os.path.join(directory, f"{shape}.json"))
     if not os.path.exists(path):
         write(shape, path, 5000 if shape == "antrea" else 300)
     return path
