@@ -15,6 +15,13 @@ is shared, and CPU time is what the process itself costs. Peak memory is the pro
 
     python bench/bench_offline.py                 # about a minute, XLarge included
     python bench/bench_offline.py --no-xlarge     # without the 25,000-namespace core run
+    python bench/bench_offline.py --whole --repeat 5 [--against OTHER_TREE]
+
+`--whole` measures only the whole `translate -f antrea.json -o json` command, in both modes,
+interleaved with `json.load` of the dump `--repeat` times, and gives the best of each with its ratio
+to the best `json.load` of the same run (the machine is shared: the best is the run least disturbed);
+`--against` adds the same rows for another source tree (e.g. an export of the commit before), run
+alternately with this one.
 """
 from __future__ import annotations
 
@@ -38,12 +45,13 @@ TARGET_RATIO, TARGET_US_PER_POLICY = 3.0, 41.0
 PARSE = "import json, sys\nwith open(sys.argv[1]) as f: json.load(f)"
 
 
-def measure(argv: List[str], stdin: Any = None) -> Dict[str, float]:
+def measure(argv: List[str], stdin: Any = None, tree: str = ROOT) -> Dict[str, float]:
     """Wall, CPU (user + system) and peak RSS of one child process; its output goes to /dev/null."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([tree, os.environ.get("PYTHONPATH", "")]))
     start = time.perf_counter()
     with open(os.devnull, "wb") as sink:
-        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.PIPE, stdin=stdin, env=env)
+        # `python -m` puts the working directory first on sys.path: run in the tree measured
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.PIPE, stdin=stdin, env=env, cwd=tree)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -88,7 +96,7 @@ def core(shape: str, path: str) -> Dict[str, Any]:
 
 
 def ensure(directory: str, shape: str) -> str:
-    path = os.path.join(directory, f"{shape}.json")
+    path = os.path.abspath(os.path.join(directory, f"{shape}.json"))
     if not os.path.exists(path):
         write(shape, path, 5000 if shape == "antrea" else 300)
     return path
@@ -99,10 +107,35 @@ def row(name: str, m: Dict[str, float], base: Dict[str, float], target: str = ""
     return f"{name:<44} {m['wall']:7.2f} {m['cpu']:7.2f} {m['mib']:8.0f}   {ratio}  {target}"
 
 
+def whole_command(antrea: str, trees: List[str], repeat: int, out: Any) -> Dict[str, Any]:
+    """The best of `repeat` interleaved runs of json.load and of the command in both modes, per tree."""
+    runs: Dict[Tuple[str, str], List[Dict[str, float]]] = {}
+    for _ in range(repeat):
+        for tree in trees:
+            runs.setdefault((tree, "json.load"), []).append(measure([sys.executable, "-c", PARSE, antrea], tree=tree))
+            for mode in ("kubernetes", "cluster-wide"):
+                argv = [sys.executable, "-m", "kube_manager", "translate", "-f", antrea, "-o", "json",
+                        "--semantics", mode]
+                runs.setdefault((tree, mode), []).append(measure(argv, tree=tree))
+    figures: Dict[str, Any] = {}
+    for tree in trees:
+        best = {what: {key: min(m[key] for m in found) for key in ("wall", "cpu", "mib")}
+                for (where, what), found in runs.items() if where == tree}
+        print(f"{os.path.abspath(tree)} (best of {repeat})", file=out)
+        for what, m in best.items():
+            base = {} if what == "json.load" else best["json.load"]
+            print(row(f"  {what}", m, base, f"within {TARGET_RATIO:g}x" if base else ""), file=out)
+        figures[os.path.abspath(tree)] = best
+    return figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dir", default="/tmp/kube-manager-bench", help="where the dumps are written once")
     parser.add_argument("--no-xlarge", action="store_true", help="skip the XLarge translation core run")
+    parser.add_argument("--whole", action="store_true", help="only the whole translate command, both modes")
+    parser.add_argument("--repeat", type=int, default=1, help="with --whole: runs of each, the best is kept")
+    parser.add_argument("--against", metavar="TREE", help="with --whole: also measure this source tree")
     parser.add_argument("--json", action="store_true", help="the table on stderr, the figures as JSON on stdout")
     parser.add_argument("--core-worker", nargs=2, metavar=("SHAPE", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -118,6 +151,16 @@ def main() -> int:
             figures[key] = m
 
     os.makedirs(args.dir, exist_ok=True)
+    if args.whole:
+        antrea = ensure(args.dir, "antrea")
+        print(f"antrea.json {os.path.getsize(antrea) / 1e6:.1f} MB; load average {os.getloadavg()[0]:.1f} on"
+              f" {os.cpu_count()} cores", file=out)
+        print(f"{'measure':<44} {'wall s':>7} {'cpu s':>7} {'peak MiB':>8}   {'vs json.load':>14}  target", file=out)
+        figures = whole_command(antrea, [ROOT] + ([args.against] if args.against else []), args.repeat, out)
+        print(f"load average after: {os.getloadavg()[0]:.1f}", file=out)
+        if args.json:
+            print(json.dumps(figures))
+        return 0
     antrea, kubectl = ensure(args.dir, "antrea"), ensure(args.dir, "kubectl")
     cli = [sys.executable, "-m", "kube_manager"]
     print(f"antrea.json {os.path.getsize(antrea) / 1e6:.1f} MB, kubectl.json {os.path.getsize(kubectl) / 1e6:.1f} MB;"

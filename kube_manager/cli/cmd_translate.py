@@ -15,7 +15,7 @@ from kube_manager.cli.options import add_semantics_argument
 from kube_manager.offline.manifests import ManifestError, load_manifests
 from kube_manager.offline.output import write_out
 from kube_manager.offline.serialize import json_bytes, yaml_bytes
-from kube_manager.plumbing.gcpolicy import collector_paused
+from kube_manager.plumbing.gcpolicy import collector_paused, leave_to_exit
 
 USAGE_ERROR = 2
 FORMATS = ("table", "json", "yaml")
@@ -46,7 +46,9 @@ def render(translation: Any, output: str) -> bytes:
 
 def main(args: argparse.Namespace) -> int:
     with collector_paused():
-        return _translate(args)
+        status = _translate(args)
+        leave_to_exit()
+        return status
 
 
 def _translate(args: argparse.Namespace) -> int:

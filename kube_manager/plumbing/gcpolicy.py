@@ -94,6 +94,14 @@ def release_free_memory() -> None:
         _TRIM(0)
 
 
+def leave_to_exit() -> None:
+    """The process ends next (an offline command has written its answer): what it allocated goes
+    out of the collector's view, so that neither a collection nor the interpreter's exit walks the
+    job's heap and frees it object by object; the kernel takes it back whole. The translator's parts
+    call back into each other (reference cycles), so its whole graph would wait for the collector."""
+    gc.freeze()
+
+
 def thaw() -> None:
     """Before dropping long-lived objects that hold reference cycles (a leader's term ends): back in
     the collector's view, so that its next full pass reclaims them; the next `settle` freezes what

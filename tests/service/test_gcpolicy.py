@@ -51,6 +51,19 @@ def test_settle_collects_the_cycles_left_behind_and_freezes_what_lives(thawed: N
     assert probe() is None
 
 
+def test_what_an_offline_command_leaves_is_not_collected_before_the_exit(thawed: None) -> None:
+    """The translator's graph holds cycles: once the answer is written, the collector must not
+    walk and free it piece by piece (the process's exit hands it back to the kernel whole)."""
+    with gcpolicy.collector_paused():
+        left = cycle()
+        gcpolicy.leave_to_exit()
+    gc.collect()
+    assert left() is not None
+    gc.unfreeze()  # back in view, the cycle is garbage as it should be
+    gc.collect()
+    assert left() is None
+
+
 def test_a_settled_dict_of_atoms_stays_out_of_the_young_generation_when_it_grows(thawed: None) -> None:
     """A full pass would untrack it (nothing in it can be in a cycle), and the first tuple added
     would put it back, whole, into generation 0: every young collection would walk it again."""
