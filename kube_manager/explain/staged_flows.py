@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import orjson
 
@@ -115,12 +115,17 @@ class StagedRun:
     def flows(self, key: StagedKey, deadline: Optional[float] = None) -> StagedFlows:
         """What the staged policy `key` would open and close, and its objects; `deadline` (the
         run's when not given) bounds this policy's part."""
-        deadline = deadline if deadline is not None else self._deadline
+        # A bulk job of a short-lived process: allocations, no reference cycles, and a heap whose
+        # every full collection would be walked for nothing (the translator's as much as ours).
+        with collector_paused():
+            return self._flows(key, deadline if deadline is not None else self._deadline)
+
+    def _flows(self, key: StagedKey, deadline: Optional[float]) -> StagedFlows:
         report = StagedFlows(key)
         if self._late(deadline):
             report.complete = False
             return report
-        before = self._enforced()
+        before = self.prepare()
         translator = self._translator
         assert translator is not None
         kind = key[0]
@@ -128,13 +133,13 @@ class StagedRun:
                                 if staged_value(m) == STAGED_VALUE and staged_key(kind, m) == key), None)
         if staged_manifest is None:
             return report  # no such staged policy: nothing it would change
-        with collector_paused():
-            translator.upsert(kind, enforced(staged_manifest))
-            translator.flush()
-            after = self._side(translator, promoted(self._objects, {key}))
-            # staged again at once: the next policy is compared with the state as enforced
-            translator.upsert(kind, staged_manifest)
-            translator.flush()
+        translator.upsert(kind, enforced(staged_manifest))
+        translator.flush()
+        after = self._side(translator, KubernetesModel.of(promoted(self._objects, {key})).reuse(
+            before.kubernetes, key[1] if kind == "NetworkPolicy" else None))
+        # staged again at once: the next policy is compared with the state as enforced
+        translator.upsert(kind, staged_manifest)
+        translator.flush()
         report.objects, report.selectors = _object_changes(before.translation, after.translation, after.selectors)
         pods = common_pods(before, after)
         classes = pod_classes([PairEnd(pod, ip) for pod, ip in sorted(pods.items())], before, after)
@@ -148,8 +153,9 @@ class StagedRun:
             self._count(report, pair, pair_changes(before, after, *pair.representative()))
         return report
 
-    def _enforced(self) -> WhatIfSide:
-        """The state as enforced (every staged policy left out), translated at the first call."""
+    def prepare(self) -> WhatIfSide:
+        """The state as enforced (every staged policy left out), translated at the first call and
+        shared by every policy's comparison: what a run spends before its first policy."""
         if self._before is None:
             with collector_paused():
                 self._translator = ClusterTranslator(self._cluster_name, track_changes=False, semantics=self._semantics)
@@ -157,10 +163,15 @@ class StagedRun:
                     for manifest in self._objects.get(kind, ()):
                         self._translator.upsert(kind, manifest)
                 self._translator.flush()
-                self._before = self._side(self._translator, self._objects)
+                kubernetes = KubernetesModel.of(self._objects)
+                # every policy and pod read once, for each side after it to reuse
+                kubernetes.rejections()
+                self._before = self._side(self._translator, kubernetes)
+                for workload in self._before.translation["workloads"]:
+                    kubernetes.pod(workload["namespace"], workload["name"])
         return self._before
 
-    def _side(self, translator: ClusterTranslator, objects: Mapping[str, Any]) -> WhatIfSide:
+    def _side(self, translator: ClusterTranslator, kubernetes: KubernetesModel) -> WhatIfSide:
         """The translator's state as a side of the comparison, detached from the later flushes
         (which update the policies' and the APS's reference lists in place)."""
         translation = translator.translation()
@@ -168,7 +179,7 @@ class StagedRun:
         for section in ("firewall_policies", "application_policy_set"):
             detached[section] = orjson.loads(orjson.dumps(detached[section]))
         return WhatIfSide.of(detached, translation.selectors, ContrailEvaluator(detached, self._cluster_name, self._rules),
-                             KubernetesModel.of(objects))
+                             kubernetes)
 
     def _count(self, report: StagedFlows, pair: ClassPair, changes: List[FlowChange]) -> None:
         """The flows of one pair of classes, once for each pod pair it stands for; listed, pod
@@ -196,19 +207,26 @@ class _Manifests:
     objects: Mapping[str, Any]
 
 
-def _by_fq_name(translation: Mapping[str, Any]) -> Dict[Tuple[str, Tuple[str, ...]], Mapping[str, Any]]:
-    found = {(section, tuple(body["fq_name"])): body for section in _SECTIONS for body in translation.get(section) or ()}
+Keyed = Dict[Tuple[str, Tuple[str, ...]], Mapping[str, Any]]
+
+
+def _bodies(translation: Mapping[str, Any]) -> Iterator[Tuple[str, Mapping[str, Any]]]:
+    for section in _SECTIONS:
+        for body in translation.get(section) or ():
+            yield section, body
     aps = translation.get("application_policy_set")
     if aps:
-        found[("application_policy_set", tuple(aps["fq_name"]))] = aps
-    return found
+        yield "application_policy_set", aps
 
 
 def _object_changes(before: Mapping[str, Any], after: Mapping[str, Any],
                     selectors: Mapping[str, Any]) -> Tuple[Dict[str, List[Any]], Dict[str, Any]]:
     """The objects `after` adds, changes and removes, and what the selector tags they use stand
-    for (`selectors`: after's)."""
-    old, new = _by_fq_name(before), _by_fq_name(after)
+    for (`selectors`: after's). A body the translator left alone is the same object on both sides
+    (under the same fq_name), so only the others are keyed and compared."""
+    old_ids, new_ids = {id(body) for _, body in _bodies(before)}, {id(body) for _, body in _bodies(after)}
+    old: Keyed = {(section, tuple(body["fq_name"])): body for section, body in _bodies(before) if id(body) not in new_ids}
+    new: Keyed = {(section, tuple(body["fq_name"])): body for section, body in _bodies(after) if id(body) not in old_ids}
     added = [{"type": key[0], "body": body} for key, body in sorted(new.items()) if key not in old]
     changed = [{"type": key[0], "body": body} for key, body in sorted(new.items()) if key in old and old[key] != body]
     removed = [{"type": key[0], "fq_name": list(key[1])} for key in sorted(old) if key not in new]

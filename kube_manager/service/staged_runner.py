@@ -55,6 +55,7 @@ def compute_reports(objects: Mapping[str, Any], keys: List[StagedKey], cluster_n
     from kube_manager.explain.staged_flows import StagedRun  # the evaluator: loaded only when some policy is staged
 
     run = StagedRun(objects, cluster_name, semantics)
+    run.prepare()  # the state as enforced, every policy's share: before the time is shared out
     reports = []
     for i, key in enumerate(keys):
         # Each policy its share of what is left: a ClusterNetworkPolicy over every pair of a
