@@ -35,9 +35,9 @@ from kube_manager.translator.staged_policies import StagedKey
 
 log = logging.getLogger(__name__)
 
-DEBOUNCE = 2.0  # seconds of quiet before a run
+DEBOUNCE = 2.0  # seconds of quiet before a run (the setting staged_run_debounce)
 MAX_DELAY = 20.0  # seconds: a cluster that keeps changing gets a run at least this often
-BUDGET = 30.0  # seconds a run may take before it reports what it found as too large to compute
+BUDGET = 30.0  # seconds a run may take before it reports what it found as too large to compute (staged_run_budget)
 RUN_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 Snapshot = Callable[[], Mapping[str, Any]]  # the records' manifests, by kind
