@@ -200,13 +200,6 @@ class StagedRun:
                     listed.append(Flow(src.describe(), dst.describe(), change.protocol, change.ports))
 
 
-@dataclass(frozen=True)
-class _Manifests:
-    """Manifests by kind, as what-if's `WhatIfSide` reads them."""
-
-    objects: Mapping[str, Any]
-
-
 Keyed = Dict[Tuple[str, Tuple[str, ...]], Mapping[str, Any]]
 
 
