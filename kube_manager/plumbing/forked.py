@@ -20,7 +20,7 @@ import json
 import logging
 import os
 import signal
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import gevent
 import gevent.os
@@ -69,8 +69,21 @@ def in_child(work: Callable[[], Any], timeout: float, nice: int = 0) -> Any:
 def _threads_let_go(wait: float) -> None:
     """The hub's pool of native threads emptied (see the module docstring), waiting at most `wait`
     seconds for the lookups under way: past it, the fork goes ahead with them."""
+    pool = gevent.get_hub().threadpool
+    workers, threads = pool.size, _os_threads()
     with gevent.Timeout(wait, False):
-        gevent.get_hub().threadpool.size = 0
+        pool.size = 0
+        # A worker leaves the pool's books just before its thread ends: wait for the ends too.
+        while threads is not None and (_os_threads() or 0) > threads - workers:
+            gevent.sleep(0.001)
+
+
+def _os_threads() -> Optional[int]:
+    """The process's native threads (Linux), or None where they cannot be counted."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return None
 
 
 def _child(work: Callable[[], Any], read_fd: int, write_fd: int, nice: int) -> None:

@@ -191,5 +191,5 @@ def test_the_fork_is_made_with_the_resolver_threads_let_go(monkeypatch):
     fork = os.fork
     monkeypatch.setattr(os, "fork", lambda: at_fork.append(threads()) or fork())
     assert in_child(lambda: 7, 10) == 7
-    assert at_fork == [before]
+    assert len(at_fork) == 1 and at_fork[0] <= before
     assert gevent.socket.getaddrinfo("localhost", 80)  # the pool works again
