@@ -63,13 +63,19 @@ def staged_cluster(policies: int, pods: int) -> Dict[str, List[Any]]:
     return objects
 
 
+def daemon_order(keys: List[Any]) -> List[Any]:
+    """The staged policies in the order the daemon's runner computes them (ClusterTranslator.staged):
+    NetworkPolicies, then ClusterNetworkPolicies."""
+    return sorted(keys, key=lambda key: (key[0] != "NetworkPolicy", key))
+
+
 def the_run(policies: int, pods: int, budget: float) -> Dict[str, Any]:
     """In this (child) process: one staged run over the cluster."""
     base = rss_mb()
     objects = staged_cluster(policies, pods)
     built = rss_mb()
     started = time.monotonic()
-    reports = compute_reports(objects, staged_keys(objects), "k8s", "kubernetes", started + budget)
+    reports = compute_reports(objects, daemon_order(staged_keys(objects)), "k8s", "kubernetes", started + budget)
     seconds = time.monotonic() - started
     return {"policies": policies, "pods": pods, "budget_s": budget, "wall_s": round(seconds, 1),
             "reports": [{key: r[key] for key in ("kind", "name", "complete", "pairs", "pairs_checked", "opened", "closed")}
@@ -82,7 +88,7 @@ def writes(policies: int, pods: int, events: int, budget: float) -> Dict[str, An
     """Event -> last write without, then with, staged runs going on."""
     cluster = synthetic(policies, pods)
     objects = staged_cluster(policies, pods)
-    keys = staged_keys(objects)
+    keys = daemon_order(staged_keys(objects))
     result: Dict[str, Any] = {"policies": policies, "pods": pods}
     with embedded_server("process", 0.0) as srv:
         populate_vmis(srv.url, cluster)

@@ -193,6 +193,22 @@ class KubernetesModel:
             self._pods[key] = parse_pod(manifest) if manifest is not None else None
         return self._pods[key]
 
+    def reuse(self, other: "KubernetesModel", changed_namespace: Optional[str]) -> "KubernetesModel":
+        """Take over what `other`, a model of the same namespace and pod manifests, has compiled,
+        but for the policies that differ: those of `changed_namespace`, or when it is None the
+        ClusterNetworkPolicies (a model with one policy more, compiling only its own kind and
+        place). Returns this model."""
+        self._pods.update(other._pods)
+        self._pods_by_ip = other._pods_by_ip
+        for namespace, compiled in other._policies.items():
+            if namespace != changed_namespace:
+                self._policies[namespace], self._rejections[namespace] = compiled, other._rejections[namespace]
+        if changed_namespace is not None and other._tiers is not None:
+            self._tiers = other._tiers
+            self._cluster_rejections = other._cluster_rejections
+            self._cluster_rejected_whole = other._cluster_rejected_whole
+        return self
+
     def pods_with_ip(self, ip: IPAddress) -> List[Pod]:
         if self._pods_by_ip is None:
             self._pods_by_ip = {}

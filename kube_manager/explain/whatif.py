@@ -135,11 +135,24 @@ class WhatIfSide:
     def __init__(self, manifests: Any, cluster_name: str, semantics: str) -> None:
         translated = translate(manifests.objects, cluster_name=cluster_name, semantics=semantics,
                                kinds=_kinds_of(manifests))
-        self.selectors = translated.selectors  # what its selector tags stand for
         translation = translated.to_dict()
+        self._set(translation, translated.selectors, ContrailEvaluator(translation, cluster_name),
+                  KubernetesModel.of(manifests.objects))
+
+    @classmethod
+    def of(cls, translation: Mapping[str, Any], selectors: Mapping[str, Any], contrail: ContrailEvaluator,
+           kubernetes: KubernetesModel) -> "WhatIfSide":
+        """A side made of its parts (a caller translating incrementally has them already)."""
+        side = cls.__new__(cls)
+        side._set(translation, selectors, contrail, kubernetes)
+        return side
+
+    def _set(self, translation: Mapping[str, Any], selectors: Mapping[str, Any], contrail: ContrailEvaluator,
+             kubernetes: KubernetesModel) -> None:
+        self.selectors = selectors  # what its selector tags stand for
         self.translation = translation
-        self.contrail = ContrailEvaluator(translation, cluster_name)
-        self.kubernetes = KubernetesModel.of(manifests.objects)
+        self.contrail = contrail
+        self.kubernetes = kubernetes
 
     def workload(self, end: "PairEnd") -> Workload:
         if end.pod is None:
@@ -240,7 +253,7 @@ def affected_pods(kinds: Kinds, touched: Set[ObjectKey], pods: Iterable[Tuple[st
     return {key for key in pods if key[0] in namespaces or key in direct}
 
 
-def _networks(state: WhatIfSide) -> Iterable[Any]:
+def networks(state: WhatIfSide) -> Iterable[Any]:
     """Every network an ipBlock rule can tell apart: address group prefixes and the ipBlocks'
     CIDRs and excepts."""
     for group in state.translation.get("address_groups") or ():
@@ -271,7 +284,7 @@ def _outside_addresses(states: Sequence[WhatIfSide], pod_ips: Set[Any]) -> List[
     all its addresses alike. Pod addresses are skipped (a pod is an end of its own)."""
     points: Dict[int, Set[int]] = {4: {0, 2 ** 32}, 6: {0, 2 ** 128}}
     for state in states:
-        for network in _networks(state):
+        for network in networks(state):
             points[network.version].update((int(network.network_address),
                                             int(network.broadcast_address) + 1))
     found = []

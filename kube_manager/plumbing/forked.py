@@ -6,6 +6,13 @@ I/O waits, which multiplies the latency of writes. A forked child runs on anothe
 parent's memory as it was at the fork (copy on write: no snapshot to serialise), and hands back a
 JSON result through a pipe that the loop reads cooperatively. The child logs nothing (what it
 would log is the parent's to say) and leaves with `os._exit`, so no handler of the parent runs.
+
+The fork is made in a process of one thread. The daemon has others: gevent's default resolver runs
+each `getaddrinfo` (every connection to the API server or the config API, even to an IP literal) in
+the hub's pool of native threads, and up to 10 idle workers stay. A lock one of them held at the
+fork would stay held in the child forever (Python 3.12 and later warn "This process is
+multi-threaded, use of fork() may lead to deadlocks in the child"), so the idle workers are let go
+first; the pool starts them again at its next lookup.
 """
 from __future__ import annotations
 
@@ -13,12 +20,13 @@ import json
 import logging
 import os
 import signal
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import gevent
 import gevent.os
 
 CHUNK = 1 << 20
+THREADS_WAIT = 2.0  # seconds a lookup under way in the hub's pool may hold up a fork
 
 
 class ChildFailed(RuntimeError):
@@ -29,6 +37,7 @@ def in_child(work: Callable[[], Any], timeout: float, nice: int = 0) -> Any:
     """`work()`, computed in a forked child, `nice` added to its niceness (the CPU goes to others
     first); its result must be JSON. TimeoutError (the child killed) when no result came within
     `timeout` seconds, ChildFailed when the child failed."""
+    _threads_let_go(THREADS_WAIT)
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child's coverage is not collected
@@ -55,6 +64,26 @@ def in_child(work: Callable[[], Any], timeout: float, nice: int = 0) -> Any:
     if "error" in answer:
         raise ChildFailed(answer["error"])
     return answer["result"]
+
+
+def _threads_let_go(wait: float) -> None:
+    """The hub's pool of native threads emptied (see the module docstring), waiting at most `wait`
+    seconds for the lookups under way: past it, the fork goes ahead with them."""
+    pool = gevent.get_hub().threadpool
+    workers, threads = pool.size, _os_threads()
+    with gevent.Timeout(wait, False):
+        pool.size = 0
+        # A worker leaves the pool's books just before its thread ends: wait for the ends too.
+        while threads is not None and (_os_threads() or 0) > threads - workers:
+            gevent.sleep(0.001)
+
+
+def _os_threads() -> Optional[int]:
+    """The process's native threads (Linux), or None where they cannot be counted."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return None
 
 
 def _child(work: Callable[[], Any], read_fd: int, write_fd: int, nice: int) -> None:

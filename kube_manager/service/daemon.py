@@ -280,7 +280,8 @@ class Daemon:
         from introspect.explain import db_manifests
         from kube_manager.service.staged_runner import StagedRunner
         return StagedRunner(self.db, self.pipeline.translator, lambda: db_manifests(self.db).objects,
-                            self.status.staged_reported, self.metrics.registry, stop=self._stop)
+                            self.status.staged_reported, self.metrics.registry, stop=self._stop,
+                            debounce=self.settings.staged.debounce, budget=self.settings.staged.budget)
 
     def _probe_config_api(self) -> bool:
         """/readyz: does the config API answer now (a bounded GET, not the last request's outcome)."""

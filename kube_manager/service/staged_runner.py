@@ -35,9 +35,9 @@ from kube_manager.translator.staged_policies import StagedKey
 
 log = logging.getLogger(__name__)
 
-DEBOUNCE = 2.0  # seconds of quiet before a run
+DEBOUNCE = 2.0  # seconds of quiet before a run (the setting staged_run_debounce)
 MAX_DELAY = 20.0  # seconds: a cluster that keeps changing gets a run at least this often
-BUDGET = 30.0  # seconds a run may take before it reports what it found as too large to compute
+BUDGET = 30.0  # seconds a run may take before it reports what it found as too large to compute (staged_run_budget)
 RUN_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 Snapshot = Callable[[], Mapping[str, Any]]  # the records' manifests, by kind
@@ -55,6 +55,7 @@ def compute_reports(objects: Mapping[str, Any], keys: List[StagedKey], cluster_n
     from kube_manager.explain.staged_flows import StagedRun  # the evaluator: loaded only when some policy is staged
 
     run = StagedRun(objects, cluster_name, semantics)
+    run.prepare()  # the state as enforced, every policy's share: before the time is shared out
     reports = []
     for i, key in enumerate(keys):
         # Each policy its share of what is left: a ClusterNetworkPolicy over every pair of a

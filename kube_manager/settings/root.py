@@ -7,8 +7,8 @@ from typing import Any, Dict, List
 
 from .keys import derive, get
 from .tree import (AuthSettings, ClusterSettings, EmulationSettings, HealthSettings, IntrospectSettings,
-                   KubernetesSettings, LeaderElectionSettings, LogSettings, ReconcilerSettings, VncSettings,
-                   WatchSettings)
+                   KubernetesSettings, LeaderElectionSettings, LogSettings, ReconcilerSettings, StagedSettings,
+                   VncSettings, WatchSettings)
 
 
 @dataclass
@@ -43,6 +43,7 @@ class OperatorSettings:
     auth: AuthSettings = field(default_factory=AuthSettings)
     reconciler: ReconcilerSettings = field(default_factory=ReconcilerSettings)
     introspect: IntrospectSettings = field(default_factory=IntrospectSettings)
+    staged: StagedSettings = field(default_factory=StagedSettings)
     log: LogSettings = field(default_factory=LogSettings)
     origin: Origin = field(default_factory=Origin)
 

@@ -183,6 +183,19 @@ class ReconcilerSettings:
 
 
 @dataclass
+class StagedSettings:
+    """The staged runs (SPEC 17): what each staged policy would change, computed off the event path."""
+
+    # A run starts once the cluster has been quiet this long: a rollout's burst of changes costs one run.
+    debounce: float = setting("staged_run_debounce", "KUBERNETES", v.positive_seconds,
+                              "seconds of quiet after a change before the staged policies' flows are computed", 2.0)
+    # Past it, a run reports "too large to compute" with what it found; its child gets a grace
+    # period more before it is killed.
+    budget: float = setting("staged_run_budget", "KUBERNETES", v.positive_seconds,
+                            "seconds a run computing the staged policies' flows may take", 30.0)
+
+
+@dataclass
 class IntrospectSettings:
     """The read-only introspect HTTP server (SPEC section 10)."""
 

@@ -12,9 +12,10 @@ from typing import Any, Dict, Iterator, List, Tuple
 import pytest
 
 from kube_manager.offline.manifests import Manifests
-from tests.support.builders import HTTP_8080, allow_from, namespace, pod, policy
+from tests.support.builders import (HTTP_8080, allow_from, cluster_policy, cnp_rule, namespace, namespace_named, pod,
+                                    policy)
 from tests.support.e2e_support import DaemonProcess, Environment
-from tests.support.status_support import events_about
+from tests.support.status_support import conditions, events_about
 from tests.support.waiting import wait_until
 
 ANNOTATION = "contrail-kube-manager/staged"
@@ -26,6 +27,7 @@ BASE = Manifests({"Namespace": [namespace("shop", team="shop"), namespace("ops",
 DENY_ALL = policy("ops", "deny-all", {"podSelector": {}, "policyTypes": ["Ingress"]})
 FIREWALL_POLICY = "k8s-ops-deny-all"
 DENY_RULE = "k8s-ops-ingress-deny-all-denyall"
+ADMIN_TIER = "k8s--admin"  # the Admin tier's firewall policy (and its rules' prefix)
 
 
 def annotated(value: str) -> Dict[str, Any]:
@@ -121,3 +123,31 @@ def test_stage_promote_stage_again_and_a_misspelt_value(env: Environment) -> Non
     record = daemon.get("/Snh_NetworkPolicyDatabaseList?format=json")["network_policies"]
     deny_all = next(r for r in record if r["name"] == "deny-all")
     assert deny_all["firewall_policy"][-1] == FIREWALL_POLICY and any("'ture'" in e for e in deny_all["errors"])
+
+
+def test_a_staged_cluster_network_policy_is_accepted_and_not_programmed(env: Environment) -> None:
+    """Its conditions say so (`Programmed` False, reason `Staged`; `Accepted` True), nothing of it
+    is written, and its run counts the flows it would close; promoted, it is programmed."""
+    guard = cluster_policy("guard-ops", "Admin", 10, namespace_named("ops"),
+                           ingress=[cnp_rule("Deny", namespace_named("shop"))])
+    staged_guard = copy.deepcopy(guard)
+    staged_guard["metadata"]["annotations"] = {ANNOTATION: "true"}
+    daemon = env.start_daemon()
+    env.wait_converged()
+    start = len(daemon.log())
+    env.apply(staged_guard)
+    held = wait_until(lambda: (lambda c: c if c.get("Programmed", {}).get("reason") == "Staged" else None)(
+        conditions(env, "guard-ops")), "Programmed False, reason Staged", timeout=30)
+    assert held["Programmed"]["status"] == "False"
+    assert held["Accepted"]["status"] == "True"
+    row = wait_until(lambda: staged_row(daemon), "the staged run's report", timeout=30)
+    # Into ops/probe from the two shop pods, on TCP, UDP and SCTP.
+    assert (row["kind"], row["flows"]["closed"], row["flows"]["opened"]) == ("ClusterNetworkPolicy", 6, 0)
+    env.wait_converged()
+    assert not [w for w in writes(daemon, start) if w[1].startswith(ADMIN_TIER)]
+
+    env.apply(copy.deepcopy(guard))
+    env.wait_converged()
+    wait_until(lambda: conditions(env, "guard-ops").get("Programmed", {}).get("status") == "True", "Programmed True",
+               timeout=30)
+    assert ("created", ADMIN_TIER) in writes(daemon, start)

@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Tuple
 
 import gevent
 import gevent.event
+import gevent.socket
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -176,3 +177,19 @@ def test_a_run_whose_child_does_not_answer_in_time_is_reported_too_large():
     report = pipeline.db.staged[("NetworkPolicy", "x", "deny")].report
     assert not report["complete"] and report["pairs_checked"] == 0
     assert announce.said == [("deny", "too large to compute: no pod pair checked within the time bound")]
+
+
+def test_the_fork_is_made_with_the_resolver_threads_let_go(monkeypatch):
+    """gevent's resolver leaves native threads behind; a fork in a process of several threads can
+    deadlock the child (Python 3.12+ warns). The threads the process had before stay as they were."""
+    threads = lambda: len(os.listdir("/proc/self/task"))  # noqa: E731 - Linux, as the daemon
+    in_child(lambda: 0, 10)  # the resolver's threads of earlier tests let go too
+    before = threads()
+    gevent.joinall([gevent.spawn(gevent.socket.getaddrinfo, "localhost", 80) for _ in range(4)])
+    assert threads() > before
+    at_fork: List[int] = []
+    fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: at_fork.append(threads()) or fork())
+    assert in_child(lambda: 7, 10) == 7
+    assert len(at_fork) == 1 and at_fork[0] <= before
+    assert gevent.socket.getaddrinfo("localhost", 80)  # the pool works again

@@ -111,6 +111,8 @@ def test_later_files_win(tmp_path: Path) -> None:
     ("DEFAULTS", "http_server_ip", "localhost", "not an IP address"),
     ("DEFAULTS", "kube_timer_interval", "-5", "positive number of seconds"),
     ("DEFAULTS", "kube_timer_interval", "nan", "positive number of seconds"),
+    ("KUBERNETES", "staged_run_budget", "0", "positive number of seconds"),
+    ("KUBERNETES", "staged_run_debounce", "soon", "number of seconds"),
     ("DEFAULTS", "log_level", "LOUD", "not a log level"),
     ("KUBERNETES", "cluster_name", "a:b", "must be 1-63 letters"),
     ("KUBERNETES", "kubernetes_cluster_owner", "", "must not be empty"),

@@ -34,7 +34,8 @@ def test_every_key_set_on_the_command_line_lands_in_its_branch(tmp_path: Path) -
                 vnc_endpoint_ip="embedded", vnc_endpoint_port="0", vnc_use_ssl="true",
                 vnc_ca_cert=str(tmp_path / "k"), vnc_max_concurrency="9", vnc_list_page_limit="2500",
                 auth_token_url="http://ks:5000/v3", auth_user="u1", auth_password="pw-1234",
-                auth_tenant="t1", exact_pair_rules_bound="7", kube_timer_interval="121", http_server_ip="127.0.0.2",
+                auth_tenant="t1", exact_pair_rules_bound="7", staged_run_debounce="3", staged_run_budget="45",
+                kube_timer_interval="121", http_server_ip="127.0.0.2",
                 http_server_port="8109", log_file=str(tmp_path / "log"), log_level="DEBUG")
     (tmp_path / "k").write_text("x")
     lines = {key.section: [f"[{key.section}]"] for key in KEYS.values()}
