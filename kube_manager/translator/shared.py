@@ -16,7 +16,7 @@ from .cidr import IpBlock
 from .marks import Marks
 from .membership import SelectorMembership
 from .model import SelectorDef
-from .render import POD_LABEL, LabelOrigin, ScopedLabel, TagOrigin
+from .scope_tags import POD_LABEL, LabelOrigin, ScopedLabel, TagOrigin
 from .store import DesiredObjects
 
 Label = Tuple[str, str]

@@ -16,7 +16,7 @@ from ..bodies import DENY, PASS, Body, BodyFactory, FqName, address_group_endpoi
 from ..canonical import sha1_of_json
 from ..encoding import NAMESPACE, selector_tag, split_tag
 from ..model import SelectorDef
-from ..render import TagOrigin
+from ..scope_tags import TagOrigin
 from .expressions import TaggedPodsInNetworks
 from .items import ANYTHING, Addresses, Anything, End, Item, Pods
 

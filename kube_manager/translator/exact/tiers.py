@@ -22,7 +22,7 @@ from ..bodies import FIREWALL_POLICY, FIREWALL_RULE, DENY as DENY_ACTION, BodyFa
     sequenced_ref
 from ..match_logging import decided_logging
 from ..naming import ADMIN_BLOCK, BASELINE_BLOCK, BASELINE_NP_BLOCK, block_policy_name, rule_sequence
-from ..render import ScopedLabel, TagOrigin
+from ..scope_tags import ScopedLabel, TagOrigin
 from ..sequenced import SequencedRefs
 from ..shared import SharedObjects
 from ..store import DesiredObjects
