@@ -167,8 +167,7 @@ class ClusterTranslator:
                                                  deny_refs, self._rejections, self._marks, self._log,
                                                  self._published, self._logging, self._parse_cache, namespaces,
                                                  self._exact.policy_applied)
-        blocks = TierBlocks(self._bodies, self._exact.emitter, self._shared, self._store, aps_refs,
-                            (self._exact.ref_group, self._exact.unref_group))
+        blocks = TierBlocks(self._bodies, self._exact.emitter, self._shared, self._store, aps_refs)
         self._cluster_policies = ClusterNetworkPolicies(ChainBuilder(renderer), self._index, self._shared, blocks,
                                                         self._exact, self._marks, self._log)
         self._sources: Tuple[PolicySource, ...] = (self._network_policies, self._exact, self._cluster_policies)

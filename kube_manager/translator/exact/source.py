@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Set, Tuple
 
-from ..bodies import (ADDRESS_GROUP, DENY, MARK_CACHE_LIMIT, FIREWALL_POLICY, FIREWALL_RULE, Body, BodyFactory, FqName,
+from ..bodies import (DENY, MARK_CACHE_LIMIT, FIREWALL_POLICY, FIREWALL_RULE, Body, BodyFactory, FqName,
                       global_fq_name, sequenced_ref)
 from ..model import ParsedPolicy
 from ..ports import Service
@@ -52,7 +52,6 @@ class ExactEnforcement:
         self._items: Dict[PolicyKey, Tuple[PolicyRendering, Tuple[List[Item], List[Item]]]] = {}
         self.generation = 0  # counts the flushes that changed some NetworkPolicy
         self._selections: Dict[PolicyKey, Tuple[Selection, ...]] = {}
-        self._groups: Dict[FqName, int] = {}
         self._read = ItemReader()
         self.emitter = Emitter(bodies, shared.origins, isolation.is_tag)
         contradictions = NamespaceContradictions(shared.origins, namespace_labels, namespace_key)
@@ -168,8 +167,8 @@ class ExactEnforcement:
         assert self._refs is not None
         for tag, definition in rule.tags:
             self._shared.ref_tag(tag, definition)
-        for fq_name, body in rule.groups:
-            self.ref_group(fq_name, body)
+        for fq_name, networks in rule.groups:
+            self._shared.ref_address_group(fq_name, networks)
         self._store.put(FIREWALL_RULE, rule.fq_name, rule.body)
         self._refs.set(rule.fq_name, hashed_sequence(rule.fq_name[1]), rule.body["fq_name"])
 
@@ -180,22 +179,7 @@ class ExactEnforcement:
         for tag, _ in rule.tags:
             self._shared.unref_tag(tag)
         for fq_name, _ in rule.groups:
-            self.unref_group(fq_name)
-
-    def ref_group(self, fq_name: FqName, body: Body) -> None:
-        """One more rule uses an address group `<cluster>--net-...`."""
-        count = self._groups.get(fq_name, 0)
-        self._groups[fq_name] = count + 1
-        if not count:
-            self._store.put(ADDRESS_GROUP, fq_name, body)
-
-    def unref_group(self, fq_name: FqName) -> None:
-        count = self._groups[fq_name] - 1
-        if count:
-            self._groups[fq_name] = count
-        else:
-            del self._groups[fq_name]
-            self._store.drop(ADDRESS_GROUP, fq_name)
+            self._shared.unref_address_group(fq_name)
 
 
 class ItemReader:
