@@ -10,7 +10,7 @@ selector needs to know who is isolated.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, List, Mapping, Tuple
 
 from ..bodies import DENY, PASS, Body, BodyFactory, FqName, address_group_endpoint, global_fq_name
 from ..canonical import sha1_of_json
@@ -19,7 +19,7 @@ from ..encoding import NAMESPACE, selector_tag, split_tag
 from ..model import SelectorDef
 from ..scope_tags import TagOrigin
 from .expressions import TaggedPodsInNetworks
-from .items import ANYTHING, Addresses, Anything, End, Item, Pods
+from .items import Addresses, Anything, End, Item, Pods
 
 
 @dataclass
@@ -90,16 +90,3 @@ def rules_of(emitter: Emitter, block: str, items: List[Item]) -> List[Rule]:
         earlier = found.get(rule.fq_name)
         found[rule.fq_name] = rule if earlier is None else replace(earlier, origins=earlier.origins | rule.origins)
     return list(found.values())
-
-
-def end_of(body: Body, groups: Mapping[str, Tuple]) -> Optional[End]:
-    """What a rule endpoint of a NetworkPolicy matches; `groups` maps an address group's
-    `default-policy-management:<name>` to its prefixes (minimal, ascending: SPEC 3). None: a form
-    policies never write."""
-    if body.get("any"):
-        return ANYTHING
-    group = body.get("address_group")
-    if group:
-        return Addresses(tuple(groups[group]), body)
-    tags = body.get("tags")
-    return Pods(frozenset(tags)) if tags else None
