@@ -13,7 +13,7 @@ from typing import Dict, Iterable, List
 
 from .collisions import PolicyKey
 from .index import PodKey
-from .render import LabelOrigin, ScopedLabel
+from .scope_tags import LabelOrigin, ScopedLabel
 
 
 @dataclass

@@ -67,8 +67,9 @@ class NetworkPolicies:
     _logging: MatchLogging  # the namespaces' logging of matches, applied to each rendering
     _parse_cache: ParseCache
     _namespaces: NamespaceSource  # a policy is a user of its namespace
-    # Told of every rendering applied (None: the policy is gone), for what depends on all of them.
-    _on_applied: Optional[Callable[[PolicyKey, Optional[ParsedPolicy], Optional[PolicyRendering]], None]] = None
+    # Told of the policy of every rendering applied (None: the policy is gone or not rendered), for
+    # what depends on all of them and reads the policies themselves (the exact mode).
+    _on_applied: Optional[Callable[[PolicyKey, Optional[ParsedPolicy]], None]] = None
     _policies: Dict[PolicyKey, ParsedPolicy] = field(default_factory=dict, init=False)
     _renderings: Dict[PolicyKey, PolicyRendering] = field(default_factory=dict, init=False)
     _names: NameRegistry = field(default_factory=NameRegistry, init=False)  # names rendered under <np>
@@ -196,7 +197,7 @@ class NetworkPolicies:
         if self._published.live:
             self._published.applied(key, old, rendering)
         if self._on_applied is not None:
-            self._on_applied(key, self._policies.get(key), rendering)
+            self._on_applied(key, self._policies.get(key) if rendering is not None else None)
         if suffixed:
             self._suffixed.add(key)
         else:

@@ -18,7 +18,7 @@ from .exact.isolation import Isolation
 from .index import ClusterIndex, PodKey
 from .marks import Marks
 from .membership import SelectorMembership
-from .render import LabelOrigin, ScopedLabel
+from .scope_tags import LabelOrigin, ScopedLabel
 from .shared import Label, SharedObjects
 
 

@@ -7,44 +7,26 @@ than owned, so the caller can reference-count it across policies.
 """
 from __future__ import annotations
 
-from bisect import insort
-from collections import Counter
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
+from typing import Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from .bodies import DENY, PASS, POLICY_MANAGEMENT, Body, BodyFactory, FqName, address_group_endpoint
-from .canonical import sha1_of_json
 from .cidr import IpBlock
-from .encoding import application_tag, encode_key, encode_namespace_key, encode_value, namespace_tag, \
-    selector_tag, tag_name
-from .model import CLUSTER_SCOPE, UNBOUND, Block, ParsedPolicy, Peer, PodInfo, PodScope, PodSet, SelectorDef
+from .model import UNBOUND, Block, ParsedPolicy, Peer, PodScope, PodSet, SelectorDef
+from .named_ports import PodView, block_services, egress_destination
 from .naming import INGRESS, MAX_NAME_LENGTH, deny_rule_name, hashed_sequence, policy_name, rule_prefix, \
     shorten
-from .ports import ANY_SERVICE, PortSpec
-from .selectors import LabelSelector
+from .ports import ANY_SERVICE
+from .scope_tags import ScopedLabel, ScopeTags, TagOrigin
 
-# Where a referenced tag comes from, so the caller can find the pods that carry it:
-# ("pod", key, value) for a pod label, ("namespace", key, value) for a namespace label, or the
-# SelectorDef of a selector tag.
-LabelOrigin = Tuple[str, str, str]
-TagOrigin = Union[LabelOrigin, SelectorDef]
-POD_LABEL, NAMESPACE_LABEL = "pod", "namespace"
-# The pods an endpoint naming a pod label can select (SPEC 2): one namespace, or the namespaces whose
-# labels include these pairs (none: every namespace). A pod label tag goes only on pods in a scope.
-LabelScope = Union[str, FrozenSet[Tuple[str, str]]]
-ScopedLabel = Tuple[str, str, LabelScope]  # (key, value, scope)
 ENDPOINT_CACHE_LIMIT = 65536
 PLAN_CACHE_LIMIT = 16384
 _NO_GROUPS: Mapping[FqName, IpBlock] = MappingProxyType({})  # shared by renderings without ipBlocks
-_NO_SCOPED: Mapping[ScopedLabel, None] = MappingProxyType({})
 # (endpoint body, the tags it references with their origins, the scope whose selectors' identities
 # key it: held, so that those identities cannot be reused while the entry exists, its pod labels
 # with the scope they select in); both as dicts, which a render merges into its own at C speed
 _Endpoint = Tuple[Body, Mapping[str, TagOrigin], PodScope, Mapping[ScopedLabel, None]]
-# A simple pod selector's label tags sorted with the application tag, its label tags with their
-# origins, its (key, value) pairs
-_PodLabels = Tuple[Tuple[str, ...], Dict[str, TagOrigin], Tuple[Tuple[str, str], ...]]
 
 
 class EndpointSink(Protocol):
@@ -52,13 +34,6 @@ class EndpointSink(Protocol):
 
     tags: Dict[str, TagOrigin]
     scoped_labels: Dict[ScopedLabel, None]
-
-
-class PodView(Protocol):
-    """The cluster's pods, as the renderer needs them for named ports."""
-
-    def pods_in(self, pods: PodSet) -> Iterable[PodInfo]:
-        ...  # pragma: no cover
 
 
 @dataclass(slots=True)
@@ -123,40 +98,19 @@ class PolicyRenderer:
     def __init__(self, bodies: BodyFactory) -> None:
         self.bodies = bodies
         self.cluster = bodies.cluster_name
-        self.application_tag = application_tag(self.cluster)
-        self._pod_types: Dict[str, str] = {}
-        self._namespace_types: Dict[str, str] = {}
+        self.tags = ScopeTags(self.cluster)  # the names of the tags its endpoints write
+        self.application_tag = self.tags.application_tag
         # Endpoints by pod set, shared by every rule (of every policy) with that peer. Keyed by the
         # selectors' identities (parsed selectors are shared through the ParseCache); each entry
         # holds its selectors, so an identity cannot be reused while its entry exists.
         self._endpoints: Dict[Tuple[Optional[str], int, int], _Endpoint] = {}
         self._plans: Dict[int, _BlockPlan] = {}  # by id(block); blocks are shared by the ParseCache
-        # Pod selectors' label tags by id(selector); each entry holds its selector (its identity).
-        self._selector_labels: Dict[int, Tuple[Tuple[str, ...], Dict[str, TagOrigin], Tuple[Tuple[str, str], ...],
-                                               Optional[LabelSelector]]] = {}
         self._any_service = bodies.service(ANY_SERVICE)
-
-    # --- tag names ---------------------------------------------------------------------------
-
-    def pod_label_tag(self, key: str, value: str) -> str:
-        tag_type = self._pod_types.get(key)
-        if tag_type is None:
-            tag_type = self._pod_types[key] = encode_key(key)
-        return tag_name(tag_type, encode_value(value))
-
-    def namespace_label_tag(self, key: str, value: str) -> str:
-        tag_type = self._namespace_types.get(key)
-        if tag_type is None:
-            tag_type = self._namespace_types[key] = encode_namespace_key(key)
-        return tag_name(tag_type, encode_value(value))
-
-    def selector_tag(self, definition: SelectorDef) -> str:
-        return selector_tag(self.cluster, sha1_of_json(definition.hash_input())[:12])
 
     # --- endpoints ----------------------------------------------------------------------------
 
     def _selector_endpoint(self, definition: SelectorDef, work: _Work) -> Body:
-        tag = self.selector_tag(definition)
+        tag = self.tags.selector_tag(definition)
         work.tags[tag] = definition
         return {"tags": [tag]}
 
@@ -179,88 +133,22 @@ class PolicyRenderer:
 
     def _endpoint(self, scope: PodScope, namespace: Optional[str]) -> "_Endpoint":
         """The endpoint of `scope` with its UNBOUND namespace read as `namespace`."""
-        if not scope.is_simple:
-            definition = SelectorDef(scope if namespace is None else scope.bound(namespace))
-            tag = self.selector_tag(definition)
-            return {"tags": [tag]}, {tag: definition}, scope, _NO_SCOPED
-        if namespace is not None:  # one namespace: its identity tag and the selector's labels there
-            tags_of, origins_of, pairs = self._pod_labels(scope.pod_selector)
-            own_tags = list(tags_of)  # the application tag and the labels', sorted: add the namespace's
-            insort(own_tags, namespace_tag(namespace))  # (no label tag is an identity tag: encoding.py)
-            in_namespace: Dict[ScopedLabel, None] = {}
-            for key, value in pairs:
-                in_namespace[(key, value, namespace)] = None
-            return {"tags": own_tags}, origins_of, scope, in_namespace
-        tags = {self.application_tag}
-        origins: List[Tuple[str, TagOrigin]] = []
-        label_scope: LabelScope = frozenset()
-        if scope.namespace_selector is not None:
-            label_scope = frozenset(scope.namespace_selector.simple_labels)
-            for key, value in scope.namespace_selector.simple_labels:
-                origins.append((self.namespace_label_tag(key, value), (NAMESPACE_LABEL, key, value)))
-        scoped: List[ScopedLabel] = []
-        if scope.pod_selector is not None:
-            for key, value in scope.pod_selector.simple_labels:
-                origins.append((self.pod_label_tag(key, value), (POD_LABEL, key, value)))
-                scoped.append((key, value, label_scope))
-        tags.update(tag for tag, _ in origins)
-        return {"tags": sorted(tags)}, dict(origins), scope, dict.fromkeys(scoped)
-
-    def _pod_labels(self, selector: Optional[LabelSelector]) -> _PodLabels:
-        """The label tags of a simple pod selector, sorted with the application tag, with their
-        origins, worked out once per selector rather than once per namespace whose policies name it."""
-        found = self._selector_labels.get(id(selector))
-        if found is None:
-            pairs = selector.simple_labels if selector is not None else ()
-            origins: Dict[str, TagOrigin] = {self.pod_label_tag(key, value): (POD_LABEL, key, value)
-                                             for key, value in pairs}
-            found = (tuple(sorted({self.application_tag, *origins})), origins, pairs, selector)
-            if len(self._selector_labels) >= PLAN_CACHE_LIMIT:
-                self._selector_labels.clear()
-            self._selector_labels[id(selector)] = found
-        return found[0], found[1], found[2]
+        tags, origins, scoped = self.tags.of_scope(scope, namespace)
+        return {"tags": tags}, origins, scope, scoped
 
     # --- services -----------------------------------------------------------------------------
 
-    def _named_port(self, block: Block, index: int, port: PortSpec,
-                    destination: PodSet, tag_destination: bool, view: PodView, where: str,
-                    work: _Work) -> List[Tuple[Body, Optional[Body]]]:
-        """One service (body) per number the name resolves to on the destination pods (SPEC 4), with the
-        destination endpoint to use instead of the usual one (None: the usual one)."""
-        assert port.name is not None  # _services sends only named ports here
-        work.destinations[destination] = None
-        numbers: Counter = Counter()
-        total = 0
-        for pod in view.pods_in(destination):
-            total += 1
-            number = pod.named_ports.get((port.name, port.protocol))
-            if number is not None:
-                numbers[number] += 1
-        if not numbers:
-            work.errors[f"spec.{block.direction}[{block.index}].ports[{index}]: named port "
-                        f"{port.name!r} ({port.protocol}) resolves on no {where}; no rule is written"] = None
-            return []
-        usual = tag_destination and len(numbers) == 1 and total == next(iter(numbers.values()))
-        protocol = port.protocol.lower()
-        result: List[Tuple[Body, Optional[Body]]] = []
-        for number in sorted(numbers):
-            override = None if usual else self._selector_endpoint(
-                SelectorDef(destination, (port.name or "", port.protocol, number)), work)
-            result.append((self.bodies.service((protocol, number, number)), override))
-        return result
-
     def _services(self, block: Block, destination: PodSet, tag_destination: bool,
                   view: PodView, where: str, work: _Work) -> List[Tuple[Body, Optional[Body]]]:
-        """The block's services (bodies) towards `destination`, named ports resolved there."""
-        assert block.ports is not None
-        services: List[Tuple[Body, Optional[Body]]] = []
-        for index, port in block.ports:
-            if port.name is None:
-                services.append((self.bodies.service(port.service()), None))
-            else:
-                services.extend(self._named_port(block, index, port, destination,
-                                                 tag_destination, view, where, work))
-        return services
+        """The block's services (bodies) towards `destination`, named ports resolved there, each
+        with the destination endpoint to use instead of the usual one (None: the usual one)."""
+        work.destinations[destination] = None
+        services, unresolved = block_services(block, destination, tag_destination, view)
+        for index, port in unresolved:
+            work.errors[f"spec.{block.direction}[{block.index}].ports[{index}]: named port "
+                        f"{port.name!r} ({port.protocol}) resolves on no {where}; no rule is written"] = None
+        return [(self.bodies.service(service), None if override is None else self._selector_endpoint(override, work))
+                for service, override in services]
 
     # --- the policy ---------------------------------------------------------------------------
 
@@ -333,12 +221,8 @@ class PolicyRenderer:
     def _peer_services(self, block: Block, peer_plan: _PeerPlan, namespace: str, view: PodView,
                        work: _Work) -> List[Tuple[Body, Optional[Body]]]:
         """Egress services towards one peer, its named ports resolved on its pods."""
-        peer = peer_plan.peer
-        if peer is None:
-            return self._services(block, CLUSTER_SCOPE, False, view, peer_plan.where, work)
-        if isinstance(peer, IpBlock):
-            return self._services(block, peer, False, view, peer_plan.where, work)
-        return self._services(block, peer.bound(namespace), True, view, peer_plan.where, work)
+        destination, tagged = egress_destination(peer_plan.peer, namespace)
+        return self._services(block, destination, tagged, view, peer_plan.where, work)
 
     def _named_port_rules(self, services: Sequence[Tuple[Body, Optional[Body]]], stem: str, endpoint: Body,
                           own: Body, ingress: bool, work: _Work) -> None:

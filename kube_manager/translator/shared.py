@@ -1,7 +1,8 @@
 """The objects policies share: tags and address groups, counted by reference (SPEC 2, 3).
 
 Two policies naming the same label, namespace, selector or ipBlock use one tag or address group;
-it exists while some policy (or, for identity tags, some namespace) refers to it. A tag's origin
+it exists while some policy (or, for identity tags, some namespace) refers to it. The exact mode's
+rules count here too, for the tags and the address groups they add: one count per object. A tag's origin
 decides which pods carry it, so referencing or releasing one marks pods for re-tagging: a selector
 tag's members at once, a namespace label's pods at the next flush (`Marks.origins`). A pod label's
 tag goes only on the pods of the scopes its endpoints select in (SPEC 2), counted here too; a scope
@@ -9,14 +10,14 @@ that comes or goes is marked (`Marks.scopes`) for `podtags` to re-tag its pods.
 """
 from __future__ import annotations
 
-from typing import Any, Collection, Dict, FrozenSet, Mapping, Optional, Protocol, Tuple
+from typing import Any, Collection, Dict, FrozenSet, Mapping, Optional, Protocol, Sequence, Tuple
 
 from .bodies import ADDRESS_GROUP, TAG, BodyFactory, FqName
-from .cidr import IpBlock
+from .cidr import IpBlock, Network
 from .marks import Marks
 from .membership import SelectorMembership
 from .model import SelectorDef
-from .render import POD_LABEL, LabelOrigin, ScopedLabel, TagOrigin
+from .scope_tags import POD_LABEL, LabelOrigin, ScopedLabel, TagOrigin
 from .store import DesiredObjects
 
 Label = Tuple[str, str]
@@ -70,7 +71,7 @@ class SharedObjects:
                 self.ref_tag(tag, origin)
         for fq_name, block in new_groups.items():
             if fq_name not in old_groups:
-                self._ref_address_group(fq_name, block)
+                self.ref_address_group(fq_name, block.prefixes)
         old_scoped = old.scoped_labels
         new_scoped = new.scoped_labels if new is not None else ()
         if old_scoped != new_scoped:
@@ -83,7 +84,7 @@ class SharedObjects:
                 self.unref_tag(tag)
         for fq_name in old_groups:
             if fq_name not in new_groups:
-                self._unref_address_group(fq_name)
+                self.unref_address_group(fq_name)
         return old_tags.keys() != new_tags.keys() or old_groups.keys() != new_groups.keys()
 
     def _ref_all(self, new: SharedUse) -> bool:
@@ -96,7 +97,7 @@ class SharedObjects:
             else:
                 self.ref_tag(tag, origin)
         for fq_name, block in new.address_groups.items():
-            self._ref_address_group(fq_name, block)
+            self.ref_address_group(fq_name, block.prefixes)
         for scoped in new.scoped_labels:
             self._ref_scope(scoped, 1)
         return bool(new.tags or new.address_groups)
@@ -161,13 +162,15 @@ class SharedObjects:
         if count == (1 if delta > 0 else 0):
             self._marks.scopes.append(scoped)
 
-    def _ref_address_group(self, fq_name: FqName, block: IpBlock) -> None:
+    def ref_address_group(self, fq_name: FqName, prefixes: Sequence[Network]) -> None:
+        """One more user of an address group: a NetworkPolicy naming an ipBlock, or an exact-mode
+        rule naming networks no ipBlock names."""
         count = self._address_group_refs.get(fq_name, 0)
         self._address_group_refs[fq_name] = count + 1
         if not count:
-            self._store.put(ADDRESS_GROUP, fq_name, self._bodies.address_group(fq_name, block.prefixes))
+            self._store.put(ADDRESS_GROUP, fq_name, self._bodies.address_group(fq_name, prefixes))
 
-    def _unref_address_group(self, fq_name: FqName) -> None:
+    def unref_address_group(self, fq_name: FqName) -> None:
         count = self._address_group_refs[fq_name] - 1
         if count:
             self._address_group_refs[fq_name] = count

@@ -5,6 +5,8 @@
 - `kube_manager.plumbing` knows nothing of the rest of the project.
 - Data flows one way (watch -> records -> translator -> reconciler): the reconciler imports nothing
   of the watchers, handlers, dispatcher or pipeline, and they and the translator nothing of it.
+- The exact mode (`translator/exact/`) builds its items from the translator's model, not from the
+  bodies the NetworkPolicy renderer writes: nothing of it imports `translator/render.py`.
 - The simulators are loaded only by the commands and daemon branches that use them: importing every
   product module leaves them unloaded, so `run` against a real cluster never imports an emulator.
 - The import graph of the product and of the simulators (lazy imports and imports for type hints
@@ -32,6 +34,7 @@ PRODUCT = ("kube_manager", "vnc_client", "introspect")
 SIMULATORS = "simulators"
 TOOLS = "tools"
 MAX_LINES = 450
+RENDERER = "kube_manager.translator.render"
 
 
 def _imported_names(path: Path) -> Iterator[Tuple[int, str]]:
@@ -189,6 +192,25 @@ def test_status_flows_downstream_from_the_records() -> None:
     book = ["kube_manager/status/book.py", "kube_manager/status/policies.py", "kube_manager/status/protocol.py"]
     assert _offenders(upstream + book + ["kube_manager/reconciler", "kube_manager/service/dispatcher.py"],
                       telling) == []
+
+
+def test_the_exact_mode_imports_nothing_of_the_renderer() -> None:
+    """Not even for a type: what the renderer writes is the other mode's output, and a change of
+    its form must not change what the exact mode writes (`test_exact_reads_the_model.py`)."""
+    known = {_module_name(path) for path in _sources("kube_manager")}
+    exact = sorted((ROOT / "kube_manager" / "translator" / "exact").glob("*.py"))
+    assert len(exact) > 5
+    assert [str(path.relative_to(ROOT)) for path in exact
+            if RENDERER in _graph_imports(path, known, typing_too=True)] == []
+
+
+def test_the_exact_mode_check_sees_a_relative_import(tmp_path: Path, monkeypatch: "object") -> None:
+    package = tmp_path / "kube_manager" / "translator" / "exact"
+    package.mkdir(parents=True)
+    source = package / "m.py"
+    source.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..render import PolicyRendering\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)  # type: ignore[attr-defined]
+    assert RENDERER in _graph_imports(source, {RENDERER}, typing_too=True)
 
 
 def test_the_rule_checker_sees_a_lazy_import(tmp_path: Path) -> None:

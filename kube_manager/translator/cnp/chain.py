@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..model import PodScope, SelectorDef
+from ..named_ports import PodView
 from ..naming import EGRESS, INGRESS
 from ..ports import ANY_SERVICE, PROTOCOLS, Service
-from ..render import PodView, PolicyRenderer, ScopedLabel, TagOrigin
+from ..render import PolicyRenderer
+from ..scope_tags import ScopedLabel, TagOrigin
 from ..exact.items import ANYTHING, Addresses, End, Item, Pods, normal_networks
 from .model import DENY, PASS, CnpRule, Networks, ParsedCnp
 
@@ -103,7 +105,7 @@ class ChainBuilder:
         result = []
         for protocol, number in found:
             definition = SelectorDef(destination, (name, protocol, number))
-            tag = self.renderer.selector_tag(definition)
+            tag = self.renderer.tags.selector_tag(definition)
             out.tags[tag] = definition
             result.append((protocol, number, Pods(frozenset({tag}))))
         return result

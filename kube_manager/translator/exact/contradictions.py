@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Optional
 
-from ..render import NAMESPACE_LABEL, TagOrigin
+from ..scope_tags import NAMESPACE_LABEL, TagOrigin
 from .items import Item, Pods
 
 NamespaceLabels = Callable[[str], Optional[Mapping[str, str]]]  # a namespace's labels; None: no such namespace

@@ -10,15 +10,16 @@ selector needs to know who is isolated.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, List, Mapping, Tuple
 
 from ..bodies import DENY, PASS, Body, BodyFactory, FqName, address_group_endpoint, global_fq_name
 from ..canonical import sha1_of_json
+from ..cidr import Network
 from ..encoding import NAMESPACE, selector_tag, split_tag
 from ..model import SelectorDef
-from ..render import TagOrigin
+from ..scope_tags import TagOrigin
 from .expressions import TaggedPodsInNetworks
-from .items import ANYTHING, Addresses, Anything, End, Item, Pods
+from .items import Addresses, Anything, End, Item, Pods
 
 
 @dataclass
@@ -26,7 +27,7 @@ class Uses:
     """Objects a set of rules needs that no NetworkPolicy or ClusterNetworkPolicy references."""
 
     tags: Dict[str, SelectorDef] = field(default_factory=dict)
-    groups: Dict[FqName, Body] = field(default_factory=dict)
+    groups: Dict[FqName, Tuple[Network, ...]] = field(default_factory=dict)  # with their networks
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class Rule:
     fq_name: FqName
     body: Body
     tags: Tuple[Tuple[str, SelectorDef], ...]
-    groups: Tuple[Tuple[FqName, Body], ...]
+    groups: Tuple[Tuple[FqName, Tuple[Network, ...]], ...]
     origins: FrozenSet[str] = frozenset()  # the ClusterNetworkPolicies its items come from
     deciders: FrozenSet[str] = frozenset()  # those deciding its action (items.Item)
 
@@ -56,8 +57,7 @@ class Emitter:
             if end.body is not None:
                 return end.body
             name = f"{self.cluster}--net-{sha1_of_json([str(n) for n in end.networks])[:12]}"
-            fq_name = global_fq_name(name)
-            uses.groups[fq_name] = self.bodies.address_group(fq_name, end.networks)
+            uses.groups[global_fq_name(name)] = end.networks
             return address_group_endpoint(name)
         assert isinstance(end, Pods)
         if end.networks is None:
@@ -90,16 +90,3 @@ def rules_of(emitter: Emitter, block: str, items: List[Item]) -> List[Rule]:
         earlier = found.get(rule.fq_name)
         found[rule.fq_name] = rule if earlier is None else replace(earlier, origins=earlier.origins | rule.origins)
     return list(found.values())
-
-
-def end_of(body: Body, groups: Mapping[str, Tuple]) -> Optional[End]:
-    """What a rule endpoint of a NetworkPolicy matches; `groups` maps an address group's
-    `default-policy-management:<name>` to its prefixes (minimal, ascending: SPEC 3). None: a form
-    policies never write."""
-    if body.get("any"):
-        return ANYTHING
-    group = body.get("address_group")
-    if group:
-        return Addresses(tuple(groups[group]), body)
-    tags = body.get("tags")
-    return Pods(frozenset(tags)) if tags else None

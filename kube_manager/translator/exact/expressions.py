@@ -14,7 +14,7 @@ from typing import Any, Mapping, Optional, Tuple
 from ..cidr import IpBlock, Network
 from ..encoding import APPLICATION, NAMESPACE, split_tag
 from ..model import PodExpression, PodInfo, PodScope, SelectorDef
-from ..render import NAMESPACE_LABEL, TagOrigin
+from ..scope_tags import NAMESPACE_LABEL, TagOrigin
 
 Condition = Tuple[str, Optional[TagOrigin]]  # a tag and what it stands for (None: an identity tag)
 

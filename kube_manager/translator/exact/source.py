@@ -8,52 +8,55 @@ ingress-isolated pod. Two policies, so that the reconciler can put the deny in f
 pair rules are (one ref list could not say which of its refs must go first). Pods carry the isolation tags (`isolation.py`). Under `cluster-wide` nothing
 of this exists, and the NetworkPolicies' output is the one of sections 2-5.
 
-The NetworkPolicy source tells this one of each rendering it applies; the flush then moves the
-isolation tags and the pair rules of those policies only. The namespace source tells it of each
+The NetworkPolicy source tells this one of each policy whose rendering it applies (`allows.py`
+reads the policy itself, never the rendering); the flush then moves the isolation tags and the pair
+rules of those policies only. The namespace source tells it of each
 namespace that changed; the flush meets again the pairs of the policies naming it, whose ends its
 labels may now contradict or no longer.
 """
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Dict, List, Optional, Set, Tuple
 
-from ..bodies import (ADDRESS_GROUP, DENY, MARK_CACHE_LIMIT, FIREWALL_POLICY, FIREWALL_RULE, Body, BodyFactory, FqName,
-                      global_fq_name, sequenced_ref)
+from ..bodies import DENY, FIREWALL_POLICY, FIREWALL_RULE, BodyFactory, global_fq_name, sequenced_ref
 from ..model import ParsedPolicy
-from ..ports import Service
+from ..named_ports import PodView
 from ..naming import (hashed_sequence, isolation_deny_name, isolation_deny_policy_name, isolation_policy_name,
                       rule_sequence)
-from ..render import PolicyRendering
+from ..scope_tags import ScopeTags
 from ..semantics import isolates_always
 from ..sequenced import SequencedRefs
 from ..shared import SharedObjects
 from ..store import DesiredObjects
-from .emit import Emitter, Rule, end_of
+from .allows import AllowItems, Keyed
+from .emit import Emitter, Rule
 from .isolation import EGRESS, INGRESS, Isolation, Selection, selections_of
-from .items import End, Item
+from .items import Item
 from .contradictions import NamespaceContradictions, NamespaceLabels
 from .pairs import PairRuleCounts, PairRules, namespace_key
 
 ISOLATION_SEQUENCE, ISOLATION_DENY_SEQUENCE = "0.5", "0.6"
 PolicyKey = Tuple[str, str]
+_ITEM = itemgetter(1)
 
 
 class ExactEnforcement:
     """The isolation tags and the pair block; inert under `cluster-wide`."""
 
     def __init__(self, semantics: str, bodies: BodyFactory, shared: SharedObjects, store: DesiredObjects,
-                 aps_refs: SequencedRefs, isolation: Isolation, namespace_labels: NamespaceLabels) -> None:
+                 aps_refs: SequencedRefs, isolation: Isolation, namespace_labels: NamespaceLabels, tags: ScopeTags,
+                 pods: PodView) -> None:
         self.exact = isolates_always(semantics)  # the one reading of the mode
         self._shared = shared
         self._store = store
         self._isolation = isolation
-        self._pending: Dict[PolicyKey, Tuple[Optional[ParsedPolicy], Optional[PolicyRendering]]] = {}
-        self._renderings: Dict[PolicyKey, PolicyRendering] = {}
-        self._items: Dict[PolicyKey, Tuple[PolicyRendering, Tuple[List[Item], List[Item]]]] = {}
+        self._pending: Dict[PolicyKey, Optional[ParsedPolicy]] = {}
+        self._policies: Dict[PolicyKey, ParsedPolicy] = {}  # those applied with a rendering
+        self._items: Dict[PolicyKey, Tuple[Keyed, Keyed]] = {}  # their allows (egress, ingress), once asked for
         self.generation = 0  # counts the flushes that changed some NetworkPolicy
         self._selections: Dict[PolicyKey, Tuple[Selection, ...]] = {}
-        self._groups: Dict[FqName, int] = {}
-        self._read = ItemReader()
+        self._allows = AllowItems(tags, pods)
         self.emitter = Emitter(bodies, shared.origins, isolation.is_tag)
         contradictions = NamespaceContradictions(shared.origins, namespace_labels, namespace_key)
         self._pairs = PairRules(self.emitter, self._put, self._drop, contradictions.possible)
@@ -105,25 +108,31 @@ class ExactEnforcement:
     def network_policy_items(self) -> Dict[str, List[Item]]:
         """Every NetworkPolicy allow, as items, per direction (in policy key order)."""
         found: Dict[str, List[Item]] = {EGRESS: [], INGRESS: []}
-        for key in sorted(self._renderings):
-            rendering = self._renderings[key]
-            cached = self._items.get(key)
-            if cached is None or cached[0] is not rendering:
-                egress, ingress = self._read.split(rendering)
-                cached = self._items[key] = (rendering, ([i for _, i in egress], [i for _, i in ingress]))
-            found[EGRESS].extend(cached[1][0])
-            found[INGRESS].extend(cached[1][1])
+        for key in sorted(self._policies):
+            egress, ingress = self._allows_of(key)
+            found[EGRESS].extend(map(_ITEM, egress))
+            found[INGRESS].extend(map(_ITEM, ingress))
+        return found
+
+    def _allows_of(self, key: PolicyKey) -> Tuple[Keyed, Keyed]:
+        found = self._items.get(key)
+        if found is None:
+            policy = self._policies.get(key)
+            if policy is None:
+                return [], []
+            found = self._items[key] = self._allows.split(policy)
         return found
 
     # --- events -------------------------------------------------------------------------------
 
-    def policy_applied(self, key: PolicyKey, policy: Optional[ParsedPolicy],
-                       rendering: Optional[PolicyRendering]) -> None:
-        """The NetworkPolicy source applied `rendering` (None: the policy is gone or rejected)."""
-        self._pending[key] = (policy if rendering is not None else None, rendering)
+    def policy_applied(self, key: PolicyKey, policy: Optional[ParsedPolicy]) -> None:
+        """The NetworkPolicy source applied a rendering of `policy` (None: the policy is gone or
+        rejected): also when it rendered it again for its named ports, which pods resolve anew."""
+        self._pending[key] = policy
 
     def pod_changed(self, old: object, new: object) -> None:
-        """Pair rules depend on renderings only; their selector tags follow pods by themselves."""
+        """Pair rules depend on the policies only (and on named ports, which `policy_applied`
+        hears of); their selector tags follow pods by themselves."""
 
     def namespace_relabelled(self) -> None:
         """As pod_changed; `namespace_changed` hears of every namespace."""
@@ -143,18 +152,18 @@ class ExactEnforcement:
             return
         pending, self._pending = self._pending, {}
         self.generation += 1
-        for key, (policy, rendering) in pending.items():
-            if rendering is not None:
-                self._renderings[key] = rendering
+        for key, policy in pending.items():
+            self._items.pop(key, None)
+            if policy is not None:
+                self._policies[key] = policy
             else:
-                self._renderings.pop(key, None)
-                self._items.pop(key, None)
+                self._policies.pop(key, None)
             new = selections_of(policy.selection, policy.spec.directions) if policy is not None else ()
             self._isolation.moved(key[0], self._selections.pop(key, ()), new)
             if new:
                 self._selections[key] = new
             if self._refs is not None:
-                self._pairs.update(key, *self._read.split(rendering))
+                self._pairs.update(key, *self._allows_of(key))
         self._isolation.mark_moved()
 
     def _meet_again(self, namespaces: Set[str]) -> None:
@@ -162,14 +171,14 @@ class ExactEnforcement:
         they are now (a pending policy is met at its own update)."""
         keys = set().union(*(self._pairs.naming(name) for name in namespaces)) - self._pending.keys()
         for key in sorted(keys):
-            self._pairs.update(key, *self._read.split(self._renderings.get(key)))
+            self._pairs.update(key, *self._allows_of(key))
 
     def _put(self, rule: Rule) -> None:
         assert self._refs is not None
         for tag, definition in rule.tags:
             self._shared.ref_tag(tag, definition)
-        for fq_name, body in rule.groups:
-            self.ref_group(fq_name, body)
+        for fq_name, networks in rule.groups:
+            self._shared.ref_address_group(fq_name, networks)
         self._store.put(FIREWALL_RULE, rule.fq_name, rule.body)
         self._refs.set(rule.fq_name, hashed_sequence(rule.fq_name[1]), rule.body["fq_name"])
 
@@ -180,61 +189,4 @@ class ExactEnforcement:
         for tag, _ in rule.tags:
             self._shared.unref_tag(tag)
         for fq_name, _ in rule.groups:
-            self.unref_group(fq_name)
-
-    def ref_group(self, fq_name: FqName, body: Body) -> None:
-        """One more rule uses an address group `<cluster>--net-...`."""
-        count = self._groups.get(fq_name, 0)
-        self._groups[fq_name] = count + 1
-        if not count:
-            self._store.put(ADDRESS_GROUP, fq_name, body)
-
-    def unref_group(self, fq_name: FqName) -> None:
-        count = self._groups[fq_name] - 1
-        if count:
-            self._groups[fq_name] = count
-        else:
-            del self._groups[fq_name]
-            self._store.drop(ADDRESS_GROUP, fq_name)
-
-
-class ItemReader:
-    """A rendering's pass rules as items, (egress, ingress). Renderings share endpoint and service
-    bodies (a namespace's pods, a peer, a port), so each body is read once: kept by identity with
-    the body itself, which makes an id reused by another object a miss; bounded like the marks."""
-
-    def __init__(self) -> None:
-        self._ends: Dict[int, Tuple[Body, Optional[End]]] = {}
-        self._services: Dict[int, Tuple[Body, Service]] = {}
-
-    def split(self, rendering: Optional[PolicyRendering]) -> Tuple[List[Tuple[FqName, Item]], List[Tuple[FqName, Item]]]:
-        if rendering is None:
-            return [], []
-        if len(self._ends) >= MARK_CACHE_LIMIT or len(self._services) >= MARK_CACHE_LIMIT:
-            self._ends.clear()
-            self._services.clear()
-        groups: Optional[Dict[str, Tuple]] = None
-        egress: List[Tuple[FqName, Item]] = []
-        ingress: List[Tuple[FqName, Item]] = []
-        ends, services = self._ends, self._services
-        for i, (fq_name, body) in enumerate(zip(rendering.rules, rendering.rule_bodies)):
-            found: List[Optional[End]] = []
-            for endpoint in (body["endpoint_1"], body["endpoint_2"]):
-                hit = ends.get(id(endpoint))
-                if hit is None or hit[0] is not endpoint:
-                    if groups is None:
-                        groups = {":".join(fq): block.prefixes for fq, block in rendering.address_groups.items()}
-                    hit = ends[id(endpoint)] = (endpoint, end_of(endpoint, groups))
-                found.append(hit[1])
-            src, dst = found
-            if src is None or dst is None:
-                continue
-            service_body = body["service"]
-            known = services.get(id(service_body))
-            if known is None or known[0] is not service_body:
-                ports = service_body["dst_ports"]
-                known = services[id(service_body)] = (
-                    service_body, (service_body["protocol"], ports["start_port"], ports["end_port"]))
-            item = Item(src, dst, known[1], True)
-            (ingress if i < rendering.ingress_rules else egress).append((fq_name, item))
-        return egress, ingress
+            self._shared.unref_address_group(fq_name)

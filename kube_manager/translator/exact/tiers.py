@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Callable, Dict, FrozenSet, List, Mapping, Optional, Tuple
+from typing import Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 from ..bodies import FIREWALL_POLICY, FIREWALL_RULE, DENY as DENY_ACTION, BodyFactory, FqName, global_fq_name, \
     sequenced_ref
 from ..match_logging import decided_logging
 from ..naming import ADMIN_BLOCK, BASELINE_BLOCK, BASELINE_NP_BLOCK, block_policy_name, rule_sequence
-from ..render import ScopedLabel, TagOrigin
+from ..scope_tags import ScopedLabel, TagOrigin
 from ..sequenced import SequencedRefs
 from ..shared import SharedObjects
 from ..store import DesiredObjects
@@ -47,13 +47,12 @@ class TierBlocks:
     """The three blocks as last written; `write` replaces them."""
 
     def __init__(self, bodies: BodyFactory, emitter: Emitter, shared: SharedObjects, store: DesiredObjects,
-                 aps_refs: SequencedRefs, groups: Tuple[Callable[[FqName, Dict], None], Callable[[FqName], None]]) -> None:
+                 aps_refs: SequencedRefs) -> None:
         self._bodies = bodies
         self._emitter = emitter
         self._shared = shared
         self._store = store
         self._aps_refs = aps_refs
-        self._ref_group, self._unref_group = groups
         self._rules: Dict[str, List[Rule]] = {}
         self._use = BlockUse()
 
@@ -68,8 +67,8 @@ class TierBlocks:
         for block, rules in new_rules.items():
             for rule in rules:
                 self._store.put(FIREWALL_RULE, rule.fq_name, decided_logging(rule.body, rule.deciders, logged))
-                for fq_name, body in rule.groups:
-                    self._ref_group(fq_name, body)
+                for fq_name, networks in rule.groups:
+                    self._shared.ref_address_group(fq_name, networks)
                 kept[rule.fq_name] = None
             fq_name = global_fq_name(block_policy_name(self._bodies.cluster_name, block))
             refs = [sequenced_ref(rule.fq_name, rule_sequence(i)) for i, rule in enumerate(rules)]
@@ -85,7 +84,7 @@ class TierBlocks:
                 if rule.fq_name not in kept:
                     self._store.drop(FIREWALL_RULE, rule.fq_name)
                 for fq_name, _ in rule.groups:
-                    self._unref_group(fq_name)
+                    self._shared.unref_address_group(fq_name)
         self._shared.apply(self._use, None)
         self._rules, self._use = new_rules, use
 
