@@ -28,7 +28,8 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 from kube_manager.kube import raw_requests
 from kube_manager.registry import WATCH, KindError, Kinds, Resource
 
-# api_client -> the official client's list function for the kind (called with watch=True to watch).
+# api_client -> the list function of the kind, called with the official client's keyword arguments
+# (watch=True to watch): `collection_lister`.
 Lister = Callable[[Any], Callable[..., Any]]
 
 
