@@ -2,7 +2,8 @@
 
 gevent's monkey-patching must happen before anything imports ssl, urllib3, requests or kubernetes,
 so that their blocking sockets become cooperative; `cli/main.py` imports this module lazily, only for the
-`run` command, and this module patches before importing anything else of kube-manager.
+`run` command, and this module patches (`plumbing/gevent_patch.py`, which imports nothing else of
+kube-manager) before importing anything else of kube-manager.
 
 `--demo PATH` is the main job on embedded defaults: the in-process config API
 (`vnc_endpoint_ip = embedded`), an emulated Kubernetes API server loaded with the manifests under
@@ -13,9 +14,9 @@ Exit status: 0 after a clean stop (SIGTERM, SIGINT) or, with `--once`, when ever
 1 when `--once` did not converge or the daemon failed; 2 for a bad configuration (systemd's
 `RestartPreventExitStatus=2` then does not restart it in a loop).
 """
-from gevent import monkey
+from kube_manager.plumbing import gevent_patch
 
-monkey.patch_all()
+gevent_patch.patch_all()
 
 import argparse  # noqa: E402  (after the monkey-patching, on purpose)
 import logging  # noqa: E402

@@ -2,19 +2,16 @@
 and the translator's ClusterNetworkPolicy source. What became of each (the firewall policy and
 rules it emits, errors, sync state) is the status book's (`kube_manager/status/policies.py`).
 
-Cluster-scoped: the key is ("", name). A CRD: listed and watched through the official client's
-CustomObjectsApi where the API server serves it, an empty list where it does not (kube/watcher.py).
+Cluster-scoped: the key is ("", name). A CRD: listed and watched by its path where the API server
+serves it, an empty list where it does not (404; kube/watcher.py).
 """
 from __future__ import annotations
 
-import functools
 import logging
 from typing import Any, Dict, Mapping, Optional
 
-from kubernetes import client
-
 from kube_manager.records.db import ClusterPolicyRecord, Key
-from kube_manager.kube.kinds import Kind
+from kube_manager.kube.kinds import Kind, collection_lister
 from kube_manager.registry import KINDS, WATCH, CLUSTER_NETWORK_POLICIES
 from kube_manager.observability.logging_setup import kv
 from kube_manager.translator.match_logging import ANNOTATION as LOGGING_ANNOTATION
@@ -24,14 +21,6 @@ from kube_manager.translator.validation import object_name_problem
 from .base import Handler, generation_of, mapping, metadata, trim_annotation, trim_metadata
 
 log = logging.getLogger(__name__)
-
-
-def list_cluster_network_policies(api: Any) -> Any:
-    """The official client's cluster-wide list of the custom resource (CustomObjectsApi), which
-    also watches; 404 while the CRD is not installed."""
-    resource = CLUSTER_NETWORK_POLICIES
-    return functools.partial(client.CustomObjectsApi(api).list_cluster_custom_object,
-                             resource.group, resource.version, resource.name)
 
 
 def trim_cluster_network_policy(obj: Dict[str, Any]) -> Dict[str, Any]:
@@ -87,5 +76,5 @@ class ClusterNetworkPolicyHandler(Handler):
         self._record(obj)
 
 
-KIND = Kind(CLUSTER_NETWORK_POLICIES, list_cluster_network_policies, trim_cluster_network_policy, validate_cluster_network_policy, ClusterNetworkPolicyHandler)
+KIND = Kind(CLUSTER_NETWORK_POLICIES, collection_lister(CLUSTER_NETWORK_POLICIES), trim_cluster_network_policy, validate_cluster_network_policy, ClusterNetworkPolicyHandler)
 KINDS.register(CLUSTER_NETWORK_POLICIES.kind, WATCH, KIND)

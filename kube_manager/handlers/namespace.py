@@ -3,10 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional
 
-from kubernetes import client
-
 from kube_manager.records.db import Key, NamespaceRecord
-from kube_manager.kube.kinds import Kind
+from kube_manager.kube.kinds import Kind, collection_lister
 from kube_manager.registry import KINDS, WATCH, NAMESPACES
 from kube_manager.translator.match_logging import ANNOTATION as LOGGING_ANNOTATION
 from kube_manager.translator.validation import namespace_name_problem
@@ -43,6 +41,6 @@ class NamespaceHandler(Handler):
         super().delete(obj)
 
 
-KIND = Kind(NAMESPACES, lambda api: client.CoreV1Api(api).list_namespace, trim_namespace, validate_namespace,
+KIND = Kind(NAMESPACES, collection_lister(NAMESPACES), trim_namespace, validate_namespace,
             NamespaceHandler)
 KINDS.register(NAMESPACES.kind, WATCH, KIND)

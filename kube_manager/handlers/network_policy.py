@@ -7,10 +7,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict
 
-from kubernetes import client
-
 from kube_manager.records.db import PolicyRecord
-from kube_manager.kube.kinds import Kind
+from kube_manager.kube.kinds import Kind, collection_lister
 from kube_manager.registry import KINDS, WATCH, NETWORK_POLICIES
 from kube_manager.observability.logging_setup import kv
 from kube_manager.translator.staged_policies import STAGED_ANNOTATION
@@ -60,6 +58,6 @@ class NetworkPolicyHandler(Handler):
         self.db.network_policies.setdefault(key, PolicyRecord("", namespace, name))
 
 
-KIND = Kind(NETWORK_POLICIES, lambda api: client.NetworkingV1Api(api).list_network_policy_for_all_namespaces,
+KIND = Kind(NETWORK_POLICIES, collection_lister(NETWORK_POLICIES),
             trim_network_policy, validate_namespaced, NetworkPolicyHandler)
 KINDS.register(NETWORK_POLICIES.kind, WATCH, KIND)

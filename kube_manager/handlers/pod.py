@@ -3,10 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from kubernetes import client
-
 from kube_manager.records.db import PodRecord
-from kube_manager.kube.kinds import Kind
+from kube_manager.kube.kinds import Kind, collection_lister
 from kube_manager.registry import KINDS, WATCH, PODS
 from .base import Handler, mapping, metadata, trim_metadata, validate_namespaced
 
@@ -63,6 +61,6 @@ class PodHandler(Handler):
         super().delete(obj)
 
 
-KIND = Kind(PODS, lambda api: client.CoreV1Api(api).list_pod_for_all_namespaces, trim_pod, validate_namespaced,
+KIND = Kind(PODS, collection_lister(PODS), trim_pod, validate_namespaced,
             PodHandler)
 KINDS.register(PODS.kind, WATCH, KIND)

@@ -3,7 +3,8 @@
 A `Kind` is the kind's `WATCH` hook in the registry of kinds (`kube_manager/registry.py`), registered
 by its handler's module:
 - `resource`: its REST resource (the registry's), the name of its events, watch and metrics;
-- `lister`: the official client's cluster-wide list function (also used to watch);
+- `lister`: the cluster-wide list function (also used to watch), `collection_lister(resource)`
+  for every kind the daemon watches;
 - `trimmer`: what of an object the translator reads (the rest of the object is dropped at once);
 - `validator`: why an object of the kind cannot be handled at all (its identity is unreadable), or
   None; an object it refuses is rejected with that reason and goes no further;
@@ -24,10 +25,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Protocol, Tuple
 
+from kube_manager.kube import raw_requests
 from kube_manager.registry import WATCH, KindError, Kinds, Resource
 
-# api_client -> the official client's list function for the kind (called with watch=True to watch).
+# api_client -> the list function of the kind, called with the official client's keyword arguments
+# (watch=True to watch): `collection_lister`.
 Lister = Callable[[Any], Callable[..., Any]]
+
+
+def collection_lister(resource: Resource) -> Lister:
+    """The cluster-wide list (and watch) of `resource` by its REST path, answered as raw JSON
+    (plumbing/raw_requests.py says why not through the official client's typed API classes)."""
+    return raw_requests.collection_lister(f"{resource.api_prefix}/{resource.name}")
+
+
 # A manifest -> only what the translator reads.
 Trimmer = Callable[[Dict[str, Any]], Dict[str, Any]]
 # A trimmed object -> why it cannot be handled at all, or None.

@@ -1,4 +1,4 @@
-"""List then watch one Kubernetes resource with the official client, losing no event.
+"""List then watch one Kubernetes resource over the official client's ApiClient, losing no event.
 
 One `KubeWatcher` per registered kind (`kube/kinds.py`: its resource, lister and trimmer), all
 sharing one `ApiClient`. The cycle is the one client-go's reflector uses:

@@ -1,5 +1,6 @@
-"""The Lease as a lock: one leader election record, read, created and replaced with the official
-`kubernetes` client (`CoordinationV1Api`), as client-go's `resourcelock.LeaseLock` does.
+"""The Lease as a lock: one leader election record, read, created and replaced by its REST path
+over the official `kubernetes` client's `ApiClient` (plumbing/raw_requests.py), as client-go's
+`resourcelock.LeaseLock` does.
 
 Optimistic concurrency is the API server's: a replace carries the resourceVersion of the Lease as
 last read, so that of two candidates who read the same expired Lease only one can take it (the other
@@ -8,7 +9,7 @@ gets 409 Conflict and reads again on its next try). The record is compared as th
 times written in it (another host's clock).
 
 Bodies are sent as plain dicts with times formatted as the API's MicroTime, and answers are read as
-JSON (`_preload_content=False`): the record is compared exactly as the server stores it.
+JSON: the record is compared exactly as the server stores it.
 """
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
-from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from kube_manager.kube import raw_requests
 from kube_manager.plumbing.refusal import refusal
 from vnc_client import jsoncodec
 
@@ -70,8 +71,9 @@ class LeaseLock:
     """The Lease `namespace/name`; `get` remembers the object so that `update` replaces exactly the
     version read (client-go keeps the same state in its LeaseLock)."""
 
-    def __init__(self, api_client: client.ApiClient, namespace: str, name: str) -> None:
-        self._api = client.CoordinationV1Api(api_client)
+    def __init__(self, api_client: Any, namespace: str, name: str) -> None:
+        self._api_client = api_client
+        self._leases = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
         self.namespace = namespace
         self.name = name
         self._lease: Optional[Dict[str, Any]] = None
@@ -82,7 +84,7 @@ class LeaseLock:
     def get(self, timeout: float) -> Optional[Tuple[LeaseRecord, str]]:
         """The record and its raw form, or None when the Lease does not exist."""
         try:
-            lease = self._call(self._api.read_namespaced_lease, timeout, self.name, self.namespace)
+            lease = self._call("GET", f"{self._leases}/{self.name}", timeout)
         except LockError as exc:
             if exc.status == 404:
                 self._lease = None
@@ -96,7 +98,7 @@ class LeaseLock:
         """Create the Lease (409 when someone else just did); returns the raw record stored."""
         body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                 "metadata": {"name": self.name, "namespace": self.namespace}, "spec": record.to_spec()}
-        self._lease = self._call(self._api.create_namespaced_lease, timeout, self.namespace, body)
+        self._lease = self._call("POST", self._leases, timeout, body)
         return json.dumps(self._lease.get("spec"), sort_keys=True)
 
     def update(self, record: LeaseRecord, timeout: float) -> str:
@@ -105,14 +107,16 @@ class LeaseLock:
         if self._lease is None:
             raise LockError("the Lease must be read before it is updated")
         body = {**self._lease, "spec": record.to_spec()}
-        self._lease = self._call(self._api.replace_namespaced_lease, timeout, self.name, self.namespace, body)
+        self._lease = self._call("PUT", f"{self._leases}/{self.name}", timeout, body)
         return json.dumps(self._lease.get("spec"), sort_keys=True)
 
-    @staticmethod
-    def _call(method: Any, timeout: float, *args: Any) -> Dict[str, Any]:
+    def _call(self, method: str, path: str, timeout: float, body: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
         try:
-            response = method(*args, _preload_content=False, _request_timeout=timeout)
-            data = jsoncodec.loads(response.data or b"null")
+            response = raw_requests.request(self._api_client, method, path, body=body, timeout=timeout)
+            try:
+                data = jsoncodec.loads(response.data or b"null")
+            finally:
+                response.release_conn()
         except ApiException as exc:
             raise LockError(refusal(exc), exc.status) from None
         except ValueError as exc:

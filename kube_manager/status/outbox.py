@@ -12,9 +12,9 @@ kills a request in flight; the gate is asked again right before each request.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol
 
 import gevent
@@ -47,17 +47,27 @@ class OutboxCounters(Protocol):
     def status_failed(self, target: str, reason: str) -> None: ...
 
 
-@dataclass
 class KubeApis:
-    """The official client's APIs the jobs use, over one `ApiClient`."""
+    """The official client's APIs the jobs use, over one `ApiClient`, each made when a job first
+    needs it: their import (pydantic models, in recent releases) is no part of a start, and a
+    term that writes no status never pays it."""
 
-    events: Any
-    custom: Any
+    def __init__(self, api_client: Any) -> None:
+        self._api_client = api_client
 
     @classmethod
     def over(cls, api_client: Any) -> "KubeApis":
+        return cls(api_client)
+
+    @functools.cached_property
+    def events(self) -> Any:
         from kubernetes import client
-        return cls(client.EventsV1Api(api_client), client.CustomObjectsApi(api_client))
+        return client.EventsV1Api(self._api_client)
+
+    @functools.cached_property
+    def custom(self) -> Any:
+        from kubernetes import client
+        return client.CustomObjectsApi(self._api_client)
 
 
 class StatusOutbox:

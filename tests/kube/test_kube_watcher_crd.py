@@ -1,4 +1,4 @@
-"""Watching ClusterNetworkPolicies (a CRD) through the official client's CustomObjectsApi, over real
+"""Watching ClusterNetworkPolicies (a CRD) by its path (plumbing/raw_requests.py), over real
 HTTP against the emulated API server: listed and watched when served; when the CRD is absent, an
 empty list (the other kinds unaffected), one WARNING, looked for again on `look_again` and on its
 timer, never fatal; picked up once installed; emptied when removed."""

@@ -2,11 +2,15 @@
 timed out, failures counted; nothing queued between terms, nothing sent once the gate refuses."""
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 from typing import Any, List, Tuple
 
 import gevent
 
 from kube_manager.status.outbox import StatusOutbox
+from tests.support.paths import REPO
 from tests.support.waiting import wait_green
 from vnc_client.errors import WriteRefused
 
@@ -68,3 +72,20 @@ def test_between_terms_nothing_is_queued_and_a_closed_gate_sends_nothing() -> No
     wait_green(lambda: counts.failed == [("event", "error")], "the refusal counted")
     assert not early.ran and not refused.ran and counts.written == 0
     outbox.close()
+
+
+def test_the_official_clients_typed_apis_are_made_when_a_job_first_needs_them() -> None:
+    """A term begins with `KubeApis.over`: a restart that reports nothing never imports them."""
+    probe = textwrap.dedent("""\
+        import sys
+        from kube_manager.kube.client_factory import api_client_for_url
+        from kube_manager.status.outbox import KubeApis
+        typed = lambda: sorted(m for m in sys.modules if m.startswith("kubernetes.client.api."))
+        apis = KubeApis.over(api_client_for_url("http://127.0.0.1:1"))
+        before = typed()
+        made = type(apis.events).__name__, type(apis.custom).__name__
+        print(before, made == ("EventsV1Api", "CustomObjectsApi"), apis.events is apis.events, len(typed()) >= 2)
+        """)
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["[]", "True", "True", "True"]
