@@ -157,7 +157,7 @@ class ClusterTranslator:
         self._published = DesiredState(self._store.by_type, live=track_changes, pod_tags=self._pod_tags.tags)
         self._logging = MatchLogging()  # SPEC 15: which NetworkPolicy rules log their matches
         self._exact = ExactEnforcement(semantics, self._bodies, self._shared, self._store, aps_refs, isolation,
-                                       self._namespace_labels)
+                                       self._namespace_labels, self._index)
         self._published.follow_pair_rules(self._exact.pair_rules)
         namespaces = NamespaceSource(self._index, self._shared, self._membership, self._marks, self._parse_cache,
                                      self._logging, self._namespace_relabelled, self._namespace_logging_changed,
