@@ -10,7 +10,7 @@
 
 The machine is shared: compare the ratios measured in one run, not absolute seconds across runs.
 
-    python bench/bench_pairs.py rules --namespaces 100 200 400 1000
+    python bench/bench_pairs.py rules --namespaces 100 200 400 1000 [--running 2]
     python bench/bench_pairs.py time --shape egress --namespaces 500 5000
     python bench/bench_pairs.py time --shape antrea --namespaces 5000      # 15,000 NPs / 20,000 pods
     python bench/bench_pairs.py event --namespaces 5000
@@ -38,12 +38,15 @@ MODES = ("cluster-wide", "kubernetes")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
 
 
-def write_dump(shape: str, namespaces: int, directory: str, seed: int = 1) -> str:
-    path = os.path.join(directory, f"{shape}-{namespaces}.json")
+def write_dump(shape: str, namespaces: int, directory: str, seed: int = 1,
+               running: int = len(exact_shapes.APPS)) -> str:
+    sparse = f"-running{running}" if shape == "mix" and running < len(exact_shapes.APPS) else ""
+    path = os.path.join(directory, f"{shape}-{namespaces}{sparse}.json")
     if not os.path.exists(path):
-        dump = antrea_dump(namespaces) if shape == "antrea" else exact_shapes.SHAPES[shape](namespaces)
         if shape == "mix":
-            dump = exact_shapes.random_mix(namespaces, seed)
+            dump = exact_shapes.random_mix(namespaces, seed, running=running)
+        else:
+            dump = antrea_dump(namespaces) if shape == "antrea" else exact_shapes.SHAPES[shape](namespaces)
         with open(path, "w", encoding="utf-8") as stream:
             json.dump(dump, stream)
     return path
@@ -84,11 +87,11 @@ def count_rules(output: bytes) -> Tuple[int, int, int]:
     return len(rules), sum(f"{cluster}--pair-" in name for name in rules), len(policies)
 
 
-def rules_table(sizes: List[int], directory: str, seed: int) -> None:
+def rules_table(sizes: List[int], directory: str, seed: int, running: int) -> None:
     print(f"{'namespaces':>10} {'NPs':>6} {'cluster-wide':>12} {'kubernetes':>10} {'pairs':>8} "
           f"{'rules/NP cw':>11} {'rules/NP k8s':>12} {'k8s/cw':>6}")
     for namespaces in sizes:
-        path = write_dump("mix", namespaces, directory, seed)
+        path = write_dump("mix", namespaces, directory, seed, running)
         counts = {mode: count_rules(run_translate(path, mode)[1]) for mode in MODES}
         (cw, _, nps), (k8s, pairs, _) = counts["cluster-wide"], counts["kubernetes"]
         print(f"{namespaces:>10,} {nps:>6,} {cw:>12,} {k8s:>10,} {pairs:>8,} {cw / nps:>11.2f} {k8s / nps:>12.2f} "
@@ -147,6 +150,8 @@ def main() -> int:
     parser.add_argument("--shape", choices=("mix", "egress", "antrea"), default="egress")
     parser.add_argument("--namespaces", type=int, nargs="+", default=[100, 200, 400, 1000])
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--running", type=int, default=len(exact_shapes.APPS),
+                        help="the mix's apps run per namespace (exact_shapes.py)")
     parser.add_argument("--changes", type=int, default=100)
     parser.add_argument("--save", metavar="DIR", help="keep each translate output there")
     args = parser.parse_args()
@@ -157,7 +162,7 @@ def main() -> int:
         directory = args.directory or scratch
         os.makedirs(directory, exist_ok=True)
         if args.what == "rules":
-            rules_table(args.namespaces, directory, args.seed)
+            rules_table(args.namespaces, directory, args.seed, args.running)
         elif args.what == "time":
             time_table(args.shape, args.namespaces, directory)
         elif args.what == "event":
@@ -165,7 +170,7 @@ def main() -> int:
                 event_costs(namespaces, args.changes)
         else:
             for namespaces in args.namespaces:
-                print(write_dump(args.shape, namespaces, directory, args.seed))
+                print(write_dump(args.shape, namespaces, directory, args.seed, args.running))
     return 0
 
 
