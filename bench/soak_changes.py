@@ -58,8 +58,10 @@ class Changes:
         self.rng = random.Random(seed)
         self.client = client
         self.teams = teams
-        self.policies = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in cluster.objects["NetworkPolicy"]}
-        self.namespaces = {n["metadata"]["name"]: n for n in cluster.objects["Namespace"] if n["metadata"]["name"] != "kube-system"}
+        self.policies = {(p["metadata"]["namespace"], p["metadata"]["name"]): p
+                         for p in cluster.objects["NetworkPolicy"]}
+        self.namespaces = {n["metadata"]["name"]: n for n in cluster.objects["Namespace"]
+                           if n["metadata"]["name"] != "kube-system"}
         self.pods = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in cluster.objects["Pod"]
                      if p["metadata"]["namespace"] != "kube-system"}
         self.made = 0

@@ -35,7 +35,8 @@ FLOW = ("tcp", 8080)
 
 
 def pair_rules(s: Setup) -> List[str]:
-    return [rule["fq_name"][-1] for rule in s.cluster.translation()["firewall_rules"] if "--pair-" in rule["fq_name"][-1]]
+    names = [rule["fq_name"][-1] for rule in s.cluster.translation()["firewall_rules"]]
+    return [name for name in names if "--pair-" in name]
 
 
 @pytest.mark.parametrize("pods, change, removed, watched, opened", [

@@ -140,7 +140,8 @@ def pod_manifest(key: str, pod_labels: Mapping[str, str], with_ip: bool) -> Dict
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.one_of(pairing, policy_sets), st.sets(st.sampled_from(POD_KEYS)), steps, st.sampled_from(["kubernetes", "cluster-wide"]))
+@given(st.one_of(pairing, policy_sets), st.sets(st.sampled_from(POD_KEYS)), steps,
+       st.sampled_from(["kubernetes", "cluster-wide"]))
 def test_pods_changing_after_the_policies_keep_the_pairs_exact(policies, initial, changes, semantics):
     """The policies and some pods are loaded, then pods arrive (some without an IP yet), are
     relabelled or deleted and namespaces relabelled, one flush each; the pods still without an IP

@@ -19,7 +19,8 @@ at `settle`, so that a policy rewritten in one flush finds its ends' pods alread
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import AbstractSet, Dict, Generic, Hashable, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, TypeVar
+from typing import (AbstractSet, Dict, Generic, Hashable, Iterable, Iterator, List, Mapping, Optional, Set, Tuple,
+                    TypeVar)
 
 from ..encoding import NAMESPACE, split_tag
 from ..index import ClusterIndex, PodKey
@@ -193,11 +194,11 @@ class RealisedEnds(Generic[User]):
         """Look again at the pods changed since the last flush: (the ends some pod matches now and
         none did, the ends no pod matches any more)."""
         pods, self._pods = self._pods, {}
-        for name in self._namespaces:
-            pods.update(dict.fromkeys(self._index.namespace_pods(name)))
-        self._namespaces = set()
-        if not self._conditions:
+        namespaces, self._namespaces = self._namespaces, set()
+        if not self._conditions:  # nothing tracked (a bulk load's first flush): nothing to look at
             return [], []
+        for name in namespaces:
+            pods.update(dict.fromkeys(self._index.namespace_pods(name)))
         before: Dict[Pods, bool] = {}
         for key in pods:
             self._look_again(key, before)
