@@ -134,7 +134,7 @@ class ExactEnforcement:
             self._realised.pod_changed(pod.key)
 
     def namespace_relabelled(self) -> None:
-        """As pod_changed; `namespace_changed` hears of every namespace."""
+        """Nothing to do here: `namespace_changed` hears of every namespace."""
 
     def namespace_changed(self, name: str) -> None:
         """Namespace `name` appeared, went or changed labels."""
