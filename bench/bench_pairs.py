@@ -5,15 +5,15 @@
   team-based mix (exact_shapes.py) at each `--namespaces`;
 - `time`: the whole `contrail-kube-manager translate -f DUMP -o json` command in both modes, each
   in its own process, beside `json.load` of the same dump, on a shape at each size;
-- `event`: the translator's cost of one NetworkPolicy change (`upsert` + `flush`, the daemon's
-  path) on the egress-heavy shape, in both modes.
+- `event`: the translator's cost of one NetworkPolicy change and of one pod relabelled (`upsert` +
+  `flush`, the daemon's path) on the egress-heavy shape, in both modes.
 
 The machine is shared: compare the ratios measured in one run, not absolute seconds across runs.
 
-    python bench/bench_pairs.py rules --namespaces 100 200 400 1000
+    python bench/bench_pairs.py rules --namespaces 100 200 400 1000 [--running 2]
     python bench/bench_pairs.py time --shape egress --namespaces 500 5000
     python bench/bench_pairs.py time --shape antrea --namespaces 5000      # 15,000 NPs / 20,000 pods
-    python bench/bench_pairs.py event --namespaces 5000
+    python bench/bench_pairs.py event --namespaces 5000 [--shape mix]
     python bench/bench_pairs.py dumps DIR --shape mix --namespaces 100     # keep the dumps (for cmp)
 """
 from __future__ import annotations
@@ -38,12 +38,15 @@ MODES = ("cluster-wide", "kubernetes")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
 
 
-def write_dump(shape: str, namespaces: int, directory: str, seed: int = 1) -> str:
-    path = os.path.join(directory, f"{shape}-{namespaces}.json")
+def write_dump(shape: str, namespaces: int, directory: str, seed: int = 1,
+               running: int = len(exact_shapes.APPS)) -> str:
+    sparse = f"-running{running}" if shape == "mix" and running < len(exact_shapes.APPS) else ""
+    path = os.path.join(directory, f"{shape}-{namespaces}{sparse}.json")
     if not os.path.exists(path):
-        dump = antrea_dump(namespaces) if shape == "antrea" else exact_shapes.SHAPES[shape](namespaces)
         if shape == "mix":
-            dump = exact_shapes.random_mix(namespaces, seed)
+            dump = exact_shapes.random_mix(namespaces, seed, running=running)
+        else:
+            dump = antrea_dump(namespaces) if shape == "antrea" else exact_shapes.SHAPES[shape](namespaces)
         with open(path, "w", encoding="utf-8") as stream:
             json.dump(dump, stream)
     return path
@@ -84,11 +87,11 @@ def count_rules(output: bytes) -> Tuple[int, int, int]:
     return len(rules), sum(f"{cluster}--pair-" in name for name in rules), len(policies)
 
 
-def rules_table(sizes: List[int], directory: str, seed: int) -> None:
+def rules_table(sizes: List[int], directory: str, seed: int, running: int) -> None:
     print(f"{'namespaces':>10} {'NPs':>6} {'cluster-wide':>12} {'kubernetes':>10} {'pairs':>8} "
           f"{'rules/NP cw':>11} {'rules/NP k8s':>12} {'k8s/cw':>6}")
     for namespaces in sizes:
-        path = write_dump("mix", namespaces, directory, seed)
+        path = write_dump("mix", namespaces, directory, seed, running)
         counts = {mode: count_rules(run_translate(path, mode)[1]) for mode in MODES}
         (cw, _, nps), (k8s, pairs, _) = counts["cluster-wide"], counts["kubernetes"]
         print(f"{namespaces:>10,} {nps:>6,} {cw:>12,} {k8s:>10,} {pairs:>8,} {cw / nps:>11.2f} {k8s / nps:>12.2f} "
@@ -107,15 +110,37 @@ def time_table(shape: str, sizes: List[int], directory: str) -> None:
               f"{cw / load:>7.2f} {k8s / load:>8.2f} {count_rules(cw_out)[0]:>9,} {count_rules(k8s_out)[0]:>9,}")
 
 
-def event_costs(namespaces: int, count: int) -> None:
-    """CPU ms of one NetworkPolicy change (a port moves) on a translator holding the egress shape."""
+def event_costs(shape: str, namespaces: int, count: int, seed: int, running: int) -> None:
+    """CPU ms of one NetworkPolicy change (a port moves) and of one pod change (a pod's role or app
+    swapped) on a translator holding the egress shape or the mix."""
     import gc
 
     from kube_manager.translator import ClusterTranslator
 
-    dump = exact_shapes.egress_heavy(namespaces)
+    if shape == "mix":
+        dump = exact_shapes.random_mix(namespaces, seed, running=running)
+    else:
+        dump = exact_shapes.egress_heavy(namespaces)
     policies = [item for item in dump["items"] if item["kind"] == "NetworkPolicy"]
-    print(f"{'mode':<13} {'namespaces':>10} {'NP change cpu ms median':>24} {'p99':>8}")
+    pods = [item for item in dump["items"] if item["kind"] == "Pod" and item["metadata"]["namespace"] != "kube-system"]
+
+    def policy_change(k: int) -> Tuple[str, Dict[str, Any]]:
+        manifest = json.loads(json.dumps(policies[(k * 7919) % len(policies)]))
+        spec = manifest["spec"]
+        blocks = spec.get("ingress") or spec.get("egress")
+        blocks[0]["ports"] = [{"protocol": "TCP", "port": 1000 + k}]
+        return "NetworkPolicy", manifest
+
+    def pod_change(k: int) -> Tuple[str, Dict[str, Any]]:
+        manifest = json.loads(json.dumps(pods[(k * 7919) % len(pods)]))
+        labels = manifest["metadata"]["labels"]
+        if "role" in labels:
+            labels["role"] = "server" if labels["role"] == "client" else "client"
+        else:
+            labels["app"] = exact_shapes.APPS[(exact_shapes.APPS.index(labels["app"]) + 1 + k) % len(exact_shapes.APPS)]
+        return "Pod", manifest
+
+    print(f"{'mode':<13} {shape:>6} {'namespaces':>10} {'change':<14} {'cpu ms median':>13} {'p99':>8}")
     for mode in MODES:
         translator = ClusterTranslator(semantics=mode)
         for item in dump["items"]:
@@ -123,20 +148,18 @@ def event_costs(namespaces: int, count: int) -> None:
         translator.flush()
         gc.collect()
         gc.freeze()
-        timings: List[float] = []
-        for k in range(count):
-            manifest = json.loads(json.dumps(policies[(k * 7919) % len(policies)]))
-            spec = manifest["spec"]
-            blocks = spec.get("ingress") or spec.get("egress")
-            blocks[0]["ports"] = [{"protocol": "TCP", "port": 1000 + k}]
-            start = time.process_time()
-            translator.upsert("NetworkPolicy", manifest)
-            translator.flush()
-            timings.append(time.process_time() - start)
-        timings.sort()
+        for what, change in (("NetworkPolicy", policy_change), ("pod relabel", pod_change)):
+            timings: List[float] = []
+            for k in range(count):
+                kind, manifest = change(k)
+                start = time.process_time()
+                translator.upsert(kind, manifest)
+                translator.flush()
+                timings.append(time.process_time() - start)
+            timings.sort()
+            print(f"{mode:<13} {shape:>6} {namespaces:>10,} {what:<14} {1000 * statistics.median(timings):>13.3f} "
+                  f"{1000 * timings[int(0.99 * (len(timings) - 1))]:>8.3f}")
         gc.unfreeze()
-        print(f"{mode:<13} {namespaces:>10,} {1000 * statistics.median(timings):>24.3f} "
-              f"{1000 * timings[int(0.99 * (len(timings) - 1))]:>8.3f}")
         del translator
 
 
@@ -147,6 +170,8 @@ def main() -> int:
     parser.add_argument("--shape", choices=("mix", "egress", "antrea"), default="egress")
     parser.add_argument("--namespaces", type=int, nargs="+", default=[100, 200, 400, 1000])
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--running", type=int, default=len(exact_shapes.APPS),
+                        help="the mix's apps run per namespace (exact_shapes.py)")
     parser.add_argument("--changes", type=int, default=100)
     parser.add_argument("--save", metavar="DIR", help="keep each translate output there")
     args = parser.parse_args()
@@ -157,15 +182,16 @@ def main() -> int:
         directory = args.directory or scratch
         os.makedirs(directory, exist_ok=True)
         if args.what == "rules":
-            rules_table(args.namespaces, directory, args.seed)
+            rules_table(args.namespaces, directory, args.seed, args.running)
         elif args.what == "time":
             time_table(args.shape, args.namespaces, directory)
         elif args.what == "event":
             for namespaces in args.namespaces:
-                event_costs(namespaces, args.changes)
+                event_costs("mix" if args.shape == "mix" else "egress", namespaces, args.changes, args.seed,
+                            args.running)
         else:
             for namespaces in args.namespaces:
-                print(write_dump(args.shape, namespaces, directory, args.seed))
+                print(write_dump(args.shape, namespaces, directory, args.seed, args.running))
     return 0
 
 

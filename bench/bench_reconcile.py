@@ -112,15 +112,17 @@ def populate_vmis(url: str, cluster: Cluster) -> None:
     """What the CNI did before kube-manager starts: a VM (uuid = pod uid) and a VMI per pod."""
     with VncClient(url, concurrency=32) as client:
         client.create("virtual-network", {"fq_name": VN, "parent_type": "project"})
+        Pool(32).map(lambda manifest: attach_vmi(client, manifest), cluster.objects["Pod"])
 
-        def attach(manifest: Dict[str, Any]) -> None:
-            meta = manifest["metadata"]
-            name = f"{meta['name']}__{meta['uid']}"
-            client.create("virtual-machine", {"fq_name": [name], "uuid": meta["uid"]})
-            client.create("virtual-machine-interface", {
-                "fq_name": VN[:2] + [name], "parent_type": "project",
-                "virtual_machine_refs": [{"to": [name], "uuid": meta["uid"]}], "virtual_network_refs": [{"to": VN}]})
-        Pool(32).map(attach, cluster.objects["Pod"])
+
+def attach_vmi(client: VncClient, manifest: Dict[str, Any]) -> None:
+    """What the CNI does for one pod (in the network `populate_vmis` made)."""
+    meta = manifest["metadata"]
+    name = f"{meta['name']}__{meta['uid']}"
+    client.create("virtual-machine", {"fq_name": [name], "uuid": meta["uid"]})
+    client.create("virtual-machine-interface", {
+        "fq_name": VN[:2] + [name], "parent_type": "project",
+        "virtual_machine_refs": [{"to": [name], "uuid": meta["uid"]}], "virtual_network_refs": [{"to": VN}]})
 
 
 class RequestCount:

@@ -5,6 +5,8 @@
   pods and three NetworkPolicies isolating both ways (one selects every pod, two an app); each
   policy has one ingress and one egress TCP rule whose peer is, at random, a pod selector, a team's
   namespaces, or both. Egress meets ingress across namespaces, so this is where pairs multiply.
+  With `--running N` each namespace runs pods of N of the four apps only (the same policies), so
+  that some policies select no pod and some peers match none.
 - `egress`: the egress-heavy shape. Every namespace is isolated both ways with DNS egress to
   kube-system; each namespace's `client` app may reach the next namespace's `server` app on TCP
   8080, and each `server` admits the namespaces of its team on TCP 8080. The output is linear;
@@ -12,7 +14,7 @@
 
 Both are one JSON `List`, what `contrail-kube-manager translate -f DUMP` reads.
 
-    python bench/exact_shapes.py mix /tmp/mix-200.json --namespaces 200 [--seed 1]
+    python bench/exact_shapes.py mix /tmp/mix-200.json --namespaces 200 [--seed 1] [--running 2]
     python bench/exact_shapes.py egress /tmp/egress-500.json --namespaces 500
 """
 from __future__ import annotations
@@ -54,14 +56,17 @@ def _dump(items: List[Dict[str, Any]]) -> Dict[str, Any]:
     return {"apiVersion": "v1", "kind": "List", "items": items, "metadata": {"resourceVersion": ""}}
 
 
-def random_mix(namespaces: int, seed: int = 1, teams: int = 5) -> Dict[str, Any]:
-    """The random team-based mix (module docstring)."""
+def random_mix(namespaces: int, seed: int = 1, teams: int = 5, running: int = len(APPS)) -> Dict[str, Any]:
+    """The random team-based mix (module docstring); `running`: how many of the apps each
+    namespace runs a pod of (drawn apart, so the policies are the same whatever it is)."""
     rng = random.Random(seed)
+    runs = random.Random(f"{seed}-running")
     items = _kube_system()
     for i in range(namespaces):
         ns = f"ns-{i:04d}"
         items.append(_namespace(ns, {"kubernetes.io/metadata.name": ns, "team": f"t{i % teams}"}))
-        items += [_pod(ns, f"{app}-0", {"app": app}, 4 * i + j) for j, app in enumerate(APPS)]
+        apps = APPS if running >= len(APPS) else runs.sample(APPS, running)
+        items += [_pod(ns, f"{app}-0", {"app": app}, 4 * i + j) for j, app in enumerate(APPS) if app in apps]
 
     def peer() -> Dict[str, Any]:
         kind = rng.choice(("pods", "team", "both"))
@@ -108,8 +113,8 @@ def egress_heavy(namespaces: int, teams: int = 20) -> Dict[str, Any]:
 SHAPES = {"mix": random_mix, "egress": egress_heavy}
 
 
-def write(shape: str, path: str, namespaces: int, seed: int = 1) -> None:
-    dump = random_mix(namespaces, seed) if shape == "mix" else egress_heavy(namespaces)
+def write(shape: str, path: str, namespaces: int, seed: int = 1, running: int = len(APPS)) -> None:
+    dump = random_mix(namespaces, seed, running=running) if shape == "mix" else egress_heavy(namespaces)
     with open(path, "w", encoding="utf-8") as stream:
         json.dump(dump, stream)
         stream.write("\n")
@@ -121,8 +126,9 @@ def main() -> int:
     parser.add_argument("path")
     parser.add_argument("--namespaces", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1, help="the random mix's seed")
+    parser.add_argument("--running", type=int, default=len(APPS), help="the random mix's apps run per namespace")
     args = parser.parse_args()
-    write(args.shape, args.path, args.namespaces, args.seed)
+    write(args.shape, args.path, args.namespaces, args.seed, args.running)
     print(f"{args.path}: {os.path.getsize(args.path) / 1e6:.1f} MB")
     return 0
 

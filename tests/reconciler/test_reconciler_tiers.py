@@ -9,19 +9,18 @@ for every pair of pods, as SPEC 6 says (ContrailEvaluator over our objects and t
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import pytest
 
 from tests.support.builders import HTTP_8080, namespace, pod, policy
-from kube_manager.explain.flow import ContrailEvaluator
 from kube_manager.settings import ReconcilerSettings
 from tests.support.cnp_support import cnp
+from tests.support.enforced_flows import Flow, enforced_flows
 from tests.support.reconciler_support import Setup
 
 ONE_WORKER = ReconcilerSettings(concurrency=1, retry_base=0.01, retry_cap=0.05)
 PODS = [pod("a", name, f"10.0.0.{n}", app=name, ports=HTTP_8080) for n, name in enumerate(("web", "client", "other"), 1)]
-Flow = Tuple[str, str, str, int]  # source pod, destination pod, protocol, port
 PROBES = (("tcp", 8080), ("tcp", 80), ("udp", 53))
 
 
@@ -39,56 +38,43 @@ DENY_WEB = cnp("deny-web", "Admin", 20, {"pods": {"namespaceSelector": {}, "podS
                ingress=[{"action": "Deny", "from": [{"namespaces": {}}]}])
 
 
-def allowed(s: Setup) -> Set[Flow]:
-    """The pod-to-pod flows (of `PROBES`) the config API lets through right now."""
-    owned = s.api.owned()
-    (aps,) = owned["application-policy-set"].values()
-    translation = {"cluster_name": "k8s", "application_policy_set": aps,
-                   "firewall_policies": list(owned["firewall-policy"].values()),
-                   "firewall_rules": list(owned["firewall-rule"].values()),
-                   "address_groups": list(owned["address-group"].values()),
-                   "workloads": [{"namespace": p["metadata"]["namespace"], "name": p["metadata"]["name"],
-                                  "ip": p["status"]["podIP"], "tags": s.api.vmi_tags(p["metadata"]["uid"])}
-                                 for p in PODS]}
-    evaluator = ContrailEvaluator(translation)
-    flows = set()
-    for src in PODS:
-        for dst in PODS:
-            a, b = (evaluator.workload("a", p["metadata"]["name"]) for p in (src, dst))
-            flows.update((src["metadata"]["name"], dst["metadata"]["name"], protocol, port) for protocol, port in PROBES
-                         if evaluator.evaluate(a, b, port, protocol).allowed)
-    return flows
+def allowed(s: Setup, pods: Sequence[Dict[str, Any]] = PODS) -> Set[Flow]:
+    """The flows (of `PROBES`) between `pods` the config API lets through right now."""
+    return enforced_flows(s.api, pods, PROBES)
 
 
-def watch(s: Setup) -> List[Set[Flow]]:
+def watch(s: Setup, pods: Sequence[Dict[str, Any]] = PODS) -> List[Set[Flow]]:
     """What the config API lets through, seen before every request the reconciler makes from now on."""
     seen: List[Set[Flow]] = []
 
     def look(op: str, obj_type: str, fq: Tuple[str, ...]) -> None:
-        seen.append(allowed(s))
+        seen.append(allowed(s, pods))
         return None
     s.api.fault = look
     return seen
 
 
-def change_and_watch(s: Setup, *manifests: Dict[str, Any]) -> Tuple[Set[Flow], Set[Flow], List[Set[Flow]]]:
-    """Apply `manifests` to a converged cluster: what passes before, after, and at every request
-    in between."""
+def change_and_watch(s: Setup, *manifests: Dict[str, Any], pods: Sequence[Dict[str, Any]] = PODS,
+                     removed: Sequence[Dict[str, Any]] = ()) -> Tuple[Set[Flow], Set[Flow], List[Set[Flow]]]:
+    """Apply `manifests` to a converged cluster and delete `removed`: what passes between `pods`
+    before, after, and at every request in between."""
     s.converge()
-    before = allowed(s)
-    seen = watch(s)
+    before = allowed(s, pods)
+    seen = watch(s, pods)
     s.api.writes.clear()
     s.cluster.apply(*manifests)
+    s.cluster.remove(*removed)
     s.cluster.cache.flush()
     # Every request evaluates the whole flow table (watch): slow under load, so a wide bound.
     s.converge(timeout=60.0)
     s.api.fault = None
-    return before, allowed(s), seen
+    return before, allowed(s, pods), seen
 
 
-def assert_between(before: Set[Flow], after: Set[Flow], seen: List[Set[Flow]]) -> None:
-    """At no moment is a flow allowed before and after dropped, nor one dropped before and after allowed."""
-    assert len(seen) >= 3
+def assert_between(before: Set[Flow], after: Set[Flow], seen: List[Set[Flow]], requests: int = 3) -> None:
+    """At no moment is a flow allowed before and after dropped, nor one dropped before and after
+    allowed; at least `requests` moments were seen."""
+    assert len(seen) >= requests
     for moment, flows in enumerate(seen):
         assert before & after <= flows, (moment, sorted(before & after - flows))
         assert flows <= before | after, (moment, sorted(flows - before - after))

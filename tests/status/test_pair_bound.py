@@ -5,7 +5,8 @@ Kubernetes; every pair rule is written all along; the metrics and /readyz show w
 
 The shape: namespaces all labelled `team=x`; a `wide` policy in a namespace allows port 80 both
 ways with the namespaces of team x, a `narrow` one allows port 80 in from them. With W wide and N
-narrow policies, each wide egress rule meets every ingress rule: W x (W + N) pair rules; a wide
+narrow policies (each namespace with a pod), each wide egress rule meets every ingress rule: W x (W + N)
+pair rules; a wide
 policy is an end of (W + N) + W - 1 pairs (its egress with every ingress, its ingress with every
 other egress), a narrow one of W."""
 from __future__ import annotations
@@ -19,7 +20,7 @@ from kube_manager.service.pipeline import Pipeline, build_pipeline
 from kube_manager.status.pair_bound import PAIR_RULES_BOUND, PairRulesBound
 from kube_manager.status.publisher import StatusPublisher
 from kube_manager.translator.exact.pairs import pair_rule_prefix
-from tests.support.builders import namespace, policy
+from tests.support.builders import namespace, pod, policy
 from tests.support.kept_outbox import KeptOutbox, said
 
 NP = "networkpolicies"
@@ -52,7 +53,9 @@ class Cluster:
         self.pipeline.cache.on_event(resource, kind, obj)
 
     def add(self, ns: str, name: str, spec: Dict[str, Any]) -> None:
+        """A namespace of team x with a pod (a pair is written only while pods realise its ends)."""
         self.event("namespaces", "ADDED", namespace(ns, team="x"))
+        self.event("pods", "ADDED", pod(ns, "p", f"10.0.{len(self.pipeline.db.namespaces)}.1"))
         self.event(NP, "ADDED", policy(ns, name, spec))
 
     def metrics(self) -> Dict[str, float]:

@@ -19,7 +19,7 @@ from ..scope_tags import NAMESPACE_LABEL, TagOrigin
 Condition = Tuple[str, Optional[TagOrigin]]  # a tag and what it stands for (None: an identity tag)
 
 
-def _holds(tag: str, origin: Optional[TagOrigin], pod: PodInfo, namespace_labels: Mapping[str, str]) -> bool:
+def tag_holds(tag: str, origin: Optional[TagOrigin], pod: PodInfo, namespace_labels: Mapping[str, str]) -> bool:
     if origin is None:
         tag_type, value = split_tag(tag)
         if tag_type == NAMESPACE:
@@ -55,7 +55,7 @@ class TaggedPodsInNetworks(PodExpression):
         address = pod.address
         if address is None or not any(address.version == n.version and address in n for n in self.networks):
             return False
-        return all(_holds(tag, origin, pod, namespace_labels) for tag, origin in self.conditions)
+        return all(tag_holds(tag, origin, pod, namespace_labels) for tag, origin in self.conditions)
 
     def candidates(self) -> Optional[PodScope]:
         return PodScope(namespace=self.namespace) if self.namespace is not None else None

@@ -9,9 +9,12 @@ namespace (as tag values spell it) of each end, and by service; a lookup walks t
 rules of the one namespace the query's source names plus those whose source names none, the same
 at the destination, the rules whose service meets the query's. A pair rule is
 named by its content and counted, since two pairs can write one rule. A pair whose ends the
-cluster's namespaces contradict is not written (`contradictions.py`); `naming` tells which
-policies to meet again when a namespace changes. `contributions` counts, per policy, the pairs
-one of its rules is an end of: what the operator is told when the pair rules pass their bound.
+cluster's namespaces contradict is not kept (`contradictions.py`); `naming` tells which
+policies to meet again when a namespace changes. A pair kept is written only while current pods
+realise its ends (`realised.py`): `realise` writes and drops pairs as pods change, and a pair
+left out only leaves its flows to the isolation deny. `contributions` counts, per policy, the
+written pairs one of its rules is an end of: what the operator is told when the pair rules pass
+their bound.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from ..encoding import NAMESPACE, encode_value, tag_name
 from ..ports import Service
 from .emit import Emitter, Rule
 from .items import NAME_LABEL_TYPE, End, Item, Pods, meet, meet_services
+from .realised import RealisedEnds
 
 PolicyKey = Tuple[str, str]
 Keys = Tuple[Optional[str], Optional[str]]  # the namespace of a rule's source and destination
@@ -134,17 +138,21 @@ class PairRules:
     """The pair rules of every NetworkPolicy; `put` and `drop` write a rule into the block."""
 
     def __init__(self, emitter: Emitter, put: Callable[[Rule], None], drop: Callable[[Rule], None],
-                 possible: Callable[[Item], bool]) -> None:
-        """`possible`: whether a pair's ends can match pods of the cluster as it is."""
+                 possible: Callable[[Item], bool], ends: RealisedEnds[Pair]) -> None:
+        """`possible`: whether a pair's ends can match pods of the cluster's namespaces as they
+        are; `ends`: which ends the current pods match."""
         self._emitter = emitter
         self._possible = possible
+        self._ends = ends
         self._put, self._drop = put, drop
         self._egress, self._ingress = _Side(), _Side()
         self._policy_rules: Dict[PolicyKey, Tuple[Tuple[FqName, ...], Tuple[FqName, ...]]] = {}
         self._policy_of: Dict[FqName, PolicyKey] = {}
-        self._pairs: Dict[Pair, FqName] = {}
+        self._possible_pairs: Dict[Pair, Item] = {}  # every pair `meet` and the namespaces keep
+        self._pairs: Dict[Pair, FqName] = {}  # of those, the ones written: the pods realise them
         self._pairs_of: Dict[FqName, Set[Pair]] = {}
         self._rules: Dict[FqName, Tuple[Rule, int]] = {}
+        self._released: List[FqName] = []  # rules of pairs closed, dropped once the new are written
         self._contributions: Dict[PolicyKey, int] = {}
 
     def counts(self) -> PairRuleCounts:
@@ -154,21 +162,17 @@ class PairRules:
         """The policy `key` now has these rules (none: it is gone); new pairs are written before
         the old ones are dropped."""
         old_egress, old_ingress = self._policy_rules.pop(key, ((), ()))
-        released: List[FqName] = []
+        for names in (old_egress, old_ingress):
+            for fq_name in names:
+                for pair in self._pairs_of.pop(fq_name, ()):
+                    self._forget(pair)
+                    partners = self._pairs_of.get(pair[1] if pair[0] == fq_name else pair[0])
+                    if partners is not None:
+                        partners.discard(pair)
         for side, names in ((self._egress, old_egress), (self._ingress, old_ingress)):
             for fq_name in names:
                 side.remove(fq_name)
                 del self._policy_of[fq_name]
-                for pair in self._pairs_of.pop(fq_name, ()):
-                    found = self._pairs.pop(pair, None)
-                    if found is not None:
-                        released.append(found)
-                        other = pair[1] if pair[0] == fq_name else pair[0]
-                        # `other` is gone from `_policy_of` only when it is one of `key`'s own rules
-                        self._contribute({key, self._policy_of.get(other, key)}, -1)
-                        partners = self._pairs_of.get(other)
-                        if partners is not None:
-                            partners.discard(pair)
         if egress or ingress:
             self._policy_rules[key] = (tuple(fq for fq, _ in egress), tuple(fq for fq, _ in ingress))
             self._policy_of.update((fq_name, key) for fq_name, _ in egress + ingress)
@@ -182,8 +186,22 @@ class PairRules:
             for partner in self._egress.candidates(item, keys):
                 if partner not in own:
                     self._pair((partner, fq_name), self._egress.items[partner], item)
-        for fq_name in released:
-            self._unref(fq_name)
+        self._release()
+
+    def realise(self) -> None:
+        """Write the pairs whose ends the pods changed since the last call now realise, then drop
+        those whose ends they no longer do."""
+        opened, closed = self._ends.flush()
+        for end in opened:
+            for pair in self._ends.users(end):
+                item = self._possible_pairs[pair]
+                if pair not in self._pairs and all(self._ends.realised(e) for e in pod_ends(item)):
+                    self._write(pair, item)
+        for end in closed:
+            for pair in self._ends.users(end):
+                if pair in self._pairs:
+                    self._withdraw(pair)
+        self._release()
 
     def naming(self, namespace: str) -> Set[PolicyKey]:
         """The policies with a rule whose end is in `namespace`: those whose pairs its labels decide."""
@@ -194,15 +212,39 @@ class PairRules:
         item = meet(egress, ingress)
         if item is None or not self._possible(item):
             return
-        rule = self._emitter.rule(PAIR_BLOCK, item)
-        self._pairs[pair] = rule.fq_name
+        self._possible_pairs[pair] = item
         for end in pair:
             self._pairs_of.setdefault(end, set()).add(pair)
+        realised = True
+        for pods in pod_ends(item):
+            realised = self._ends.track(pods, pair) and realised
+        if realised:
+            self._write(pair, item)
+
+    def _forget(self, pair: Pair) -> None:
+        item = self._possible_pairs.pop(pair)
+        if pair in self._pairs:
+            self._withdraw(pair)
+        for end in pod_ends(item):
+            self._ends.untrack(end, pair)
+
+    def _write(self, pair: Pair, item: Item) -> None:
+        rule = self._emitter.rule(PAIR_BLOCK, item)
+        self._pairs[pair] = rule.fq_name
         self._contribute({self._policy_of[pair[0]], self._policy_of[pair[1]]}, 1)
         found = self._rules.get(rule.fq_name)
         self._rules[rule.fq_name] = (rule, found[1] + 1 if found else 1)
         if found is None:
             self._put(rule)
+
+    def _withdraw(self, pair: Pair) -> None:
+        self._released.append(self._pairs.pop(pair))
+        self._contribute({self._policy_of[pair[0]], self._policy_of[pair[1]]}, -1)
+
+    def _release(self) -> None:
+        released, self._released = self._released, []
+        for fq_name in released:
+            self._unref(fq_name)
 
     def _contribute(self, policies: Set[PolicyKey], step: int) -> None:
         for policy in policies:
@@ -219,3 +261,11 @@ class PairRules:
         else:
             del self._rules[fq_name]
             self._drop(rule)
+
+
+def pod_ends(item: Item) -> Tuple[Pods, ...]:
+    """The ends of a pair that are sets of pods (the others, addresses or anything, always match)."""
+    src, dst = item.src, item.dst
+    if isinstance(src, Pods):
+        return (src,) if not isinstance(dst, Pods) or dst == src else (src, dst)
+    return (dst,) if isinstance(dst, Pods) else ()

@@ -12,7 +12,8 @@ The NetworkPolicy source tells this one of each policy whose rendering it applie
 reads the policy itself, never the rendering); the flush then moves the isolation tags and the pair
 rules of those policies only. The namespace source tells it of each
 namespace that changed; the flush meets again the pairs of the policies naming it, whose ends its
-labels may now contradict or no longer.
+labels may now contradict or no longer. Each pod change is passed on to the pairs' ends
+(`realised.py`): a pair is written while pods realise its ends.
 """
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ from operator import itemgetter
 from typing import Dict, List, Optional, Set, Tuple
 
 from ..bodies import DENY, FIREWALL_POLICY, FIREWALL_RULE, BodyFactory, global_fq_name, sequenced_ref
-from ..model import ParsedPolicy
-from ..named_ports import PodView
+from ..index import ClusterIndex
+from ..model import ParsedPolicy, PodInfo
 from ..naming import (hashed_sequence, isolation_deny_name, isolation_deny_policy_name, isolation_policy_name,
                       rule_sequence)
 from ..scope_tags import ScopeTags
@@ -34,7 +35,8 @@ from .emit import Emitter, Rule
 from .isolation import EGRESS, INGRESS, Isolation, Selection, selections_of
 from .items import Item
 from .contradictions import NamespaceContradictions, NamespaceLabels
-from .pairs import PairRuleCounts, PairRules, namespace_key
+from .pairs import Pair, PairRuleCounts, PairRules, namespace_key
+from .realised import RealisedEnds
 
 ISOLATION_SEQUENCE, ISOLATION_DENY_SEQUENCE = "0.5", "0.6"
 PolicyKey = Tuple[str, str]
@@ -46,7 +48,7 @@ class ExactEnforcement:
 
     def __init__(self, semantics: str, bodies: BodyFactory, shared: SharedObjects, store: DesiredObjects,
                  aps_refs: SequencedRefs, isolation: Isolation, namespace_labels: NamespaceLabels, tags: ScopeTags,
-                 pods: PodView) -> None:
+                 index: ClusterIndex) -> None:
         self.exact = isolates_always(semantics)  # the one reading of the mode
         self._shared = shared
         self._store = store
@@ -56,10 +58,11 @@ class ExactEnforcement:
         self._items: Dict[PolicyKey, Tuple[Keyed, Keyed]] = {}  # their allows (egress, ingress), once asked for
         self.generation = 0  # counts the flushes that changed some NetworkPolicy
         self._selections: Dict[PolicyKey, Tuple[Selection, ...]] = {}
-        self._allows = AllowItems(tags, pods)
+        self._allows = AllowItems(tags, index)
         self.emitter = Emitter(bodies, shared.origins, isolation.is_tag)
         contradictions = NamespaceContradictions(shared.origins, namespace_labels, namespace_key)
-        self._pairs = PairRules(self.emitter, self._put, self._drop, contradictions.possible)
+        self._realised: RealisedEnds[Pair] = RealisedEnds(shared.origins, index)
+        self._pairs = PairRules(self.emitter, self._put, self._drop, contradictions.possible, self._realised)
         self._namespaces_changed: Set[str] = set()
         self._refs: Optional[SequencedRefs] = None
         if self.exact:
@@ -130,26 +133,34 @@ class ExactEnforcement:
         rejected): also when it rendered it again for its named ports, which pods resolve anew."""
         self._pending[key] = policy
 
-    def pod_changed(self, old: object, new: object) -> None:
-        """Pair rules depend on the policies only (and on named ports, which `policy_applied`
-        hears of); their selector tags follow pods by themselves."""
+    def pod_changed(self, old: Optional[PodInfo], new: Optional[PodInfo]) -> None:
+        """A pair rule is written while pods realise its ends (`realised.py`)."""
+        pod = new if new is not None else old
+        if self._refs is not None and pod is not None:
+            self._realised.pod_changed(pod.key)
 
     def namespace_relabelled(self) -> None:
-        """As pod_changed; `namespace_changed` hears of every namespace."""
+        """Nothing to do here: `namespace_changed` hears of every namespace."""
 
     def namespace_changed(self, name: str) -> None:
         """Namespace `name` appeared, went or changed labels."""
         if self._refs is not None:
             self._namespaces_changed.add(name)
+            self._realised.namespace_changed(name)
 
     # --- flushing -----------------------------------------------------------------------------
 
     def flush(self) -> None:
+        if self._refs is not None:
+            self._pairs.realise()  # the pods first: in a bulk load no end is tracked yet
         if self._namespaces_changed:
             self._meet_again(self._namespaces_changed)
             self._namespaces_changed = set()
-        if not self._pending:
-            return
+        if self._pending:
+            self._apply_pending()
+        self._realised.settle()
+
+    def _apply_pending(self) -> None:
         pending, self._pending = self._pending, {}
         self.generation += 1
         for key, policy in pending.items():
