@@ -196,10 +196,13 @@ class RuleIndex:
         """The policies that entered or left the APS."""
         before = set(self.policy_keys)
         touched = self._aps.update((aps or {}).get("firewall_policy_refs") or [])
-        for name in {fq[-1] if fq else "" for fq in touched}:
+        by_name: Dict[str, List[FqName]] = {}
+        for fq in touched:
+            by_name.setdefault(fq[-1] if fq else "", []).append(fq)
+        for name, fqs in by_name.items():
             named = self._named.setdefault(name, set())
-            named.update(fq for fq in touched if (fq[-1] if fq else "") == name and fq in self.policy_keys)
-            named.difference_update([fq for fq in named if fq not in self.policy_keys])
+            named.update(fq for fq in fqs if fq in self.policy_keys)
+            named.difference_update([fq for fq in fqs if fq not in self.policy_keys])
             if named:
                 self._name_keys[name] = min(self.policy_keys[fq] for fq in named)
             else:
