@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from .flow_index import ANY_KEY, IndexKey, RuleIndex, RuleSource
+from .flow_index import ANY_KEY, IndexKey, OrientedRules, RuleIndex, RuleSource
 from .flow_rules import (FLOW_PROTOCOLS, NumericProtocol, RuleEndpoint, RuleEntry, Workload, in_prefix,
                          ip_or_none)
 
@@ -70,8 +70,10 @@ class ContrailEvaluator:
     """Evaluates flows against one translation (the SPEC section 8 JSON object), or against a
     `RuleIndex` its owner keeps up to date (`over`)."""
 
-    def __init__(self, translation: Mapping[str, Any], cluster_name: Optional[str] = None) -> None:
-        index = RuleIndex()
+    def __init__(self, translation: Mapping[str, Any], cluster_name: Optional[str] = None,
+                 rules: Optional[OrientedRules] = None) -> None:
+        """`rules`: the entries another evaluator compiled, reused for the bodies it shares."""
+        index = RuleIndex(rules)
         index.update(translation_source(translation))
         self._use(index, cluster_name or translation.get("cluster_name") or "k8s", translation_workloads(translation))
 
@@ -170,4 +172,5 @@ class ContrailEvaluator:
         return self.index.network_policy_rank(network_policy)
 
 
-__all__ = ["FLOW_PROTOCOLS", "ContrailEvaluator", "Decision", "NumericProtocol", "Workload", "translation_source"]
+__all__ = ["FLOW_PROTOCOLS", "ContrailEvaluator", "Decision", "NumericProtocol", "OrientedRules", "Workload",
+           "translation_source"]

@@ -110,10 +110,40 @@ class _PolicyState:
         self.network_policy = f"{marks.get('namespace')}/{marks['name']}" if marks.get("name") else None
 
 
+class OrientedRules:
+    """Each firewall rule body's compiled entries, kept from one index to the next (for callers
+    building several indexes over translations that share most bodies, as the staged runs do).
+
+    Keyed by the body's identity: the translator's rule bodies are immutable and a changed rule
+    is a new body, so an unchanged body compiles to the same entries. (Not so its policies: the
+    deny-all policy's and the APS's ref lists are kept in place, so they are read anew each time.)
+    Each kept body is held, so its identity cannot pass to another object while it is a key.
+    `compiled` counts the bodies compiled anew (what a rebuild after one change should keep small)."""
+
+    def __init__(self) -> None:
+        self._kept: Dict[int, Tuple[Mapping[str, Any], str, Tuple[str, ...], List[RuleEntry]]] = {}
+        self._used: Dict[int, Tuple[Mapping[str, Any], str, Tuple[str, ...], List[RuleEntry]]] = {}
+        self.compiled = 0
+
+    def entries(self, policy: str, rule_fq: Tuple[str, ...], rule: Mapping[str, Any]) -> List[RuleEntry]:
+        """The rule's oriented entries in `policy`, compiled only if this body was not seen."""
+        found = self._used.get(id(rule)) or self._kept.get(id(rule))
+        if found is None or found[0] is not rule or found[1] != policy or found[2] != rule_fq:
+            self.compiled += 1
+            found = (rule, policy, rule_fq, oriented(policy, rule_fq, rule))
+        self._used[id(rule)] = found
+        return found[3]
+
+    def settle(self) -> None:
+        """An evaluator is built: keep only the bodies it used, so that replaced ones are freed."""
+        self._kept, self._used = self._used, {}
+
+
 class RuleIndex:
     """See the module docstring. `compiled` counts the (policy, rule) pairs compiled so far."""
 
-    def __init__(self) -> None:
+    def __init__(self, rules: Optional[OrientedRules] = None) -> None:
+        self._compiler = rules  # the entries of bodies another index compiled, reused
         self._reset()
 
     def _reset(self) -> None:
@@ -151,6 +181,8 @@ class RuleIndex:
             if touched is None or not self.entries:
                 self._popularity = source.tag_counts()
             self._update(source, None if not self.entries else touched)
+            if self._compiler is not None:
+                self._compiler.settle()
         except BaseException:
             self._reset()
             raise
@@ -273,7 +305,9 @@ class RuleIndex:
             return
         self.compiled += 1
         ids = []
-        for orientation, compiled in enumerate(oriented(policy[-1] if policy else "", rule, body)):
+        name = policy[-1] if policy else ""
+        made = self._compiler.entries(name, rule, body) if self._compiler is not None else oriented(name, rule, body)
+        for orientation, compiled in enumerate(made):
             ident, self._next = self._next, self._next + 1
             self.entries[ident] = compiled
             self._place[ident] = (policy, rule, orientation)
