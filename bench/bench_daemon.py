@@ -17,7 +17,7 @@ own with `--latency` added to every answer - and reports:
   for the cold start, which also reports the config API's CPU per request);
 - `/explain` over HTTP on introspect: the first question (the index is built whole), p50 and p99
   of questions on an unchanged DB, then the first question after a change (one new NetworkPolicy:
-  the index is rebuilt, reusing the rules the change left alone);
+  the index is brought up to date with what the translator's change report named);
 - memory: this process's RSS (translator, DB, reconciler, client, and the synthetic manifests,
   reported apart) after the translation of the initial lists and after the cold start, and its peak.
 
@@ -207,7 +207,8 @@ def explain_latency(db: Database, cluster: Any, cache: EventDispatcher) -> Dict[
     """`/explain?format=json` over HTTP: the first question (index built), then an unchanged DB,
     then the first question after a change (a new NetworkPolicy through the cache), when the
     operator asks."""
-    server = IntrospectServer("127.0.0.1", 0, create_app(db, explain=db_explainer(db, "k8s")))
+    explain = db_explainer(db, "k8s", change_observers=cache.status.change_observers)  # as the daemon wires it
+    server = IntrospectServer("127.0.0.1", 0, create_app(db, explain=explain))
     server.start()
     pods = cluster.objects["Pod"]
     try:

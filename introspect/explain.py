@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
+from introspect.explain_records import (ChangeJournal, RecordsModel, RecordWorkloads, pod_manifest, policy_manifest,
+                                       rule_source)
 from kube_manager.plumbing import gcpolicy
 from kube_manager.records.db import Database, PodRecord
 from kube_manager.offline.manifests import Manifests
 from kube_manager.explain.explainer import KUBERNETES, Explainer
-from kube_manager.explain.flow import OrientedRules
+from kube_manager.explain.flow import ContrailEvaluator
+from kube_manager.explain.flow_index import ObjKey, RuleIndex
+from kube_manager.explain.k8s_pods import IPAddress
 from kube_manager.explain.trace_tiers import CLUSTER_NETWORK_POLICY
 from kube_manager.plumbing.gcpolicy import collector_paused
+from kube_manager.translator import Changes
 
 log = logging.getLogger(__name__)
 
@@ -131,12 +136,6 @@ def db_translation(db: Database, cluster_name: str) -> Dict[str, Any]:
     }
 
 
-def _pod_manifest(pod: PodRecord) -> Dict[str, Any]:
-    return pod.manifest or {"kind": "Pod", "metadata": {"namespace": pod.namespace, "name": pod.name,
-                                                         "uid": pod.uid, "labels": dict(pod.labels)},
-                            "status": {"podIP": pod.ip}}
-
-
 def db_manifests(db: Database, pods: Optional[List[PodRecord]] = None) -> Manifests:
     """The Kubernetes objects in the DB as manifests, ClusterNetworkPolicies included, for the
     Kubernetes side of the verdict; `pods` limits the pods to those (the pod page needs one, and
@@ -145,39 +144,48 @@ def db_manifests(db: Database, pods: Optional[List[PodRecord]] = None) -> Manife
                                                      "labels": dict(ns.labels)}}
                   for _name, ns in sorted(db.namespaces.items())]
     chosen = pods if pods is not None else [p for _key, p in sorted(db.pods.items())]
-    policies = [n.manifest or {"kind": "NetworkPolicy",
-                               "metadata": {"namespace": n.namespace, "name": n.name, "uid": n.uid},
-                               "spec": n.spec}
-                for _key, n in sorted(db.network_policies.items())]
-    cluster_policies = [c.manifest or {"kind": "ClusterNetworkPolicy",
-                                       "metadata": {"name": c.name, "uid": c.uid}, "spec": c.spec}
+    policies = [policy_manifest(n, "NetworkPolicy") for _key, n in sorted(db.network_policies.items())]
+    cluster_policies = [policy_manifest(c, "ClusterNetworkPolicy")
                         for _name, c in sorted(db.cluster_network_policies.items())]
-    return Manifests({"Namespace": namespaces, "Pod": [_pod_manifest(p) for p in chosen],
+    return Manifests({"Namespace": namespaces, "Pod": [pod_manifest(p) for p in chosen],
                       "NetworkPolicy": policies, "ClusterNetworkPolicy": cluster_policies})
 
 
 def db_explainer(db: Database, cluster_name: str, semantics: str = KUBERNETES,
-                 rules: Optional[OrientedRules] = None) -> ExplainFn:
+                 index: Optional[RuleIndex] = None,
+                 change_observers: Optional[List[Callable[[Changes], None]]] = None) -> ExplainFn:
     """An explain callable over the live DB: the desired Contrail objects against the cached
-    Kubernetes objects. Indexing the DB costs seconds at ten thousand pods, so the index is kept
-    for as long as `db.generation` (bumped by the cache at every change) stays the same, and any
-    change makes the next question index the current state afresh; the rules compiled for the
-    previous index (`OrientedRules`, most of the work) are reused for the bodies the change left
-    alone, so that question costs in proportion to the change, not to the cluster. `rules` is
-    where they are kept (the caller's, to count what a rebuild compiles), a new one by default.
+    Kubernetes objects, as they are when asked.
 
-    The Kubernetes side compiles the policies and pods of the namespaces a question touches when
-    first asked for, and keeps them: a question that compiled some freezes them (`freeze_young`),
-    else they reach the oldest generation and a full collection, every twenty or so questions,
-    walks them all during a question (the slowest question by far)."""
+    The Contrail side is a `RuleIndex` kept from one question to the next (`index`: the caller's,
+    to count what an update compiles; a new one by default): the first question after a change
+    (`db.generation`, bumped by the event dispatcher at every change, moved) brings it up to date,
+    compiling only the rules the change replaced. Given the status book's `change_observers`, it
+    hears which objects the translator's change reports named and looks at those only; without
+    them, at every object by identity. The first question of all builds it whole. The pods'
+    workloads are read from their records when a question names them. The Kubernetes side is read from the records as a
+    question needs them (`RecordsModel`, one per generation): the policies and pods of the
+    namespaces a question touches are compiled when first asked for, and kept for that generation.
+
+    What an update or a question compiled lives as long as the index or the generation, so it is
+    frozen out of the cyclic collector's reach (`freeze_young`): left in view it would reach the
+    oldest generation, and a full collection every twenty or so questions would walk it all
+    during a question. The index holds no reference cycles, so what an update replaces is freed
+    by reference counting although it was frozen (a test checks)."""
+    rules = index if index is not None else RuleIndex()
+    addresses: Dict[str, Optional[IPAddress]] = {}  # IP text -> address, for every model
+    journal: Optional[ChangeJournal] = None
+    if change_observers is not None:
+        journal = ChangeJournal()
+        change_observers.append(journal.translated)
     cached: Dict[int, Explainer] = {}
-    compiled = rules if rules is not None else OrientedRules()
 
     def explain(source: str, destination: str, port: str, protocol: str) -> Mapping[str, Any]:
         explainer = cached.get(db.generation)
         if explainer is None:
             cached.clear()
-            explainer = cached[db.generation] = _build_explainer(db, cluster_name, semantics, compiled)
+            explainer = cached[db.generation] = _live_explainer(db, cluster_name, semantics, rules, addresses,
+                                                                journal.take() if journal is not None else None)
         kubernetes_compiled = explainer.kubernetes.compiled
         try:
             return explainer.explain(source, destination, port, protocol)
@@ -188,17 +196,14 @@ def db_explainer(db: Database, cluster_name: str, semantics: str = KUBERNETES,
     return explain
 
 
-def _build_explainer(db: Database, cluster_name: str, semantics: str, rules: OrientedRules) -> Explainer:
-    """The index, built with the cyclic garbage collector paused, then frozen out of its reach.
-
-    Every object of the index survives, so collecting while building only costs time, and each
-    full collection afterwards would walk the whole index again, every few dozen questions
-    (docs/operations.md, "Measurements behind the code"). So the garbage
-    there is is collected once, and what lives is frozen (`gc.freeze`, as the daemon does after its
-    initial lists). The index holds no reference cycles, so when a change replaces it, reference
-    counting frees it although it is frozen (a test checks)."""
+def _live_explainer(db: Database, cluster_name: str, semantics: str, rules: RuleIndex,
+                    addresses: Dict[str, Optional[IPAddress]], touched: Optional[Set[ObjKey]]) -> Explainer:
+    """The index brought up to date with the collector paused (what it files lives on), and the
+    Kubernetes side of this generation."""
+    compiled = rules.compiled
     with collector_paused():
-        explainer = Explainer(db_translation(db, cluster_name), db_manifests(db), cluster_name, db.selectors,
-                              semantics, rules)
-    gcpolicy.settle()
-    return explainer
+        rules.update(rule_source(db, cluster_name), touched)
+    if rules.compiled != compiled:
+        gcpolicy.freeze_young()
+    return Explainer.of(ContrailEvaluator.over(rules, cluster_name or "k8s", RecordWorkloads(db)),
+                        RecordsModel(db, addresses), db.selectors, semantics)

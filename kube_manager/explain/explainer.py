@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from kube_manager.translator.decode import decode_tags
 from kube_manager.translator.semantics import CLUSTER_WIDE, KUBERNETES
-from kube_manager.explain.flow import FLOW_PROTOCOLS, ContrailEvaluator, Decision, OrientedRules, Workload
+from kube_manager.explain.flow import FLOW_PROTOCOLS, ContrailEvaluator, Decision, Workload
 from kube_manager.explain.k8s_cnp import ADMIN, BASELINE
 from kube_manager.explain.k8s_semantics import (NETWORK_POLICY_TIER, Endpoint, KubernetesModel,
                                                 SideVerdict, Verdict)
@@ -124,18 +124,28 @@ class Explainer:
 
     def __init__(self, translation: Mapping[str, Any], manifests: ManifestSet,
                  cluster_name: Optional[str] = None,
-                 selectors: Optional[Mapping[str, Any]] = None, semantics: str = KUBERNETES,
-                 rules: Optional[OrientedRules] = None) -> None:
+                 selectors: Optional[Mapping[str, Any]] = None, semantics: str = KUBERNETES) -> None:
         """`selectors`: selector tag -> the object it was hashed from (`Translation.selectors`,
         or the daemon's live view), to decode the tags an answer shows; `semantics`: the
-        `policy_semantics` the translation was made with; `rules`: the rules compiled for the
-        previous explainer over the same live bodies (`OrientedRules`), reused where unchanged."""
+        `policy_semantics` the translation was made with."""
+        self._use(ContrailEvaluator(translation, cluster_name), KubernetesModel.of(manifests.objects),
+                  selectors, semantics)
+
+    @classmethod
+    def of(cls, contrail: ContrailEvaluator, kubernetes: KubernetesModel,
+           selectors: Optional[Mapping[str, Any]] = None, semantics: str = KUBERNETES) -> "Explainer":
+        """Both sides as their owner keeps them (introspect's, over the live DB)."""
+        explainer = cls.__new__(cls)
+        explainer._use(contrail, kubernetes, selectors, semantics)
+        return explainer
+
+    def _use(self, contrail: ContrailEvaluator, kubernetes: KubernetesModel,
+             selectors: Optional[Mapping[str, Any]], semantics: str) -> None:
         self.semantics = semantics
-        self.contrail = ContrailEvaluator(translation, cluster_name, rules)
+        self.contrail = contrail
         self.cluster = self.contrail.application_tag.partition("=")[2]
-        self.kubernetes = KubernetesModel.of(manifests.objects)
+        self.kubernetes = kubernetes
         self.selectors: Mapping[str, Any] = selectors or {}
-        self._order = _policy_order(translation, self.contrail.policy_rank)
 
     def resolve(self, text: Any, role: str) -> FlowEnd:
         """`NS/POD` or an IP address; an IP that is a pod's IP is that pod."""
@@ -217,22 +227,9 @@ class Explainer:
                 found[tag] = {"selector": None, "text": text}
         return dict(sorted(found.items()))
 
-    def order_key(self, policy: str) -> Tuple[int, str]:
+    def order_key(self, policy: str) -> Tuple[Any, str]:
         """Sort key of a NetworkPolicy ("ns/name") in the APS evaluation order."""
-        return (self._order.get(policy, len(self._order)), policy)
-
-
-def _policy_order(translation: Mapping[str, Any], rank: Mapping[str, int]) -> Dict[str, int]:
-    """NetworkPolicy "ns/name" -> the APS rank of its firewall policy, read from the policies'
-    `namespace`/`name` annotations (SPEC 1), so suffixed names (SPEC 4) need no guessing."""
-    order = {}
-    for policy in translation.get("firewall_policies") or ():
-        pairs = (policy.get("annotations") or {}).get("key_value_pair") or ()
-        marks = {p.get("key"): p.get("value") for p in pairs if isinstance(p, dict)}
-        name = (policy.get("fq_name") or [""])[-1]
-        if marks.get("name") and name in rank:
-            order[f"{marks.get('namespace')}/{marks['name']}"] = rank[name]
-    return order
+        return (self.contrail.network_policy_order(policy), policy)
 
 
 def _is_network(text: str) -> bool:

@@ -39,7 +39,7 @@ DEFAULT_TIER = "default"
 STAGED_ANNOTATION = "contrail-kube-manager/staged"
 
 
-def _staged(manifest: Mapping[str, Any]) -> bool:
+def is_staged(manifest: Mapping[str, Any]) -> bool:
     """Staged, not enforced: exactly the value "true" (any other value is enforced, SPEC 17)."""
     annotations = object_or_empty(object_or_empty(manifest.get("metadata")).get("annotations"))
     return annotations.get(STAGED_ANNOTATION) == "true"
@@ -154,7 +154,7 @@ class KubernetesModel:
               network_policies: Iterable[Mapping[str, Any]],
               cluster_network_policies: Iterable[Mapping[str, Any]] = ()) -> "KubernetesModel":
         model = cls()
-        model._cluster_manifests = [m for m in cluster_network_policies if isinstance(m, dict) and not _staged(m)]
+        model._cluster_manifests = [m for m in cluster_network_policies if isinstance(m, dict) and not is_staged(m)]
         for manifest in namespaces:
             metadata = object_or_empty(object_or_empty(manifest).get("metadata"))
             name = metadata.get("name")
@@ -170,7 +170,7 @@ class KubernetesModel:
             namespace = object_or_empty(object_or_empty(manifest).get("metadata")).get("namespace") or "default"
             if not isinstance(namespace, str) or not isinstance(manifest, dict):
                 continue  # the API server would refuse it; the translator rejects it whole
-            if _staged(manifest):
+            if is_staged(manifest):
                 continue
             model._policy_manifests.setdefault(namespace, []).append(manifest)
             model._known_namespace(namespace)
@@ -186,10 +186,31 @@ class KubernetesModel:
     def _known_namespace(self, name: str) -> None:
         self.namespace_labels.setdefault(name, {NAMESPACE_NAME_LABEL: name})
 
+    # ---- the manifests: what a model kept over live records (introspect's) reads instead ----
+
+    def _pod_manifest(self, key: Tuple[str, str]) -> Optional[Mapping[str, Any]]:
+        return self._pod_manifests.get(key)
+
+    def _pod_addresses(self) -> Iterable[Tuple[Tuple[str, str], Optional[IPAddress]]]:
+        """Every pod's key and IP (None when it has none, or an unreadable one)."""
+        return ((key, parse_ip(object_or_empty(manifest.get("status")).get("podIP")))
+                for key, manifest in self._pod_manifests.items())
+
+    def _namespace_policies(self, namespace: str) -> Iterable[Mapping[str, Any]]:
+        """The enforced (not staged) NetworkPolicies of a namespace."""
+        return self._policy_manifests.get(namespace, ())
+
+    def _policy_namespaces(self) -> Iterable[str]:
+        return self._policy_manifests
+
+    def _cluster_policy_manifests(self) -> Iterable[Mapping[str, Any]]:
+        """The enforced (not staged) ClusterNetworkPolicies."""
+        return self._cluster_manifests
+
     def pod(self, namespace: str, name: str) -> Optional[Pod]:
         key = (namespace, name)
         if key not in self._pods:
-            manifest = self._pod_manifests.get(key)
+            manifest = self._pod_manifest(key)
             self._pods[key] = parse_pod(manifest) if manifest is not None else None
         return self._pods[key]
 
@@ -212,8 +233,7 @@ class KubernetesModel:
     def pods_with_ip(self, ip: IPAddress) -> List[Pod]:
         if self._pods_by_ip is None:
             self._pods_by_ip = {}
-            for key, manifest in self._pod_manifests.items():
-                address = parse_ip(object_or_empty(manifest.get("status")).get("podIP"))
+            for key, address in self._pod_addresses():
                 if address is not None:
                     self._pods_by_ip.setdefault(address, []).append(key)
         return [p for p in (self.pod(*key) for key in self._pods_by_ip.get(ip, ())) if p]
@@ -223,7 +243,7 @@ class KubernetesModel:
         if namespace not in self._policies:
             compiled: List[Policy] = []
             rejected: List[Rejection] = []
-            for manifest in self._policy_manifests.get(namespace, ()):
+            for manifest in self._namespace_policies(namespace):
                 policy, reasons = compile_policy(manifest)
                 name = str((manifest.get("metadata") or {}).get("name") or "")
                 rejected.extend(Rejection(namespace, name, reason) for reason in reasons)
@@ -244,7 +264,7 @@ class KubernetesModel:
         priority, then name."""
         if self._tiers is None:
             self._tiers = {ADMIN: [], BASELINE: []}
-            for manifest in self._cluster_manifests:
+            for manifest in self._cluster_policy_manifests():
                 policy, reasons = compile_cluster_policy(manifest)
                 name = str(object_or_empty(manifest.get("metadata")).get("name") or "")
                 self._cluster_rejections.extend(Rejection("", name, r) for r in reasons)
@@ -265,7 +285,7 @@ class KubernetesModel:
     def rejections(self) -> List[Rejection]:
         """Every rejected (or, for a ClusterNetworkPolicy, fail-closed) part of every policy
         (compiles them all); ClusterNetworkPolicies first, with namespace ""."""
-        for namespace in sorted(self._policy_manifests):
+        for namespace in sorted(self._policy_namespaces()):
             self.policies(namespace)
         self.tier(ADMIN)
         return self._cluster_rejections + [r for namespace in sorted(self._rejections)
@@ -297,7 +317,7 @@ class KubernetesModel:
                        ingress=ingress.side(dst, port, protocol))
 
 
-__all__ = ["DEFAULT_TIER", "EGRESS", "INGRESS", "NAMESPACE_NAME_LABEL", "NETWORK_POLICY_TIER",
+__all__ = ["DEFAULT_TIER", "EGRESS", "INGRESS", "is_staged", "NAMESPACE_NAME_LABEL", "NETWORK_POLICY_TIER",
            "PROTOCOLS", "Endpoint", "Invalid", "KubernetesModel", "Peer", "PeerBlocks", "Pod",
            "Policy", "PortRule", "Rejection", "LabelRequirement", "RuleBlock", "Selector", "SideVerdict",
            "Verdict", "compile_policy", "compile_selector"]

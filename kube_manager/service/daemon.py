@@ -260,7 +260,8 @@ class Daemon:
         from introspect.health import CachedProbe
         from introspect.server import IntrospectServer
         app = create_app(self.db, registry=self.metrics.registry, config=self.settings,
-                         explain=db_explainer(self.db, self.settings.cluster.name, self.settings.cluster.semantics),
+                         explain=db_explainer(self.db, self.settings.cluster.name, self.settings.cluster.semantics,
+                                              change_observers=self.cache.status.change_observers),
                          config_api_probe=CachedProbe(self._probe_config_api, self.settings.health.probe_ttl),
                          health_policy=self.settings.health.for_silence_timeout(self.settings.watch.silence_timeout),
                          semantics=self.settings.cluster.semantics)

@@ -33,7 +33,8 @@ _POD = PODS.kind
 
 class StatusBook:
     """See the module docstring. `listeners` hear of every policy state or errors change,
-    `observers` of every settling of a policy's status and of each policy deleted."""
+    `observers` of every settling of a policy's status and of each policy deleted,
+    `change_observers` of the translator's change report itself (introspect's explain index)."""
 
     def __init__(self, db: Database, translator: ClusterTranslator, kinds: Kinds = KINDS) -> None:
         self._db = db
@@ -42,6 +43,7 @@ class StatusBook:
         self.listeners: List[PolicyStatusListener] = []
         self.observers: List[PolicyObserver] = []
         self.pair_rule_observers: List[Callable[[PairRuleCounts], None]] = []  # after each flush
+        self.change_observers: List[Callable[[Changes], None]] = []  # each change report
         self._errors_stale = False  # some error may have come or gone since the last read
         # Keys rejected as of the last read of the errors, by kind ("Pod": {(namespace, name)}).
         self._rejected: Dict[str, Set[Key]] = {}
@@ -88,6 +90,8 @@ class StatusBook:
             counts = self._desired.pair_rules()
             for observer in self.pair_rule_observers:
                 observer(counts)
+        for changed in self.change_observers:
+            changed(changes)
 
     def _pod_tags(self, changed: Collection[Key]) -> None:
         """New tags on the records of the pods whose tags moved; a pod the translator does not

@@ -159,8 +159,8 @@ def test_the_explain_index_is_kept_until_the_cache_changes_the_db(monkeypatch):
     from tests.support.builders import HTTP_8080, allow_from, namespace, pod, policy
 
     builds = []
-    real = explain_module.Explainer
-    monkeypatch.setattr(explain_module, "Explainer", lambda *a, **k: builds.append(1) or real(*a, **k))
+    real = explain_module._live_explainer
+    monkeypatch.setattr(explain_module, "_live_explainer", lambda *a, **k: builds.append(1) or real(*a, **k))
     db = Database()
     cache = EventDispatcher(db, ClusterTranslator("k8s", "k8s"))
     for resource in KINDS.names():
@@ -197,16 +197,16 @@ def test_a_policy_rejected_whole_in_an_ends_namespace_is_named_escaped(app):
 def test_building_the_index_leaves_the_garbage_collector_as_it_found_it(db, monkeypatch):
     import gc
 
-    from introspect import explain as explain_module
+    from kube_manager.explain.flow_index import RuleIndex
 
     seen = []
-    real = explain_module.Explainer
+    real = RuleIndex.update
 
     def spy(*args, **kwargs):
         seen.append(gc.isenabled())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(explain_module, "Explainer", spy)
+    monkeypatch.setattr(RuleIndex, "update", spy)
     assert gc.isenabled()
     db_explainer(db, "k8s")("shop/web", "shop/db", "5432", "TCP")
     assert seen == [False] and gc.isenabled()  # paused while building, running again after
@@ -214,7 +214,7 @@ def test_building_the_index_leaves_the_garbage_collector_as_it_found_it(db, monk
     def broken(*_args, **_kwargs):
         raise RuntimeError("index bug")
 
-    monkeypatch.setattr(explain_module, "Explainer", broken)
+    monkeypatch.setattr(RuleIndex, "update", broken)
     with pytest.raises(RuntimeError):
         db_explainer(db, "k8s")("shop/web", "shop/db", "5432", "TCP")
     assert gc.isenabled()
@@ -233,14 +233,14 @@ def test_a_replaced_index_is_freed_although_the_collector_froze_it(monkeypatch):
     from tests.support.builders import allow_from, namespace, pod, policy
 
     built = []
-    real = explain_module.Explainer
+    real = explain_module._live_explainer
 
     def spy(*args, **kwargs):
         made = real(*args, **kwargs)
         built.append(weakref.ref(made))
         return made
 
-    monkeypatch.setattr(explain_module, "Explainer", spy)
+    monkeypatch.setattr(explain_module, "_live_explainer", spy)
     db = Database()
     cache = EventDispatcher(db, ClusterTranslator("k8s", "k8s"))
     for resource in KINDS.names():

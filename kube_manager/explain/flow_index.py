@@ -1,0 +1,400 @@
+"""The index of the rules a flow is evaluated against, kept up to date from one look at the
+objects to the next (`flow.py`'s `ContrailEvaluator` queries it).
+
+Each oriented rule entry is filed under one key per endpoint (its `any`, each prefix of its address
+group, or its rarest tag when it was filed: a workload matching a tag endpoint carries every one of
+its tags, so any of them would do), and a query only looks at the entries filed under the keys
+its two ends carry. The candidates are then put in evaluation order (SPEC 6) by their rank: the APS
+sort key of their policy, then their policy's sort key of their rule. Ranks are looked up when a
+question sorts its candidates, so a policy that moves in the APS, or a rule in its policy, is not
+filed again.
+
+`update(source)` brings the index to the objects `source` holds. The translator never modifies a
+body it published, it replaces it, so what changed is found by identity and only that is compiled
+and filed again; the two ref lists it changes in place (the APS's, `<cluster>-denyall`'s) are
+diffed by the identity of their refs against a copy kept here (`_Targets`). Told which objects the
+translator's change reports named since the last update (`touched`), an update looks at those
+only and costs in proportion to the change; otherwise it looks at every object (identity checks,
+no parsing). The first update builds the whole index. Building from a translation is one update
+of an empty index, so an index kept up to date and one built afresh are the same code (property
+tests check that they answer alike).
+"""
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Collection, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
+
+from .flow_rules import Prefix, RuleEndpoint, RuleEntry, oriented, parse_prefixes, sequence_key
+
+log = logging.getLogger(__name__)
+
+FqName = Tuple[str, ...]
+ObjKey = Tuple[str, FqName]  # (resource type, fq_name)
+IndexKey = Tuple[Any, ...]
+Pair = Tuple[FqName, FqName]  # (firewall policy, firewall rule)
+ANY_KEY: IndexKey = ("any",)
+GROUP, POLICY, RULE = "address-group", "firewall-policy", "firewall-rule"
+_LAST = (1,)  # ranks after every policy of the APS
+
+
+@dataclass(frozen=True)
+class RuleSource:
+    """What the index reads: the APS, the bodies of the other kinds by fq_name (read-only, shared
+    with their owner), and how many workloads carry each tag (asked when the whole index is read:
+    it only chooses where a rule is filed, never what it matches)."""
+
+    application_policy_set: Optional[Mapping[str, Any]]
+    firewall_policies: Mapping[FqName, Mapping[str, Any]]
+    firewall_rules: Mapping[FqName, Mapping[str, Any]]
+    address_groups: Mapping[FqName, Mapping[str, Any]]
+    tag_counts: Callable[[], Mapping[str, int]]
+
+
+class _Targets:
+    """The targets of a ref list, each with its sort key (its first ref's, where a stable sort by
+    sequence puts it), kept by the identity of the refs: a list changed in place, or a new list
+    sharing most of its refs, costs what came or went (the deny-all policy refers to a rule per
+    NetworkPolicy)."""
+
+    __slots__ = ("refs", "keys", "_all", "_by_id")
+
+    def __init__(self) -> None:
+        self.refs: List[Any] = []
+        self.keys: Dict[FqName, Tuple[Any, ...]] = {}
+        self._all: Dict[FqName, List[Tuple[Any, ...]]] = {}  # every ref's key, by target
+        self._by_id: Dict[int, Any] = {}  # the refs of `refs` by identity (held there, so never reused)
+
+    def update(self, refs: List[Any]) -> Set[FqName]:
+        """The targets whose refs came or went."""
+        if refs == self.refs:
+            return set()
+        after = dict(zip(map(id, refs), refs))
+        touched: Set[FqName] = set()
+        for gone, idents in ((True, self._by_id.keys() - after.keys()), (False, after.keys() - self._by_id.keys())):
+            for ident in idents:
+                ref = (self._by_id if gone else after)[ident]
+                target = tuple(ref.get("to") or ())
+                keys = self._all.setdefault(target, [])
+                if gone:
+                    keys.remove(sequence_key(ref))
+                else:
+                    keys.append(sequence_key(ref))
+                touched.add(target)
+        self.refs, self._by_id = list(refs), after
+        for target in touched:
+            keys = self._all[target]
+            if keys:
+                self.keys[target] = min(keys)
+            else:
+                del self._all[target], self.keys[target]
+        return touched
+
+
+class _PolicyState:
+    """A firewall policy as last read: its body, its rules (`_Targets`) and the NetworkPolicy it
+    says it comes from (its `namespace`/`name` annotations, SPEC 1)."""
+
+    __slots__ = ("body", "rules", "network_policy")
+
+    def __init__(self) -> None:
+        self.body: Optional[Mapping[str, Any]] = None
+        self.rules = _Targets()
+        self.network_policy: Optional[str] = None
+
+    def read(self, body: Mapping[str, Any]) -> None:
+        self.body = body
+        pairs = (body.get("annotations") or {}).get("key_value_pair") or ()
+        marks = {p.get("key"): p.get("value") for p in pairs if isinstance(p, dict)}
+        self.network_policy = f"{marks.get('namespace')}/{marks['name']}" if marks.get("name") else None
+
+
+class OrientedRules:
+    """Each firewall rule body's compiled entries, kept from one index to the next (for callers
+    building several indexes over translations that share most bodies, as the staged runs do).
+
+    Keyed by the body's identity: the translator's rule bodies are immutable and a changed rule
+    is a new body, so an unchanged body compiles to the same entries. (Not so its policies: the
+    deny-all policy's and the APS's ref lists are kept in place, so they are read anew each time.)
+    Each kept body is held, so its identity cannot pass to another object while it is a key.
+    `compiled` counts the bodies compiled anew (what a rebuild after one change should keep small)."""
+
+    def __init__(self) -> None:
+        self._kept: Dict[int, Tuple[Mapping[str, Any], str, Tuple[str, ...], List[RuleEntry]]] = {}
+        self._used: Dict[int, Tuple[Mapping[str, Any], str, Tuple[str, ...], List[RuleEntry]]] = {}
+        self.compiled = 0
+
+    def entries(self, policy: str, rule_fq: Tuple[str, ...], rule: Mapping[str, Any]) -> List[RuleEntry]:
+        """The rule's oriented entries in `policy`, compiled only if this body was not seen."""
+        found = self._used.get(id(rule)) or self._kept.get(id(rule))
+        if found is None or found[0] is not rule or found[1] != policy or found[2] != rule_fq:
+            self.compiled += 1
+            found = (rule, policy, rule_fq, oriented(policy, rule_fq, rule))
+        self._used[id(rule)] = found
+        return found[3]
+
+    def settle(self) -> None:
+        """An evaluator is built: keep only the bodies it used, so that replaced ones are freed."""
+        self._kept, self._used = self._used, {}
+
+
+class RuleIndex:
+    """See the module docstring. `compiled` counts the (policy, rule) pairs compiled so far."""
+
+    def __init__(self, rules: Optional[OrientedRules] = None) -> None:
+        self._compiler = rules  # the entries of bodies another index compiled, reused
+        self._reset()
+
+    def _reset(self) -> None:
+        self.groups: Dict[str, FrozenSet[Prefix]] = {}  # "a:b:c" -> its prefixes
+        self.shapes: List[Tuple[int, int]] = []  # the prefix shapes in use: an address is looked up once per shape
+        self.entries: Dict[int, RuleEntry] = {}
+        self.by_source: Dict[IndexKey, Set[int]] = {}
+        self.by_destination: Dict[IndexKey, Set[int]] = {}
+        self.compiled = 0
+        self._popularity: Mapping[str, int] = Counter()
+        self._group_bodies: Dict[FqName, Mapping[str, Any]] = {}
+        self._group_users: Dict[str, Set[int]] = {}
+        self._aps = _Targets()
+        self.policy_keys = self._aps.keys  # policy in the APS -> its sort key
+        self._named: Dict[str, Set[FqName]] = {}  # policy name -> the policies of the APS so named
+        self._name_keys: Dict[str, Tuple[Any, ...]] = {}  # policy name -> the first sort key of those
+        self._policies: Dict[FqName, _PolicyState] = {}
+        self._network_policies: Dict[str, Set[FqName]] = {}  # "ns/name" -> the policies naming it
+        self._users: Dict[FqName, Set[FqName]] = {}  # rule -> the policies referring to it
+        self._rules: Dict[FqName, Mapping[str, Any]] = {}
+        self._filed: Dict[Pair, Tuple[Mapping[str, Any], List[int]]] = {}
+        self._place: Dict[int, Tuple[FqName, FqName, int]] = {}  # entry -> (policy, rule, orientation)
+        self._keys: Dict[int, Tuple[List[IndexKey], List[IndexKey]]] = {}  # entry -> where it is filed
+        self._filing: Dict[RuleEndpoint, List[IndexKey]] = {}  # this update's: rules share their endpoints
+        self._next = 0
+
+    # ---- updating --------------------------------------------------------------------------
+
+    def update(self, source: RuleSource, touched: Optional[Collection[ObjKey]] = None) -> None:
+        """Bring the index to `source`: only the objects `touched` (named by the translator's
+        change reports since the last update) when given, else every object, by identity. A
+        failed update (a rule no flow can be evaluated against) empties the index, so that half
+        of one never answers; the next reads every object."""
+        try:
+            if touched is None or not self.entries:
+                self._popularity = source.tag_counts()
+            self._update(source, None if not self.entries else touched)
+            if self._compiler is not None:
+                self._compiler.settle()
+        except BaseException:
+            self._reset()
+            raise
+        finally:
+            self._filing = {}
+
+    def _update(self, source: RuleSource, touched: Optional[Collection[ObjKey]]) -> None:
+        keys: Dict[str, Optional[List[FqName]]] = {kind: None for kind in (GROUP, POLICY, RULE)}
+        if touched is not None:
+            for kind in keys:
+                keys[kind] = [fq for resource_type, fq in touched if resource_type == kind]
+        moved_groups = self._update_groups(source.address_groups, keys[GROUP])
+        entered = self._update_aps(source.application_policy_set)
+        todo = self._update_policies(source.firewall_policies, entered, keys[POLICY])
+        for rule in _changed(self._rules, source.firewall_rules, keys[RULE]):
+            todo.update((policy, rule) for policy in self._users.get(rule, ()))
+        for name in moved_groups:
+            for entry in list(self._group_users.get(name, ())):
+                self._unfile(entry)
+                self._file(entry)
+        for pair in todo:
+            self._refile(pair)
+
+    def _update_groups(self, groups: Mapping[FqName, Mapping[str, Any]], keys: Optional[List[FqName]]) -> Set[str]:
+        """The names of the groups whose prefixes moved."""
+        moved: Set[str] = set()
+        parsed: Dict[Tuple[Any, Any], Prefix] = {}
+        for fq in _changed(self._group_bodies, groups, keys):
+            name, body = ":".join(fq), groups.get(fq)
+            prefixes = parse_prefixes(body, parsed) if body is not None else None
+            if self.groups.get(name) != prefixes:
+                moved.add(name)
+            if prefixes is None:
+                self.groups.pop(name, None)
+            else:
+                self.groups[name] = prefixes
+        if moved:
+            self.shapes = sorted({(version, host_bits) for prefixes in self.groups.values()
+                                  for version, host_bits, _ in prefixes})
+        return moved
+
+    def _update_aps(self, aps: Optional[Mapping[str, Any]]) -> Set[FqName]:
+        """The policies that entered or left the APS."""
+        before = set(self.policy_keys)
+        touched = self._aps.update((aps or {}).get("firewall_policy_refs") or [])
+        by_name: Dict[str, List[FqName]] = {}
+        for fq in touched:
+            by_name.setdefault(fq[-1] if fq else "", []).append(fq)
+        for name, fqs in by_name.items():
+            named = self._named.setdefault(name, set())
+            named.update(fq for fq in fqs if fq in self.policy_keys)
+            named.difference_update([fq for fq in fqs if fq not in self.policy_keys])
+            if named:
+                self._name_keys[name] = min(self.policy_keys[fq] for fq in named)
+            else:
+                del self._named[name], self._name_keys[name]
+        return {fq for fq in touched if (fq in before) != (fq in self.policy_keys)}
+
+    def _update_policies(self, policies: Mapping[FqName, Mapping[str, Any]], entered: Set[FqName],
+                         keys: Optional[List[FqName]]) -> Set[Pair]:
+        """The (policy, rule) pairs to file again: those whose rule ref came or went, and every
+        pair of a policy that came, went, or entered or left the APS."""
+        kept = self._policies
+        changed = set(entered)
+        if keys is not None:  # a change report names a policy whose ref list changed in place too
+            changed.update(keys)
+        else:
+            new = 0
+            for fq, body in policies.items():
+                state = kept.get(fq)
+                new += state is None
+                if state is None or state.body is not body or state.rules.refs != (body.get("firewall_rule_refs") or []):
+                    changed.add(fq)
+            if len(kept) + new > len(policies):
+                changed.update(kept.keys() - policies.keys())
+        todo: Set[Pair] = set()
+        for fq in changed:
+            state, now = kept.get(fq), policies.get(fq)
+            if now is None and fq in self.policy_keys:
+                log.warning("APS refers to unknown firewall policy %s", ":".join(fq))
+            if state is None and now is None:
+                continue
+            if state is None:
+                state = kept[fq] = _PolicyState()
+            if state.network_policy is not None:
+                _discard(self._network_policies, state.network_policy, fq)
+            if now is None:
+                del kept[fq]
+                touched = state.rules.update([])
+            else:
+                state.read(now)
+                touched = state.rules.update(now.get("firewall_rule_refs") or [])
+                if state.network_policy is not None:
+                    self._network_policies.setdefault(state.network_policy, set()).add(fq)
+            for rule in touched:
+                if rule in state.rules.keys:
+                    self._users.setdefault(rule, set()).add(fq)
+                else:
+                    _discard(self._users, rule, fq)
+            todo.update((fq, rule) for rule in touched)
+            if fq in entered:
+                todo.update((fq, rule) for rule in state.rules.keys)
+        return todo
+
+    def _refile(self, pair: Pair) -> None:
+        """The entries of one rule in one policy, as the policy, the rule and the APS now are."""
+        policy, rule = pair
+        state, body = self._policies.get(policy), self._rules.get(rule)
+        wanted = state is not None and rule in state.rules.keys and policy in self.policy_keys
+        if wanted and body is None:
+            log.warning("policy %s refers to unknown rule %s", policy[-1], rule)
+        filed = self._filed.get(pair)
+        if filed is not None:
+            if wanted and filed[0] is body:
+                return
+            for ident in self._filed.pop(pair)[1]:
+                self._unfile(ident)
+                del self.entries[ident], self._place[ident]
+        if not wanted or body is None:
+            return
+        self.compiled += 1
+        ids = []
+        name = policy[-1] if policy else ""
+        made = self._compiler.entries(name, rule, body) if self._compiler is not None else oriented(name, rule, body)
+        for orientation, compiled in enumerate(made):
+            ident, self._next = self._next, self._next + 1
+            self.entries[ident] = compiled
+            self._place[ident] = (policy, rule, orientation)
+            self._file(ident)
+            ids.append(ident)
+        self._filed[pair] = (body, ids)
+
+    def _file(self, ident: int) -> None:
+        entry = self.entries[ident]
+        keys = self._keys[ident] = (self._keys_of(entry.source), self._keys_of(entry.destination))
+        for found, index in zip(keys, (self.by_source, self.by_destination)):
+            for key in found:
+                index.setdefault(key, set()).add(ident)
+        for endpoint in (entry.source, entry.destination):
+            if endpoint.kind == "group":
+                self._group_users.setdefault(endpoint.group, set()).add(ident)
+
+    def _unfile(self, ident: int) -> None:
+        entry = self.entries[ident]
+        for found, index in zip(self._keys.pop(ident), (self.by_source, self.by_destination)):
+            for key in found:
+                filed = index[key]
+                filed.discard(ident)
+                if not filed:
+                    del index[key]
+        for endpoint in (entry.source, entry.destination):
+            users = self._group_users.get(endpoint.group) if endpoint.kind == "group" else None
+            if users is not None:
+                users.discard(ident)
+                if not users:
+                    del self._group_users[endpoint.group]
+
+    def _keys_of(self, endpoint: RuleEndpoint) -> List[IndexKey]:
+        """Where an endpoint is filed: every end it matches has one of these keys."""
+        found = self._filing.get(endpoint)
+        if found is not None:
+            return found
+        if endpoint.kind == "any":
+            found = [ANY_KEY]
+        elif endpoint.kind == "group":
+            found = [("prefix",) + p for p in self.groups.get(endpoint.group, ())]
+        elif endpoint.kind == "tags":
+            popularity = self._popularity
+            found = [("tag", min(endpoint.tags, key=lambda t: (popularity[t], t)))]
+        else:
+            found = []
+        self._filing[endpoint] = found
+        return found
+
+    # ---- reading ---------------------------------------------------------------------------
+
+    def rank(self, ident: int) -> Tuple[Any, ...]:
+        """An entry's place in evaluation order: its policy's in the APS, its rule's in the policy."""
+        policy, rule, orientation = self._place[ident]
+        return (self.policy_keys[policy], policy, self._policies[policy].rules.keys[rule], rule, orientation)
+
+    def network_policy_rank(self, network_policy: str) -> Tuple[Any, ...]:
+        """A sort key of a NetworkPolicy ("ns/name") in the APS evaluation order, read from its
+        firewall policy's annotations (SPEC 1), so suffixed names (SPEC 4) need no guessing; after
+        every policy of the APS when none of its firewall policies is there."""
+        policies = self._network_policies.get(network_policy, ())
+        named = [fq for fq in policies if fq and fq[-1] in self._name_keys] if len(policies) > 1 else policies
+        key = self._name_keys.get(max(named)[-1]) if named and max(named) else None
+        return (0, key) if key is not None else _LAST
+
+
+def _discard(table: Dict[Any, Set[FqName]], key: Any, fq: FqName) -> None:
+    found = table[key]
+    found.discard(fq)
+    if not found:
+        del table[key]
+
+
+def _changed(kept: Dict[FqName, Mapping[str, Any]], current: Mapping[FqName, Mapping[str, Any]],
+             keys: Optional[List[FqName]]) -> List[FqName]:
+    """The fq_names among `keys` (every one when None) whose body came, went or was replaced;
+    `kept` is brought to `current` for them."""
+    if keys is None:
+        changed = [fq for fq, body in current.items() if kept.get(fq) is not body]
+        if len(kept) + sum(fq not in kept for fq in changed) > len(current):
+            changed.extend(kept.keys() - current.keys())
+    else:
+        changed = [fq for fq in set(keys) if kept.get(fq) is not current.get(fq)]
+    for fq in changed:
+        body = current.get(fq)
+        if body is None:
+            kept.pop(fq, None)
+        else:
+            kept[fq] = body
+    return changed

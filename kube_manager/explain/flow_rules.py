@@ -1,0 +1,171 @@
+"""The compiled forms of the Contrail objects a flow is evaluated against (SPEC section 6).
+
+A firewall rule compiles to its oriented entries (source -> destination, two for `<>`), each with
+its endpoints, service, match tags and action; an address group to its prefixes; a ref's sequence
+to a sort key. `flow.py` evaluates flows over them and `flow_index.py` files them; both read the
+translator's objects only through these functions, so a surprise in a body (a form the translator
+never writes) closes rather than opens, the same way everywhere.
+"""
+from __future__ import annotations
+
+import ipaddress
+import logging
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple, Union
+
+log = logging.getLogger(__name__)
+
+IPAddress = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
+# A prefix as (IP version, host bits, network address as an int): an address belongs to it when
+# `int(address) >> host_bits << host_bits` is the network address.
+Prefix = Tuple[int, int, int]
+
+FLOW_PROTOCOLS = ("tcp", "udp", "sctp")
+
+
+class NumericProtocol(ValueError):
+    """A rule names its protocol by number. Contrail reads `0` as `any` and tf-controller's config
+    API refuses numbers; the translator never writes one, so evaluating such a rule (as anything)
+    could only hide a bug."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One end of a flow as Contrail sees it: the tags of its VMIs and its IP (an outside address
+    has no tags)."""
+
+    ip: Optional[IPAddress]
+    tags: FrozenSet[str]
+
+
+@dataclass(frozen=True)
+class RuleEndpoint:
+    """A compiled rule endpoint. `kind` is any | tags | group | nothing."""
+
+    kind: str
+    tags: FrozenSet[str] = frozenset()
+    group: str = ""  # the address group's name, for kind "group"
+
+
+@dataclass(frozen=True)
+class RuleService:
+    protocol: str  # a name, "any", or "" for a protocol no flow can have
+    dst: Tuple[int, int]
+    src: Tuple[int, int]
+
+    def matches(self, port: int, protocol: str, src_port: Optional[int]) -> bool:
+        if self.protocol != "any" and self.protocol != protocol:
+            return False
+        if not self.dst[0] <= port <= self.dst[1]:
+            return False
+        if src_port is None:  # an unknown (ephemeral) source port: only a full range matches
+            return self.src == (0, 65535)
+        return self.src[0] <= src_port <= self.src[1]
+
+
+@dataclass(frozen=True)
+class RuleEntry:
+    """One rule in one policy, oriented source -> destination (the index ranks it by its policy's
+    place in the APS, then its own in the policy)."""
+
+    policy: str
+    rule: str
+    rule_fq_name: Tuple[str, ...]
+    source: RuleEndpoint
+    destination: RuleEndpoint
+    service: RuleService
+    match_tags: Tuple[str, ...]
+    action: str
+    logged: bool
+
+
+def sequence_key(ref: Mapping[str, Any]) -> Tuple[Any, ...]:
+    """Order refs by numeric sequence, ties (and unreadable sequences, last) by name."""
+    to = tuple(ref.get("to") or ())
+    name = to[-1] if to else ""
+    sequence = ((ref.get("attr") or {}).get("sequence"))
+    try:
+        return (0, Decimal(str(sequence)), name)
+    except (InvalidOperation, ValueError):
+        return (1, Decimal(0), name)
+
+
+def _port_range(raw: Any) -> Tuple[int, int]:
+    """A PortType as a closed range; absent means every port, unreadable means none."""
+    if not isinstance(raw, dict):
+        return (0, 65535)
+    try:
+        return (int(raw.get("start_port", 0)), int(raw.get("end_port", 65535)))
+    except (TypeError, ValueError):
+        log.warning("unreadable port range %r, matches nothing", raw)
+        return (1, 0)
+
+
+def _service(raw: Any) -> RuleService:
+    if not isinstance(raw, dict):
+        return RuleService("any", (0, 65535), (0, 65535))
+    protocol = str(raw.get("protocol") or "any").lower()
+    if protocol.isdigit():
+        raise NumericProtocol(f"numeric protocol {protocol!r} in a service (Contrail reads 0 as any)")
+    if protocol != "any" and protocol not in FLOW_PROTOCOLS:
+        protocol = ""
+    return RuleService(protocol, _port_range(raw.get("dst_ports")), _port_range(raw.get("src_ports")))
+
+
+def _endpoint(raw: Any) -> RuleEndpoint:
+    """Compile an endpoint; forms the translator never emits (virtual networks, tag ids, empty)
+    match nothing rather than everything, so a surprise can only close, never open."""
+    if not isinstance(raw, dict):
+        return RuleEndpoint("nothing")
+    if raw.get("any"):
+        return RuleEndpoint("any")
+    if raw.get("address_group"):
+        return RuleEndpoint("group", group=str(raw["address_group"]))
+    if raw.get("tags"):
+        return RuleEndpoint("tags", tags=frozenset(str(t) for t in raw["tags"]))
+    return RuleEndpoint("nothing")
+
+
+def parse_prefixes(group: Mapping[str, Any], parsed: Dict[Tuple[Any, Any], Prefix]) -> FrozenSet[Prefix]:
+    """The group's prefixes; `parsed` caches the parsing, as groups share most of their prefixes."""
+    found = set()
+    for subnet in (group.get("address_group_prefix") or {}).get("subnet") or []:
+        try:
+            key = (subnet["ip_prefix"], subnet["ip_prefix_len"])
+            if key not in parsed:
+                net = ipaddress.ip_network(f"{key[0]}/{key[1]}", strict=False)
+                parsed[key] = (net.version, net.max_prefixlen - net.prefixlen,
+                               int(net.network_address))
+            found.add(parsed[key])
+        except (KeyError, TypeError, ValueError):
+            log.warning("address group %s: unreadable prefix %r", group.get("fq_name"), subnet)
+    return frozenset(found)
+
+
+def in_prefix(ip: IPAddress, prefix: Prefix) -> bool:
+    version, host_bits, network = prefix
+    return ip.version == version and int(ip) >> host_bits << host_bits == network
+
+
+def oriented(policy: str, rule_fq: Tuple[str, ...], rule: Mapping[str, Any]) -> List[RuleEntry]:
+    ep1, ep2 = _endpoint(rule.get("endpoint_1")), _endpoint(rule.get("endpoint_2"))
+    direction = rule.get("direction") or ">"
+    pairs = {">": [(ep1, ep2)], "<": [(ep2, ep1)], "<>": [(ep1, ep2), (ep2, ep1)]}.get(direction)
+    if pairs is None:
+        log.warning("rule %s: unknown direction %r, never matches", rule_fq[-1], direction)
+        return []
+    action_list = rule.get("action_list") or {}
+    action = str(action_list.get("simple_action") or "deny")
+    logged = action_list.get("log") is True
+    match_tags = tuple((rule.get("match_tags") or {}).get("tag_list") or ())
+    service = _service(rule.get("service"))
+    return [RuleEntry(policy, rule_fq[-1], rule_fq, src, dst, service, match_tags, action, logged)
+            for src, dst in pairs]
+
+
+def ip_or_none(text: Any) -> Optional[IPAddress]:
+    try:
+        return ipaddress.ip_address(text) if text else None
+    except (ValueError, TypeError):
+        return None
