@@ -72,6 +72,11 @@ class SyntheticStream:
         self.n_namespaces = max(1, pods // 100)
 
     @property
+    def objects(self) -> Dict[str, Iterator[Dict[str, Any]]]:
+        """By kind, as `Cluster.objects`; each reading starts the manifests anew."""
+        return {"Namespace": self.namespaces, "Pod": self.pods, "NetworkPolicy": self.network_policies}
+
+    @property
     def namespaces(self) -> Iterator[Dict[str, Any]]:
         for n in range(self.n_namespaces):
             yield {"kind": "Namespace", "metadata": {
