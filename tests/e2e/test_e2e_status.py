@@ -48,14 +48,17 @@ def identity_of(daemon: DaemonProcess) -> str:
 
 
 def record_of(daemon: DaemonProcess, name: str) -> Dict[str, Any]:
+    """The page's record of NetworkPolicy `name`, or {} while its watch event has not arrived."""
     rows = daemon.get("/Snh_NetworkPolicyDatabaseList?format=json")["network_policies"]
-    return next(row for row in rows if row["name"] == name)
+    return next((row for row in rows if row["name"] == name), {})
 
 
 def write_failures(env: Environment, daemon: DaemonProcess, name: str) -> List[Dict[str, Any]]:
     """The WriteFailed Events about NetworkPolicy `name` once each of its objects (its firewall
     policy and rules, every name refused) is parked and has one."""
     record = record_of(daemon, name)
+    if not record:
+        return []
     found = events_about(env, "NetworkPolicy", name, "WriteFailed")
     return found if len(record["errors"]) == len(found) == len(record["rules"]) + 1 else []
 
