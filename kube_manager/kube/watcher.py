@@ -11,7 +11,11 @@ sharing one `ApiClient`. The cycle is the one client-go's reflector uses:
    `silent` restart;
 3. when the server ends the watch, watch again from the last version seen (events and bookmarks
    advance it); on a connection or API error, the same after a backoff of 0.8 s doubling up to 30 s
-   (reset by the next success);
+   (reset by the next success). A watch silent again right after a silent restart (nothing at all
+   between them) is re-listed instead: the API server accepts a watch from a version it has not
+   reached and says nothing until it does (after etcd was restored from a backup, every version a
+   client holds is ahead of it), so watching from that version again would wait in silence and then
+   miss every change made before the server reached it;
 4. on 410 Gone (the version was compacted away), list again and emit the differences against what
    was seen before as synthetic events, so that nothing is lost, then a RELISTED signal. The re-list
    is immediate, unless the previous watch also expired before delivering anything (then the same
@@ -126,6 +130,7 @@ class KubeWatcher:
         # Two items with their own counts: connection/API errors, and expiries right after a re-list.
         self._backoff = ExponentialRateLimiter(settings.initial_backoff, settings.max_backoff)
         self._expired_again = False  # no watch event since the last 410
+        self._silent_again = False  # nothing received since the last silent restart
         self._seen = SeenObjects()  # what was delivered: to tell real changes, to deliver a DELETED
         self._rv: Optional[str] = None
         self._listed = False
@@ -162,8 +167,12 @@ class KubeWatcher:
                 self._look_again.clear()
             except _Silent as exc:
                 self._restarted("silent", str(exc))
-                log.warning("watch silent, restarting", extra=kv(
+                relist = self._silent_again
+                log.warning("watch silent again, re-listing" if relist else "watch silent, restarting", extra=kv(
                     resource=self.resource.name, silent_for=self._settings.silence_timeout, rv=self._rv))
+                if relist:
+                    self._rv = None
+                self._silent_again = not relist
             except RETRYABLE as exc:
                 if self._stopped.is_set():
                     break
@@ -324,7 +333,7 @@ class KubeWatcher:
             self.status.resource_version = rv
         self._backoff.forget(_FAILED)
         self._backoff.forget(_EXPIRED)
-        self._expired_again = False
+        self._expired_again = self._silent_again = False
 
     # --- absent custom resource ------------------------------------------------------------------
 

@@ -254,9 +254,10 @@ def test_backoff_doubles_to_the_cap_and_resets_after_success() -> None:
         blocker.close()
 
 
-def test_a_silent_connection_is_restarted_from_the_last_version_without_a_relist() -> None:
+def test_a_silent_watch_is_restarted_from_its_version_then_re_listed_if_silent_again() -> None:
     """The list is answered; each watch gets its headers, then silence forever (no data, no
-    bookmark): after `silence_timeout` the watch is restarted at once, from the list's version."""
+    bookmark): after `silence_timeout` the watch is restarted at once from the list's version; the
+    restarted watch silent too, with nothing between, the resource is listed again."""
     def respond(request: bytes) -> bytes:
         return http_response(chunks=[], end=False) if b"watch=true" in request \
             else http_response(EMPTY_LIST)
@@ -266,17 +267,16 @@ def test_a_silent_connection_is_restarted_from_the_last_version_without_a_relist
         w = watcher(api_client_for_url(server.url), "namespaces", rec, db, metrics=metrics,
                     settings=WatchSettings(silence_timeout=0.3))
         with running([w]):
-            # The counter moves before the next watch is sent: wait for both, not the counter alone.
-            wait_until(lambda: restart_reasons(metrics).get("silent", 0) >= 2
-                       and sum(b"watch=true" in r for r in server.requests) >= 3,
-                       "two silent restarts and the third watch")
+            wait_until(lambda: sum(b"watch=true" not in r for r in server.requests) >= 2,
+                       "the second list")
+            rec.wait_for("RELISTED")
+        kinds = ["watch" if b"watch=true" in r else "list" for r in server.requests]
         watches = [r for r in server.requests if b"watch=true" in r]
-        lists = [r for r in server.requests if b"watch=true" not in r]
     status = db.kube_connections["namespaces"]
     assert status.last_error == "neither an event nor a bookmark for 0.3 s"
-    assert len(lists) == 1 and len(watches) >= 3
-    assert all(b"resourceVersion=7" in r and b"allowWatchBookmarks=true" in r for r in watches)
-    assert rec.types() == [("LISTED", "")]
+    assert kinds[:4] == ["list", "watch", "watch", "list"]
+    assert all(b"resourceVersion=7" in r and b"allowWatchBookmarks=true" in r for r in watches[:2])
+    assert rec.types()[:2] == [("LISTED", ""), ("RELISTED", "")]
     assert set(restart_reasons(metrics)) == {"silent"}
 
 
