@@ -6,7 +6,10 @@
 - `time`: the whole `contrail-kube-manager translate -f DUMP -o json` command in both modes, each
   in its own process, beside `json.load` of the same dump, on a shape at each size;
 - `event`: the translator's cost of one NetworkPolicy change and of one pod relabelled (`upsert` +
-  `flush`, the daemon's path) on the egress-heavy shape, in both modes.
+  `flush`, the daemon's path) on the egress-heavy shape, in both modes;
+- `classes`: what rules that follow classes of pods would write on the mix, beside the pair rules:
+  the classes (pods no selector tells apart) and the (class, class, port) triples the independent
+  Kubernetes model allows between isolated pods, one rule each under classes (docs/mapping.md).
 
 The machine is shared: compare the ratios measured in one run, not absolute seconds across runs.
 
@@ -14,6 +17,7 @@ The machine is shared: compare the ratios measured in one run, not absolute seco
     python bench/bench_pairs.py time --shape egress --namespaces 500 5000
     python bench/bench_pairs.py time --shape antrea --namespaces 5000      # 15,000 NPs / 20,000 pods
     python bench/bench_pairs.py event --namespaces 5000 [--shape mix]
+    python bench/bench_pairs.py classes --namespaces 50 100 200
     python bench/bench_pairs.py dumps DIR --shape mix --namespaces 100     # keep the dumps (for cmp)
 """
 from __future__ import annotations
@@ -163,9 +167,42 @@ def event_costs(shape: str, namespaces: int, count: int, seed: int, running: int
         del translator
 
 
+def classes_table(sizes: List[int], directory: str, seed: int, running: int) -> None:
+    from kube_manager.explain.k8s_netpol import EGRESS, INGRESS
+    from kube_manager.explain.k8s_semantics import Endpoint, KubernetesModel
+    from kube_manager.explain.staged_classes import named_label_keys
+
+    print(f"{'namespaces':>10} {'NPs':>6} {'pair rules':>10} {'pods':>6} {'classes':>7} {'class rules':>11} "
+          f"{'class/pair':>10}")
+    for namespaces in sizes:
+        dump = exact_shapes.random_mix(namespaces, seed, running=running)
+        objects: Dict[str, List[Dict[str, Any]]] = {}
+        for item in dump["items"]:
+            objects.setdefault(item["kind"], []).append(item)
+        model = KubernetesModel.of(objects)
+        keys = named_label_keys(model)
+        representatives: Dict[Any, Endpoint] = {}
+        for item in objects["Pod"]:
+            pod = model.pod(item["metadata"]["namespace"], item["metadata"]["name"])
+            assert pod is not None
+            signature = (pod.namespace, tuple(sorted((k, v) for k, v in pod.labels.items() if k in keys)))
+            representatives.setdefault(signature, Endpoint(pod, pod.ip))
+        isolated = [end for end in representatives.values()
+                    if model.peer_blocks(end.pod, EGRESS, end).policies and model.peer_blocks(end.pod, INGRESS, end).policies]
+        allowed = 0
+        for source in isolated:
+            for destination in isolated:
+                egress, ingress = model.pair(source, destination)
+                allowed += sum(egress.side(destination, port, "TCP").allowed and
+                               ingress.side(destination, port, "TCP").allowed for port in exact_shapes.MIX_PORTS)
+        pairs = count_rules(run_translate(write_dump("mix", namespaces, directory, seed, running), "kubernetes")[1])[1]
+        print(f"{namespaces:>10,} {len(objects['NetworkPolicy']):>6,} {pairs:>10,} {len(objects['Pod']):>6,} "
+              f"{len(representatives):>7,} {allowed:>11,} {allowed / max(pairs, 1):>10.2f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=("rules", "time", "event", "dumps"))
+    parser.add_argument("what", choices=("rules", "time", "event", "classes", "dumps"))
     parser.add_argument("directory", nargs="?", help="where dumps are kept (default: a temporary one)")
     parser.add_argument("--shape", choices=("mix", "egress", "antrea"), default="egress")
     parser.add_argument("--namespaces", type=int, nargs="+", default=[100, 200, 400, 1000])
@@ -185,6 +222,8 @@ def main() -> int:
             rules_table(args.namespaces, directory, args.seed, args.running)
         elif args.what == "time":
             time_table(args.shape, args.namespaces, directory)
+        elif args.what == "classes":
+            classes_table(args.namespaces, directory, args.seed, args.running)
         elif args.what == "event":
             for namespaces in args.namespaces:
                 event_costs("mix" if args.shape == "mix" else "egress", namespaces, args.changes, args.seed,

@@ -56,6 +56,9 @@ def _dump(items: List[Dict[str, Any]]) -> Dict[str, Any]:
     return {"apiVersion": "v1", "kind": "List", "items": items, "metadata": {"resourceVersion": ""}}
 
 
+MIX_PORTS = (80, 443, 8080)  # the mix's rules pick one each
+
+
 def random_mix(namespaces: int, seed: int = 1, teams: int = 5, running: int = len(APPS)) -> Dict[str, Any]:
     """The random team-based mix (module docstring); `running`: how many of the apps each
     namespace runs a pod of (drawn apart, so the policies are the same whatever it is)."""
@@ -83,8 +86,8 @@ def random_mix(namespaces: int, seed: int = 1, teams: int = 5, running: int = le
             own = {} if k == 0 else {"matchLabels": {"app": rng.choice(APPS)}}
             items.append(_policy(ns, f"np-{k}", {
                 "podSelector": own, "policyTypes": ["Ingress", "Egress"],
-                "ingress": [{"from": [peer()], "ports": [{"protocol": "TCP", "port": rng.choice((80, 443, 8080))}]}],
-                "egress": [{"to": [peer()], "ports": [{"protocol": "TCP", "port": rng.choice((80, 443, 8080))}]}]}))
+                "ingress": [{"from": [peer()], "ports": [{"protocol": "TCP", "port": rng.choice(MIX_PORTS)}]}],
+                "egress": [{"to": [peer()], "ports": [{"protocol": "TCP", "port": rng.choice(MIX_PORTS)}]}]}))
     return _dump(items)
 
 

@@ -67,7 +67,7 @@ class ClassPair:
 
 def pod_classes(ends: Sequence[PairEnd], before: WhatIfSide, after: WhatIfSide) -> List[PodClass]:
     """The classes of `ends` (pods of both sides), in the order of their first members."""
-    keys = _named_label_keys(before.kubernetes) | _named_label_keys(after.kubernetes)
+    keys = named_label_keys(before.kubernetes) | named_label_keys(after.kubernetes)
     bounds = _network_bounds(before, after)
     classes: Dict[Tuple[Any, ...], PodClass] = {}
     for end in ends:
@@ -127,7 +127,7 @@ def class_pairs(key: StagedKey, after: KubernetesModel, classes: List[PodClass])
     return list(found.values())
 
 
-def _named_label_keys(model: KubernetesModel) -> Set[str]:
+def named_label_keys(model: KubernetesModel) -> Set[str]:
     """The pod label keys some selector of the model's policies names."""
     keys: Set[str] = set()
 
