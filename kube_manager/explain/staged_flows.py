@@ -35,24 +35,11 @@ from kube_manager.translator.staged_policies import (STAGED_VALUE, StagedKey, en
 from .flow import ContrailEvaluator, OrientedRules
 from .k8s_semantics import KubernetesModel
 from .staged_classes import ClassPair, class_pairs, pod_classes
-from .whatif import FlowChange, PairEnd, WhatIfSide, common_pods, pair_changes
+from .whatif import Flow, FlowChange, PairEnd, WhatIfSide, common_pods, pair_changes
 
 LISTED = 100  # flows listed per direction
 _SECTIONS = ("tags", "address_groups", "firewall_rules", "firewall_policies")
 Clock = Callable[[], float]
-
-
-@dataclass(frozen=True)
-class Flow:
-    """One flow the policy opens or closes: pods `ns/name`, a protocol and a port range."""
-
-    source: str
-    destination: str
-    protocol: str
-    ports: Tuple[int, int]
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"from": self.source, "to": self.destination, "protocol": self.protocol, "ports": list(self.ports)}
 
 
 @dataclass

@@ -105,19 +105,27 @@ def apply_change(cluster: Any, change: Any) -> Tuple[Any, Set[ObjectKey]]:
 
 
 @dataclass(frozen=True)
-class FlowChange:
-    """One pair and port class whose verdict changes: (before, after) per evaluator."""
+class Flow:
+    """Flows from `source` to `destination` (pods `ns/name` or addresses) on a protocol and a port range."""
 
     source: str
     destination: str
     protocol: str
     ports: Tuple[int, int]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"from": self.source, "to": self.destination, "protocol": self.protocol, "ports": list(self.ports)}
+
+
+@dataclass(frozen=True)
+class FlowChange(Flow):
+    """One pair and port class whose verdict changes: (before, after) per evaluator."""
+
     contrail: Tuple[bool, bool]
     kubernetes: Tuple[bool, bool]
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"from": self.source, "to": self.destination, "protocol": self.protocol,
-                "ports": list(self.ports),
+        return {**super().to_dict(),
                 "contrail": {"before": self.contrail[0], "after": self.contrail[1]},
                 "kubernetes": {"before": self.kubernetes[0], "after": self.kubernetes[1]}}
 
@@ -344,5 +352,5 @@ def _pod_ips(translation: Mapping[str, Any]) -> Dict[Tuple[str, str], Any]:
             for w in translation.get("workloads") or ()}
 
 
-__all__ = ["DELETE_ANNOTATION", "DELETE_VALUE", "FlowChange", "WhatIf",
+__all__ = ["DELETE_ANNOTATION", "DELETE_VALUE", "Flow", "FlowChange", "WhatIf",
            "WhatIfError", "apply_change", "semantics_switch", "what_if"]
