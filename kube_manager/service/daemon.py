@@ -321,6 +321,7 @@ class Daemon:
         backoff = ExponentialRateLimiter(pace.start_retry_base, pace.start_retry_cap)
         while not end.is_set():
             if self._resync():
+                self.status.term_resynced()  # conditions from the term's sync states, not a standby's guess
                 return not end.is_set()
             delay = backoff.when("start-up resync")
             log.warning("config API not reachable at start, will retry", extra=kv(retry_in=delay))

@@ -7,8 +7,12 @@ difference, so that a resync that changes nothing says nothing. It never polls t
 reads the cluster.
 
 Only the leader writes (`lead` when a term begins, `stand_by` when it ends): a standby keeps the
-facts and says nothing; a new term re-reports what stands (each rejected part and parked object,
-each ClusterNetworkPolicy's conditions) and then follows the differences.
+facts and says nothing; a new term re-reports what stands (each rejected part and parked object)
+and then follows the differences. Its conditions wait for the term's start-up resync
+(`term_resynced`): until its own reconciler has spoken, a new leader's sync states are a standby's
+guess (every policy pending), and writing that guess would flap a `Programmed` that stands to
+`Pending` and back, moving its `lastTransitionTime`. A conditions write sends the latest
+conditions when its turn comes, so one overtaken while queued is never written.
 
 Synced is said once per generation: a policy's generation is taken as already announced when the
 publisher first sees it before the initial lists are in (a restart is no change of any spec), and
@@ -16,6 +20,7 @@ is announced when a later generation, or a policy created since, is programmed.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import dataclass
@@ -35,6 +40,7 @@ log = logging.getLogger(__name__)
 PolicyId = Tuple[str, str, str]  # kind, namespace, name
 _CNP = (CLUSTER_NETWORK_POLICIES.group, CLUSTER_NETWORK_POLICIES.version, CLUSTER_NETWORK_POLICIES.name)
 _MERGE_PATCH = "application/merge-patch+json"
+Conditions = Tuple[Dict[str, Any], ...]
 
 
 def now_text() -> str:
@@ -56,7 +62,9 @@ class ConditionsWrite:
 
     name: str
     uid: str
-    conditions: Tuple[Dict[str, Any], ...]
+    # The conditions wanted when the job's turn comes (None: the policy is gone): what a job queued
+    # earlier would have said may have been overtaken meanwhile, and is never written then.
+    wanted: Callable[[], Optional[Conditions]]
     now: Callable[[], str]
 
     target = "status"
@@ -69,13 +77,16 @@ class ConditionsWrite:
         condition another controller wrote meanwhile must not be lost): a 409 reads again, once."""
         attempts = 2
         while True:
+            conditions = self.wanted()
+            if conditions is None:
+                return False
             held = apis.custom.get_cluster_custom_object_status(*_CNP, self.name, _request_timeout=timeout)
             meta = held.get("metadata") or {}
             if meta.get("uid") != self.uid:
                 raise LookupError("the ClusterNetworkPolicy was replaced meanwhile")
             old = [c for c in (held.get("status") or {}).get("conditions") or [] if isinstance(c, dict)]
-            ours = {c["type"] for c in self.conditions}
-            new = merged_conditions(old, self.conditions, self.now()) + [c for c in old if c.get("type") not in ours]
+            ours = {c["type"] for c in conditions}
+            new = merged_conditions(old, conditions, self.now()) + [c for c in old if c.get("type") not in ours]
             if _comparable(old) == _comparable(new):
                 return False  # what it holds already (a new term's first report, typically)
             patch = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "status": {"conditions": new}}
@@ -105,7 +116,8 @@ class StatusPublisher:
         self._facts: Dict[PolicyId, PolicyFacts] = {}
         self._announced: Dict[PolicyId, int] = {}  # the generation whose Synced was said (or need not be)
         self._settled: Dict[PolicyId, int] = {}  # the generation the reconciler last spoke of
-        self._conditions: Dict[PolicyId, Tuple[Dict[str, Any], ...]] = {}  # last queued, this term
+        self._conditions: Dict[PolicyId, Conditions] = {}  # last queued, this term
+        self._resynced = False  # the term's start-up resync is in: its conditions are written
         self._recorder: Optional[EventRecorder] = None
         self.lists_in = False  # set by the daemon once the initial lists are applied
         self.standing: List[Callable[[], List[Tuple[PolicyId, EventSpec]]]] = []  # warnings a term says again
@@ -116,16 +128,27 @@ class StatusPublisher:
         """A term begins: report what stands, then every difference."""
         self._outbox.open(apis, gate)
         self._recorder = EventRecorder(self._outbox.put, identity)
-        self._conditions = {}
+        self._conditions, self._resynced = {}, False
         for policy, facts in self._facts.items():
             self._say(policy, None, facts, False)
         for warnings in self.standing:
             for policy, spec in warnings():
                 self.policy_warned(policy, spec)
 
+    def term_resynced(self) -> None:
+        """The term's start-up resync is in: its reconciler has spoken of every policy, so each
+        ClusterNetworkPolicy's conditions are now what stands, and are queued (and written only
+        where Kubernetes holds others)."""
+        if self._recorder is None or self._resynced:
+            return
+        self._resynced = True
+        for policy, facts in self._facts.items():
+            self._queue_conditions(policy, facts)
+
     def stand_by(self) -> None:
         self._outbox.close()
         self._recorder = None
+        self._resynced = False
 
     # --- fed by the status book (protocol.PolicyObserver) -----------------------------------------
 
@@ -138,8 +161,8 @@ class StatusPublisher:
         before = self._facts.get(policy)
         if before is not None and before.uid != facts.uid:
             before = None  # deleted and created again under the same name: another object
-            self._announced.pop(policy, None)
-            self._settled.pop(policy, None)
+            for table in (self._announced, self._settled, self._conditions):
+                table.pop(policy, None)
         if settled:
             self._settled[policy] = facts.generation
         elif self._settled.get(policy, facts.generation) != facts.generation and facts.has_objects:
@@ -180,8 +203,20 @@ class StatusPublisher:
             self._announced[policy] = facts.generation
         for spec in events_between(before, facts, announce):
             self._recorder.record(facts, spec)
-        if facts.kind == CLUSTER_NETWORK_POLICIES.kind:
-            conditions = tuple(conditions_of(facts))
-            if self._conditions.get(policy) != conditions:
-                self._conditions[policy] = conditions
-                self._outbox.put(ConditionsWrite(facts.name, facts.uid, conditions, self._now))
+        if self._resynced:
+            self._queue_conditions(policy, facts)
+
+    def _queue_conditions(self, policy: PolicyId, facts: PolicyFacts) -> None:
+        """A ClusterNetworkPolicy's conditions, queued when they differ from those last queued."""
+        if facts.kind != CLUSTER_NETWORK_POLICIES.kind:
+            return
+        conditions = tuple(conditions_of(facts))
+        if self._conditions.get(policy) != conditions:
+            self._conditions[policy] = conditions
+            self._outbox.put(ConditionsWrite(facts.name, facts.uid, functools.partial(self._wanted, policy, facts.uid),
+                                             self._now))
+
+    def _wanted(self, policy: PolicyId, uid: str) -> Optional[Conditions]:
+        """The conditions last queued for `policy`, while it is still the object `uid`."""
+        facts = self._facts.get(policy)
+        return self._conditions.get(policy) if facts is not None and facts.uid == uid else None

@@ -211,8 +211,13 @@ def test_a_standby_writes_no_event_and_no_status_and_a_new_leader_reports_what_s
         wait_until(lambda: {e["regarding"]["name"] for e in events(rig.env)
                             if e["reportingInstance"] == standby.identity} == {"partly-bad", "guard-shop"},
                    "the new leader reporting what stands")
-        # The conditions it would write are those already held: read, compared, not written again.
         wait_until(lambda: standby.process.metric("kube_manager_kubernetes_events_total") == 2, "counted")
+        # Its conditions are queued once its start-up resync is in, and the outbox sends in order:
+        # once an Event queued after that resync is there, they have been read, compared with
+        # those held and, being the same, not written again (nor a `Pending` meanwhile).
+        wait_until(lambda: resyncs(standby.process) >= 1, "the new leader's start-up resync")
+        rig.env.apply(policy("shop", "later", allow_from("web", "api", 7070)))
+        wait_until(lambda: events_about(rig.env, "NetworkPolicy", "later", "Synced"), "Synced about later")
         assert status_writes(rig.env) == writes
     finally:
         rig.close()

@@ -12,6 +12,7 @@ def leading() -> "tuple[StatusPublisher, Outbox]":
     outbox = Outbox()
     publisher = StatusPublisher(outbox, lambda: "T")
     publisher.lead(None, lambda: None, "me")
+    publisher.term_resynced()  # past the term's start-up resync
     return publisher, outbox
 
 

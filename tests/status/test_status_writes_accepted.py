@@ -69,7 +69,8 @@ def test_a_series_whose_event_is_gone_is_created_with_its_series(kube: EmulatorR
 
 def write_conditions(kube: EmulatorRunner, name: str, uid: str, state: str) -> ConditionsWrite:
     facts = PolicyFacts("ClusterNetworkPolicy", "", name, uid, 1, state, (), (), True)
-    return ConditionsWrite(name, uid, tuple(conditions_of(facts)), lambda: "2026-01-01T00:00:00Z")
+    wanted = tuple(conditions_of(facts))
+    return ConditionsWrite(name, uid, lambda: wanted, lambda: "2026-01-01T00:00:00Z")
 
 
 def test_conditions_are_accepted_and_keep_another_controller_s(kube: EmulatorRunner) -> None:
