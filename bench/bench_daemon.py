@@ -66,7 +66,7 @@ from gevent.pool import Pool  # noqa: E402
 
 from bench_reconcile import (RequestCount, SyntheticStream, feed, policy,  # noqa: E402
                              populate_vmis, synthetic)
-from event_stages import STAGES, EventClock, medians, replay_floor  # noqa: E402
+from event_stages import STAGES, EventClock, medians, realtime, replay_floor  # noqa: E402
 from held_config_api import HeldConfigApi  # noqa: E402
 from replay_floor import Call, in_a_row, record_calls, replay, vmi_uuid_map  # noqa: E402
 from bench_vnc_client import embedded_server  # noqa: E402
@@ -112,6 +112,7 @@ def percentile(values: List[float], fraction: float) -> float:
 
 PAGE_LIMIT = ReconcilerSettings().list_page_limit  # --page-limit
 SEMANTICS = "kubernetes"  # --semantics
+REALTIME = False  # --realtime-events
 
 
 def reconciler_settings(concurrency: int) -> ReconcilerSettings:
@@ -183,7 +184,8 @@ def bare_client(url: str, desired: Dict[str, Dict[Any, Dict[str, Any]]], pods: D
             "cpu_ms_per_request": round(cpu * 1000 / count.requests, 3)}
 
 
-def event_latency(daemon: Daemon, cluster: Any, events: int, url: str, concurrency: int) -> Dict[str, Any]:
+def event_latency(daemon: Daemon, cluster: Any, events: int, url: str, concurrency: int,
+                  priority: List[int]) -> Dict[str, Any]:
     """New NetworkPolicies one at a time on the converged cluster: event -> last write, the
     requests of each and the round trips in a row among them, its stages, and after each its floor
     (`event_stages.py`: the same requests from a bare client in the best order)."""
@@ -195,7 +197,7 @@ def event_latency(daemon: Daemon, cluster: Any, events: int, url: str, concurren
     n_namespaces = len(cluster.objects["Namespace"])
     since = {kind: len(seconds) for kind, seconds in daemon.count.seconds.items()}
     clock = EventClock(daemon.client)
-    with VncClient(url, concurrency=concurrency) as bare:
+    with VncClient(url, concurrency=concurrency) as bare, realtime(priority):
         pool = Pool(concurrency)
         for e in range(events):
             before = daemon.count.requests
@@ -297,7 +299,8 @@ def one_size(policies: int, pods: int, concurrency: int, latency: float, events:
         result["restart"] = {"wall_s": round(restart_s, 2),
                              "requests": restart.count.requests, "writes": restart.count.writes}
         restart.close()
-        result["event"] = event_latency(daemon, cluster, events, srv.url, concurrency) if events else None
+        priority = [os.getpid(), srv.pid] if REALTIME and srv.pid else []
+        result["event"] = event_latency(daemon, cluster, events, srv.url, concurrency, priority) if events else None
         result["explain"] = explain_latency(daemon.db, cluster, daemon.cache)
         desired = {t: dict(objects) for t, objects in daemon.db.desired.items()}
         records = dict(daemon.db.pods)
@@ -418,7 +421,7 @@ def report(results: List[Dict[str, Any]]) -> str:
 
 
 def main(argv: "List[str] | None" = None) -> int:
-    global PAGE_LIMIT, SEMANTICS
+    global PAGE_LIMIT, SEMANTICS, REALTIME
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="150:600,1500:6000",
                         help="comma list of NETWORKPOLICIES:PODS, each run in a process of its own")
@@ -436,6 +439,9 @@ def main(argv: "List[str] | None" = None) -> int:
     parser.add_argument("--repeat", type=int, default=1,
                         help="cold starts of daemon and bare client each, alternating; the best of each compared")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--realtime-events", action="store_true",
+                        help="the events (only) with this process and its config API at real-time priority "
+                             "(SCHED_FIFO; Linux, root): a quiet machine's figures on a busy one")
     parser.add_argument("--page-limit", type=int, default=PAGE_LIMIT,
                         help="objects per listing request at a resync (vnc_list_page_limit)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a child: one size, JSON on stdout
@@ -447,7 +453,7 @@ def main(argv: "List[str] | None" = None) -> int:
                         help="instead: cold start and event -> last write against a real API server and the emulator")
     parser.add_argument("--real-kube-policies", type=int, default=750, help="NetworkPolicies of --real-kube")
     args = parser.parse_args(argv)
-    PAGE_LIMIT, SEMANTICS = args.page_limit, args.semantics
+    PAGE_LIMIT, SEMANTICS, REALTIME = args.page_limit, args.semantics, args.realtime_events
     if args.real_kube:
         command = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_real_kube.py"),
                    "--policies", str(args.real_kube_policies), "--events", str(args.events)]
@@ -475,6 +481,7 @@ def main(argv: "List[str] | None" = None) -> int:
                    "--page-limit", str(args.page_limit), "--semantics", args.semantics]
         command += ["--no-bare"] if args.no_bare else []
         command += ["--tracemalloc"] if args.tracemalloc else []
+        command += ["--realtime-events"] if args.realtime_events else []
         child = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
         results.append(json.loads(child.stdout.strip().splitlines()[-1]))
         if not args.json:
