@@ -14,7 +14,10 @@ own with `--latency` added to every answer - and reports:
   first event to convergence (translation included): requests, writes and time;
 - one NetworkPolicy event to its last write (a new policy at a time, `--events` of them): p50, p99
   (with `--json`, each event's time, and the count and mean round trip of each kind of request, as
-  for the cold start, which also reports the config API's CPU per request);
+  for the cold start, which also reports the config API's CPU per request); the median of each of
+  its stages (the dispatch, the four round trips in a row and the daemon's gaps between them); and
+  its floor, the same requests sent again by a bare client right after each event in the best order
+  make before break allows (`event_stages.py`);
 - `/explain` over HTTP on introspect: the first question (the index is built whole), p50 and p99
   of questions on an unchanged DB, then the first question after a change (one new NetworkPolicy:
   the index is brought up to date with what the translator's change report named);
@@ -63,6 +66,7 @@ from gevent.pool import Pool  # noqa: E402
 
 from bench_reconcile import (RequestCount, SyntheticStream, feed, policy,  # noqa: E402
                              populate_vmis, synthetic)
+from event_stages import STAGES, EventClock, medians, realtime, replay_floor  # noqa: E402
 from held_config_api import HeldConfigApi  # noqa: E402
 from replay_floor import Call, in_a_row, record_calls, replay, vmi_uuid_map  # noqa: E402
 from bench_vnc_client import embedded_server  # noqa: E402
@@ -108,6 +112,7 @@ def percentile(values: List[float], fraction: float) -> float:
 
 PAGE_LIMIT = ReconcilerSettings().list_page_limit  # --page-limit
 SEMANTICS = "kubernetes"  # --semantics
+REALTIME = False  # --realtime-events
 
 
 def reconciler_settings(concurrency: int) -> ReconcilerSettings:
@@ -179,28 +184,41 @@ def bare_client(url: str, desired: Dict[str, Dict[Any, Dict[str, Any]]], pods: D
             "cpu_ms_per_request": round(cpu * 1000 / count.requests, 3)}
 
 
-def event_latency(daemon: Daemon, cluster: Any, events: int) -> Dict[str, Any]:
+def event_latency(daemon: Daemon, cluster: Any, events: int, url: str, concurrency: int,
+                  priority: List[int]) -> Dict[str, Any]:
     """New NetworkPolicies one at a time on the converged cluster: event -> last write, the
-    requests of each and the round trips in a row among them."""
+    requests of each and the round trips in a row among them, its stages, and after each its floor
+    (`event_stages.py`: the same requests from a bare client in the best order)."""
     times: List[float] = []
+    floors: List[float] = []
+    stages: List[Dict[str, float]] = []
     requests_per_event: List[int] = []
     rows: List[int] = []
     n_namespaces = len(cluster.objects["Namespace"])
     since = {kind: len(seconds) for kind, seconds in daemon.count.seconds.items()}
-    for e in range(events):
-        before = daemon.count.requests
-        daemon.spans.clear()
-        started = time.monotonic()
-        daemon.cache.on_event("networkpolicies", "ADDED", policy(f"ns-{e % n_namespaces}", f"extra-{e}", e))
-        if not daemon.reconciler.wait_converged(120):
-            raise SystemExit(f"event {e} did not converge: {daemon.reconciler.summary()}")
-        times.append((daemon.reconciler.counters.last_write_at - started) * 1000)
-        requests_per_event.append(daemon.count.requests - before)
-        rows.append(in_a_row(daemon.spans))
+    clock = EventClock(daemon.client)
+    with VncClient(url, concurrency=concurrency) as bare, realtime(priority):
+        pool = Pool(concurrency)
+        for e in range(events):
+            before = daemon.count.requests
+            daemon.spans.clear()
+            clock.sent.clear()
+            started = time.monotonic()
+            daemon.cache.on_event("networkpolicies", "ADDED", policy(f"ns-{e % n_namespaces}", f"extra-{e}", e))
+            dispatched = time.monotonic()
+            if not daemon.reconciler.wait_converged(120):
+                raise SystemExit(f"event {e} did not converge: {daemon.reconciler.summary()}")
+            times.append((daemon.reconciler.counters.last_write_at - started) * 1000)
+            requests_per_event.append(daemon.count.requests - before)
+            rows.append(in_a_row(daemon.spans))
+            stages.append(clock.stages(started, dispatched))
+            floors.append(replay_floor(bare, list(clock.sent), f"-floor-{e}", pool))
     return {"events": events, "p50_ms": percentile(times, 0.5), "p99_ms": percentile(times, 0.99),
             "max_ms": round(max(times), 1), "requests_per_event": round(statistics.mean(requests_per_event), 2),
             "round_trips_in_a_row": round(statistics.mean(rows), 2), "round_trips_in_a_row_max": max(rows),
-            "times_ms": [round(t, 1) for t in times], "by_request": by_request(daemon.count, since)}
+            "floor_p50_ms": percentile(floors, 0.5), "floor_p99_ms": percentile(floors, 0.99),
+            "stages_p50_ms": medians(stages), "times_ms": [round(t, 1) for t in times],
+            "floors_ms": [round(t, 1) for t in floors], "by_request": by_request(daemon.count, since)}
 
 
 def explain_latency(db: Database, cluster: Any, cache: EventDispatcher) -> Dict[str, Any]:
@@ -281,7 +299,8 @@ def one_size(policies: int, pods: int, concurrency: int, latency: float, events:
         result["restart"] = {"wall_s": round(restart_s, 2),
                              "requests": restart.count.requests, "writes": restart.count.writes}
         restart.close()
-        result["event"] = event_latency(daemon, cluster, events) if events else None
+        priority = [os.getpid(), srv.pid] if REALTIME and srv.pid else []
+        result["event"] = event_latency(daemon, cluster, events, srv.url, concurrency, priority) if events else None
         result["explain"] = explain_latency(daemon.db, cluster, daemon.cache)
         desired = {t: dict(objects) for t, objects in daemon.db.desired.items()}
         records = dict(daemon.db.pods)
@@ -377,6 +396,10 @@ def report(results: List[Dict[str, Any]]) -> str:
             r["restart"]["wall_s"] / (r["cold_start"]["translate_s"] + min(r["cold_start"]["walls_s"])), 3)),
         ("event -> last write p50 (ms)", lambda r: (r.get("event") or {}).get("p50_ms", "-")),
         ("event -> last write p99 (ms)", lambda r: (r.get("event") or {}).get("p99_ms", "-")),
+        ("event: floor p50 / p99 (ms; its requests, bare client)", lambda r: "-" if not r.get("event") else
+         f"{r['event']['floor_p50_ms']} / {r['event']['floor_p99_ms']}"),
+        *[(f"  event stage, median (ms): {stage}", lambda r, stage=stage: (r.get("event") or {}).get(
+            "stages_p50_ms", {}).get(stage, "-")) for stage in STAGES],
         ("requests per event", lambda r: (r.get("event") or {}).get("requests_per_event", "-")),
         ("round trips in a row per event: mean / max", lambda r: "-" if not r.get("event") else
          f"{r['event']['round_trips_in_a_row']} / {r['event']['round_trips_in_a_row_max']}"),
@@ -398,7 +421,7 @@ def report(results: List[Dict[str, Any]]) -> str:
 
 
 def main(argv: "List[str] | None" = None) -> int:
-    global PAGE_LIMIT, SEMANTICS
+    global PAGE_LIMIT, SEMANTICS, REALTIME
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="150:600,1500:6000",
                         help="comma list of NETWORKPOLICIES:PODS, each run in a process of its own")
@@ -416,6 +439,9 @@ def main(argv: "List[str] | None" = None) -> int:
     parser.add_argument("--repeat", type=int, default=1,
                         help="cold starts of daemon and bare client each, alternating; the best of each compared")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--realtime-events", action="store_true",
+                        help="the events (only) with this process and its config API at real-time priority "
+                             "(SCHED_FIFO; Linux, root): a quiet machine's figures on a busy one")
     parser.add_argument("--page-limit", type=int, default=PAGE_LIMIT,
                         help="objects per listing request at a resync (vnc_list_page_limit)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a child: one size, JSON on stdout
@@ -427,7 +453,7 @@ def main(argv: "List[str] | None" = None) -> int:
                         help="instead: cold start and event -> last write against a real API server and the emulator")
     parser.add_argument("--real-kube-policies", type=int, default=750, help="NetworkPolicies of --real-kube")
     args = parser.parse_args(argv)
-    PAGE_LIMIT, SEMANTICS = args.page_limit, args.semantics
+    PAGE_LIMIT, SEMANTICS, REALTIME = args.page_limit, args.semantics, args.realtime_events
     if args.real_kube:
         command = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_real_kube.py"),
                    "--policies", str(args.real_kube_policies), "--events", str(args.events)]
@@ -455,6 +481,7 @@ def main(argv: "List[str] | None" = None) -> int:
                    "--page-limit", str(args.page_limit), "--semantics", args.semantics]
         command += ["--no-bare"] if args.no_bare else []
         command += ["--tracemalloc"] if args.tracemalloc else []
+        command += ["--realtime-events"] if args.realtime_events else []
         child = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True)
         results.append(json.loads(child.stdout.strip().splitlines()[-1]))
         if not args.json:

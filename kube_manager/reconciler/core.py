@@ -69,7 +69,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["ConfigApiCalls", "Counters", "Reconciler", "SyncStates"]
 
-# Order in which a resync queues keys: what others refer to first, so fewer keys park.
+# Order in which keys are queued (`Reconciler._order`): what others refer to first, so fewer keys park.
 _RANK = {t: n for n, t in enumerate(OWNED_TYPES)}
 
 WorkKey = Union[ObjKey, PodKey]
@@ -151,7 +151,7 @@ class Reconciler:
             self.queue, self._handle, concurrency=settings.concurrency,
             backoff=ExponentialRateLimiter(settings.retry_base, settings.retry_cap, half_jitter),
             on_error=self._failed, on_handled=self._timed)
-        self._book = ProgressBook(self._enqueue, self._left_active, _order)
+        self._book = ProgressBook(self._enqueue, self._left_active, self._order)
         self.gates = Gates(marks.cluster, desired)
         self.aps_key, self.denyall_key = self.gates.aps_key, self.gates.denyall_key
         self.actual = ActualState(db, desired, self.gates.indexes, self._book.notify)
@@ -165,7 +165,7 @@ class Reconciler:
         self._synced_once = gevent.event.Event()
         self.states = SyncStates(db.parked, self._book, self._synced_once)
         self.resyncs = Resync(client, desired, marks, settings, books, self.pods, db.parked, lambda: db.pods,
-                              self._enqueue, _order, self._resynced, observer)
+                              self._enqueue, self._order, self._resynced, observer)
 
     # --- driving -------------------------------------------------------------------------------
 
@@ -192,7 +192,7 @@ class Reconciler:
         """The desired bodies of `keys` changed (created, modified or gone)."""
         if not self._synced_once.is_set():
             return  # the first resync looks at everything anyway
-        for key in sorted(keys, key=_order):
+        for key in sorted(keys, key=self._order):
             self._unpark_failed(key)
             self._enqueue(key)
         self._push_states()
@@ -273,7 +273,7 @@ class Reconciler:
     def unsettled(self, limit: int) -> List[str]:
         """Up to `limit` keys that hold convergence, each with its state (and why, if parked)."""
         found = []
-        for key in sorted(self._book.unsettled(), key=_order)[:limit]:
+        for key in sorted(self._book.unsettled(), key=self._order)[:limit]:
             reason = self.db.parked.get(key)
             found.append(f"{describe_key(key)} {self.state_of(key)}" + (f" ({reason})" if reason else ""))
         return found
@@ -352,6 +352,12 @@ class Reconciler:
     def _deferred_shared_delete(self, key: WorkKey) -> bool:
         return key in self._book.deferred and key[0] in SHARED_TYPES and self.actual.desired(key) is None
 
-
-def _order(key: WorkKey) -> tuple:
-    return (_RANK.get(key[0], len(_RANK)), key)
+    def _order(self, key: WorkKey) -> tuple:
+        """The order of keys queued together (an event's, a resync's, those woken at once): what
+        others refer to first, so fewer keys park; among firewall rules, the NetworkPolicies' deny
+        rules last. A deny rule is needed only once its policy is in the APS, two round trips
+        later, whereas the policy's create waits for every pass rule: queued first, the pass rules
+        are sent first, and a config API that handles requests one at a time answers them first
+        (and with more rules than workers, a deny rule is the one that waits for a worker)."""
+        deny = key[0] == "firewall-rule" and self.desired.deny_owner(key[1]) is not None
+        return (_RANK.get(key[0], len(_RANK)), deny, key)

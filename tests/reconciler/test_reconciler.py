@@ -547,3 +547,39 @@ def test_the_deny_rules_of_a_new_policy_join_the_denyall_together_after_its_aps_
     assert holders[0] == ("ref-update", "k8s", "ADD")  # the policy is in force before any deny rule
     assert holders[1:] == [("ref-update", "k8s-denyall", "ADD")] * 2
     assert unanswered == [0, 1]  # the second deny ref went out while the first was unanswered
+
+
+def unprotected_denies(s: Setup) -> List[str]:
+    """The deny rules `<cluster>-denyall` applies now whose policy is not yet in force (not in the
+    APS, or missing one of its pass rules): what make before break must never let happen."""
+    owned = s.api.owned()
+    aps = owned["application-policy-set"].get(s.rec.aps_key[1], {})
+    in_aps = {tuple(ref["to"]) for ref in aps.get("firewall_policy_refs") or []}
+    denyall = owned["firewall-policy"].get(s.rec.denyall_key[1], {})
+    found = []
+    for ref in denyall.get("firewall_rule_refs") or []:
+        policy_fq = s.rec.desired.deny_owner(tuple(ref["to"]))
+        if policy_fq is None:
+            continue
+        wanted = {tuple(r["to"]) for r in s.rec.desired.objects["firewall-policy"][policy_fq]["firewall_rule_refs"]}
+        held = {tuple(r["to"]) for r in owned["firewall-policy"].get(policy_fq, {}).get("firewall_rule_refs") or []}
+        if policy_fq not in in_aps or not wanted <= held:
+            found.append(ref["to"][-1])
+    return found
+
+
+def test_a_new_policy_sends_its_pass_rules_before_its_deny_rules_and_no_deny_ever_applies_unprotected(setup):
+    s, _many = converged_with_many(setup, 5)
+    unsafe: List[str] = []
+
+    def watch(op, obj_type, fq):  # before every write: the state the previous ones left
+        unsafe.extend(unprotected_denies(s))
+    s.api.fault = watch
+    s.cluster.apply(policy("b", "both-ways", {**allow_from("web", "db", 5432), "policyTypes": ["Ingress", "Egress"],
+                                              "egress": [{"ports": [{"port": 53, "protocol": "UDP"}]}]}))
+    s.converge()
+    assert unsafe == [] and unprotected_denies(s) == []
+    rules = [w.fq_name[-1] for w in s.api.writes if w.op == "create" and w.obj_type == "firewall-rule"]
+    denies = [name for name in rules if name.endswith("-denyall")]
+    # the deny rules are needed only after the policy is in the APS: the pass rules go first
+    assert len(denies) == 2 and rules[-2:] == denies, rules
