@@ -30,6 +30,14 @@ class PodScope:
     namespace_selector: Optional[LabelSelector] = None
     pod_selector: Optional[LabelSelector] = None
 
+    def __hash__(self) -> int:
+        # The dataclass's own hash (of the fields' tuple), computed once per scope: a scope keys
+        # the isolation counts, and hashing it walks its selectors' tuples.
+        found: Optional[int] = self.__dict__.get("_hash")
+        if found is None:
+            found = self.__dict__["_hash"] = hash((self.namespace, self.namespace_selector, self.pod_selector))
+        return found
+
     def bound(self, namespace: str) -> "PodScope":
         """This scope in a policy of `namespace`: an UNBOUND scope becomes that namespace."""
         if self.namespace != UNBOUND:

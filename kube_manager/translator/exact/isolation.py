@@ -60,8 +60,8 @@ class Isolation:
                 del counts[selection]
         if not counts:
             del self._selections[namespace]
-        if self.enabled:
-            self._moved.extend(set(old).symmetric_difference(new))
+        if self.enabled:  # (a policy's selections differ by direction: `new` alone needs no set)
+            self._moved.extend(set(old).symmetric_difference(new) if old else new)
 
     def mark_moved(self) -> None:
         """Mark for re-tagging the pods of the selections that came or went (once per flush: in a

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple, Union
+from typing import Dict, FrozenSet, Iterable, List, NamedTuple, Optional, Tuple, Union
 
 from ..bodies import Body
 from ..cidr import Network, network_key
@@ -57,11 +57,12 @@ class Pods:
 End = Union[Anything, Addresses, Pods]
 
 
-@dataclass(frozen=True)
-class Item:
+class Item(NamedTuple):
     """Flows from `src` to `dst` on `service`; `allow` the action; `origins` the
     ClusterNetworkPolicies it comes from (for their status); `deciders` those whose Accept or Deny
-    decides the action (for their logging of matches, SPEC 15): a Pass decides nothing."""
+    decides the action (for their logging of matches, SPEC 15): a Pass decides nothing. A named
+    tuple rather than a frozen dataclass (same fields, same hash): one is built per allow of every
+    NetworkPolicy, and a tuple is built at C speed."""
 
     src: End
     dst: End

@@ -4,10 +4,12 @@ egress-isolated and an ingress-isolated pod is decided here, allowed exactly whe
 
 Kept per NetworkPolicy: a policy's new rendering drops the pairs of its old rules and looks up
 partners for its new ones, so that one event costs in proportion to the pairs it changes. `meet`
-keeps a pair only when neither end names two namespaces, so each side indexes its rules by the
-namespace (as tag values spell it) of each end, and by service; a lookup walks the fewest of: the
-rules of the one namespace the query's source names plus those whose source names none, the same
-at the destination, the rules whose service meets the query's. A pair rule is
+keeps a pair only when neither end names two namespaces, so each side indexes its rules by
+service, and by the namespace (as tag values spell it) of each end; a lookup walks the fewest of:
+the rules of the one namespace the query's source names plus those whose source names none, the
+same at the destination, the rules whose service meets the query's. A rule whose service meets no
+rule of the other side is neither looked up nor indexed by namespace (a cluster whose egress
+services meet no ingress service has no pair to find, whatever its rules' ends). A pair rule is
 named by its content and counted, since two pairs can write one rule. A pair whose ends the
 cluster's namespaces contradict is not kept (`contradictions.py`); `naming` tells which
 policies to meet again when a namespace changes. A pair kept is written only while current pods
@@ -65,19 +67,27 @@ def namespace_key(end: End) -> Optional[str]:
 
 
 class _Side:
-    """The rules of one direction, indexed by the namespace of each end and by service."""
+    """The rules of one direction, by service; and by the namespace of each end, those of the
+    services some rule of the other side meets (`index`): a rule whose service meets none has no
+    pair, and is looked up by nobody, so its namespaces are read only once a rule meeting it comes."""
 
     def __init__(self) -> None:
         self.items: Dict[FqName, Item] = {}
-        self._keys: Dict[FqName, Keys] = {}
+        self._keys: Dict[FqName, Keys] = {}  # of the rules indexed
         self._by_src: Dict[Optional[str], Set[FqName]] = {}
         self._by_dst: Dict[Optional[str], Set[FqName]] = {}
         self._by_service: Dict[Service, Set[FqName]] = {}
-        # service -> the services of `_by_service` it meets: few services, met by every lookup
+        self._indexed: Set[Service] = set()  # the services whose rules are in `_by_src` and `_by_dst`
+        # a service of the other side -> the services of `_by_service` it meets: few services, met
+        # by every lookup
         self._meeting: Dict[Service, List[Service]] = {}
         # an end's tags -> namespace_key: ends recur (every rule of a namespace's pods), and the
         # item reader hands out one Pods per endpoint body, so a hit is mostly an identity match
         self._namespaces: Dict[FrozenSet[str], Optional[str]] = {}
+
+    def keys(self, item: Item) -> Keys:
+        """The namespaces of `item`'s ends."""
+        return self._namespace_of(item.src), self._namespace_of(item.dst)
 
     def _namespace_of(self, end: End) -> Optional[str]:
         if not isinstance(end, Pods):
@@ -89,40 +99,59 @@ class _Side:
             found = self._namespaces[end.tags] = namespace_key(end)
         return found  # type: ignore[return-value]
 
-    def add(self, fq_name: FqName, item: Item) -> Keys:
-        keys = self._namespace_of(item.src), self._namespace_of(item.dst)
+    def add(self, fq_name: FqName, item: Item) -> None:
         self.items[fq_name] = item
-        self._keys[fq_name] = keys
-        self._by_src.setdefault(keys[0], set()).add(fq_name)
-        self._by_dst.setdefault(keys[1], set()).add(fq_name)
         group = self._by_service.get(item.service)
         if group is None:
             group = self._by_service[item.service] = set()
             self._meeting.clear()
         group.add(fq_name)
-        return keys
+        if item.service in self._indexed:
+            self._index(fq_name, item)
+
+    def index(self, service: Service) -> None:
+        """Index the rules of `service` by namespace (from now on, while it has rules)."""
+        if service not in self._indexed:
+            self._indexed.add(service)
+            for fq_name in self._by_service[service]:
+                self._index(fq_name, self.items[fq_name])
+
+    def _index(self, fq_name: FqName, item: Item) -> None:
+        keys = self._keys[fq_name] = self.keys(item)
+        self._by_src.setdefault(keys[0], set()).add(fq_name)
+        self._by_dst.setdefault(keys[1], set()).add(fq_name)
 
     def naming(self, namespace: str) -> Set[FqName]:
-        """The rules with an end in `namespace`."""
+        """The rules with an end in `namespace`, of those indexed (the others have no pair)."""
         return self._by_src.get(namespace, set()) | self._by_dst.get(namespace, set())
 
     def remove(self, fq_name: FqName) -> None:
-        item, (src, dst) = self.items.pop(fq_name), self._keys.pop(fq_name)
-        for table, index in ((self._by_src, src), (self._by_dst, dst), (self._by_service, item.service)):
-            group = table[index]  # type: ignore[index]
+        service = self.items.pop(fq_name).service
+        keys = self._keys.pop(fq_name, None)
+        tables: List[Tuple[Dict, object]] = [(self._by_service, service)]
+        if keys is not None:
+            tables += [(self._by_src, keys[0]), (self._by_dst, keys[1])]
+        for table, index in tables:
+            group = table[index]
             group.discard(fq_name)
             if not group:
-                del table[index]  # type: ignore[arg-type]
+                del table[index]
                 if table is self._by_service:
                     self._meeting.clear()
+                    self._indexed.discard(service)
 
-    def candidates(self, item: Item, keys: Keys) -> Iterator[FqName]:
-        """The rules of this side `item` (whose ends' namespaces are `keys`) may meet: a superset
-        of those `meet` keeps, from the narrowest of three lookups."""
-        meeting = self._meeting.get(item.service)
-        if meeting is None:
-            meeting = self._meeting[item.service] = [other for other in self._by_service
-                                                     if meet_services(other, item.service) is not None]
+    def meeting(self, service: Service) -> List[Service]:
+        """The services of this side's rules that `service` meets."""
+        found = self._meeting.get(service)
+        if found is None:
+            found = self._meeting[service] = [other for other in self._by_service
+                                              if meet_services(other, service) is not None]
+        return found
+
+    def candidates(self, item: Item, keys: Keys, meeting: List[Service]) -> Iterator[FqName]:
+        """The rules of this side `item` (whose ends' namespaces are `keys`, and whose service
+        meets `meeting` here, all indexed) may meet: a superset of those `meet` keeps, from the
+        narrowest of three lookups."""
         best: List[AbstractSet[FqName]] = [self._by_service[other] for other in meeting]
         size = sum(len(group) for group in best)
         for table, key in ((self._by_src, keys[0]), (self._by_dst, keys[1])):
@@ -176,17 +205,35 @@ class PairRules:
         if egress or ingress:
             self._policy_rules[key] = (tuple(fq for fq, _ in egress), tuple(fq for fq, _ in ingress))
             self._policy_of.update((fq_name, key) for fq_name, _ in egress + ingress)
-        egress_keys = [self._egress.add(fq_name, item) for fq_name, item in egress]
-        ingress_keys = [self._ingress.add(fq_name, item) for fq_name, item in ingress]
-        for (fq_name, item), keys in zip(egress, egress_keys):
-            for partner in self._ingress.candidates(item, keys):
-                self._pair((fq_name, partner), item, self._ingress.items[partner])
-        own = {fq for fq, _ in egress}
-        for (fq_name, item), keys in zip(ingress, ingress_keys):
-            for partner in self._egress.candidates(item, keys):
-                if partner not in own:
-                    self._pair((partner, fq_name), self._egress.items[partner], item)
+        for side, items in ((self._egress, egress), (self._ingress, ingress)):
+            for fq_name, item in items:
+                side.add(fq_name, item)
+        meeting = self._ingress.meeting
+        for fq_name, item in egress:
+            if meeting(item.service):  # else no rule of the other side can meet it
+                for partner, partner_item in self._partners(self._egress, self._ingress, item):
+                    self._pair((fq_name, partner), item, partner_item)
+        meeting = self._egress.meeting
+        own: Optional[Set[FqName]] = None
+        for fq_name, item in ingress:
+            if meeting(item.service):
+                own = {fq for fq, _ in egress} if own is None else own
+                for partner, partner_item in self._partners(self._ingress, self._egress, item):
+                    if partner not in own:
+                        self._pair((partner, fq_name), partner_item, item)
         self._release()
+
+    @staticmethod
+    def _partners(side: _Side, other: _Side, item: Item) -> Iterator[Tuple[FqName, Item]]:
+        """The rules of `other` that `item`, a rule of `side` whose service some of them meet,
+        may meet."""
+        meeting = other.meeting(item.service)
+        side.index(item.service)
+        for service in meeting:
+            other.index(service)
+        items = other.items
+        for partner in other.candidates(item, side.keys(item), meeting):
+            yield partner, items[partner]
 
     def realise(self) -> None:
         """Write the pairs whose ends the pods changed since the last call now realise, then drop
