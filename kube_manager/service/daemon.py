@@ -3,8 +3,9 @@
 The pipeline (records, translator, and per term a reconciler) comes from `build_pipeline`
 (kube_manager/service/pipeline.py). `Daemon.run` starts, in this order: the in-process config API
 (`vnc_endpoint_ip = embedded`) and the emulated Kubernetes API server with the emulated CNI
-(`kubernetes_api_server = emulated`) when configured; the introspect server; one watcher per
-registered kind; leader election (SPEC section 12). It waits
+(`kubernetes_api_server = emulated`) when configured; one watcher per registered kind (their lists
+go out first, rendered while the rest starts); the introspect server; leader election (SPEC
+section 12). It waits
 for a term as leader, and in the term for the first list of each resource before its first resync
 (before that, the picture of the cluster is incomplete and garbage collection would delete what is
 merely not listed yet). The term's reconciler is connected meanwhile: once every list is in, its
@@ -157,10 +158,18 @@ class Daemon:
         self.db.vnc_connection.url = self.vnc_url
         log.info("config API", extra=kv(url=self.vnc_url, embedded=settings.vnc.embedded,
                                         keystone=settings.auth.keystone))
-        self._start_introspect()
-        self._spawn(self._staged_runner().run)
         self._spawn(self._await_lists)
         self._kube_api = self._start_watchers(self._kubernetes_url())
+        if not settings.kubernetes.emulated:
+            # The watchers' lists go out before the rest of the start-up (the introspect server
+            # and its imports, the election), which this process does while the API server renders
+            # them; their answers are read once it waits, the term's reconciler connected by then
+            # (its own listings go out while the lists are translated). An emulated API server
+            # renders in this process: it would answer them now, before the term begins.
+            gevent.idle()
+            log.info("initial lists asked", extra=kv(kinds=",".join(self.pipeline.kinds.names())))
+        self._start_introspect()
+        self._spawn(self._staged_runner().run)
         self.leadership.start(self._kube_api)
         self._spawn(self._heartbeat)
 
