@@ -4,13 +4,13 @@ The pipeline (records, translator, and per term a reconciler) comes from `build_
 (kube_manager/service/pipeline.py). `Daemon.run` starts, in this order: the in-process config API
 (`vnc_endpoint_ip = embedded`) and the emulated Kubernetes API server with the emulated CNI
 (`kubernetes_api_server = emulated`) when configured; one watcher per registered kind, whose lists
-go out at once to be rendered while the rest starts (unless the API server is emulated, in this
-process); the introspect server; leader election (SPEC section 12). It waits for a term as leader,
-and in the term for the first list of each resource before its first resync (before that, garbage
-collection would delete what is merely not listed yet). The term's reconciler is connected
-meanwhile: once every list is in, its first listings go out while the lists are translated
-(`Reconciler.initial_lists_in`). A standby keeps watching and translating, serves introspect and
-writes nothing.
+go out at once, rendered while the rest starts, if the daemon leads without election and the API
+server is not emulated (so that the term still begins before they are translated); the introspect
+server; leader election (SPEC section 12). It waits for a term as leader, and in the term for the
+first list of each resource before its first resync (before that, garbage collection would delete
+what is merely not listed yet). The term's reconciler is connected meanwhile: once every list is in,
+its first listings go out while the lists are translated (`Reconciler.initial_lists_in`). A standby
+keeps watching and translating, serves introspect and writes nothing.
 
 Each term as leader gets its own config API client, bound to the term's write-gate epoch, and its
 own reconciler connected to the pipeline: the start-up resync (one listing per type, repair, garbage
@@ -159,7 +159,7 @@ class Daemon:
         log.info("config API", extra=kv(url=self.vnc_url, embedded=settings.vnc.embedded, keystone=settings.auth.keystone))
         self._spawn(self._await_lists)
         self._kube_api = self._start_watchers(self._kubernetes_url())
-        if not settings.kubernetes.emulated:  # the lists out now (module docstring)
+        if not (settings.kubernetes.emulated or self.leadership.enabled):  # the lists out now (docstring)
             gevent.idle()
             log.info("initial lists asked", extra=kv(kinds=",".join(self.pipeline.kinds.names())))
         self._start_introspect()
