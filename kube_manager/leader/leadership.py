@@ -71,10 +71,7 @@ class Leadership:
 
     def wait_term(self, stop: gevent.event.Event, timeout: Optional[float] = None) -> Optional[int]:
         """Block until a term begins; its epoch, or None when `stop` is set or `timeout` passes."""
-        # Leading already (no election): no turn of the hub, so that the daemon's term begins
-        # before its watchers read the answers to their first lists.
-        if not (stop.is_set() or self._leading.is_set()):
-            gevent.wait([stop, self._leading], timeout=timeout, count=1)
+        gevent.wait([stop, self._leading], timeout=timeout, count=1)
         if stop.is_set() or not self._leading.is_set():
             return None
         return self.gate.epoch

@@ -3,21 +3,19 @@
 The pipeline (records, translator, and per term a reconciler) comes from `build_pipeline`
 (kube_manager/service/pipeline.py). `Daemon.run` starts, in this order: the in-process config API
 (`vnc_endpoint_ip = embedded`) and the emulated Kubernetes API server with the emulated CNI
-(`kubernetes_api_server = emulated`) when configured; one watcher per registered kind, whose lists
-go out at once, rendered while the rest starts, if the daemon leads without election and the API
-server is not emulated (so that the term still begins before they are translated); the introspect
-server; leader election (SPEC section 12). It waits for a term as leader, and in the term for the
-first list of each resource before its first resync (before that, garbage collection would delete
-what is merely not listed yet). The term's reconciler is connected meanwhile: once every list is in,
-its first listings go out while the lists are translated (`Reconciler.initial_lists_in`). A standby
-keeps watching and translating, serves introspect and writes nothing.
+(`kubernetes_api_server = emulated`) when configured; the introspect server; one watcher per
+registered kind; leader election (SPEC section 12). It waits
+for a term as leader, and in the term for the first list of each resource before its first resync
+(before that, the picture of the cluster is incomplete and garbage collection would delete what is
+merely not listed yet). The term's reconciler is connected meanwhile: once every list is in, its
+first listings go out while the lists are translated (`Reconciler.initial_lists_in`). A standby keeps
+watching and translating, serves introspect and writes nothing.
 
-Each term as leader gets its own config API client, bound to the term's write-gate epoch, and its
-own reconciler connected to the pipeline: the start-up resync (one listing per type, repair, garbage
-collection), then the workers. From then on events flow continuously, and a full resync repairs
-drift every `kube_timer_interval` seconds, or at once on SIGHUP. When the term is lost the gate
-already refuses the term's writes; the reconciler's queued and in-flight work is abandoned, and the
-daemon waits for its next term.
+Each term as leader gets its own config API client, bound to the term's write-gate epoch, and its own
+reconciler connected to the pipeline: the start-up resync (one listing per type, repair, garbage collection), then the workers.
+From then on events flow continuously, and a full resync repairs drift every `kube_timer_interval`
+seconds, or at once on SIGHUP. When the term is lost the gate already refuses the term's writes; the
+reconciler's queued and in-flight work is abandoned, and the daemon waits for its next term.
 
 SIGTERM and SIGINT stop everything within a few seconds with status 0. `once=True` converges and
 returns 0 only when everything converged; `once_timeout` bounds the whole of it (initial lists and
@@ -144,8 +142,9 @@ class Daemon:
 
     def _start(self) -> None:
         settings = self.settings
-        log.info("kube-manager starting", extra=kv(version=VERSION, python=python_version(), cluster=settings.cluster.name,
-                                                   owner=settings.cluster.owner, resync_interval=settings.reconciler.resync_interval))
+        log.info("kube-manager starting", extra=kv(version=VERSION, python=python_version(),
+                                                   cluster=settings.cluster.name, owner=settings.cluster.owner,
+                                                   resync_interval=settings.reconciler.resync_interval))
         if settings.vnc.embedded:
             from simulators.vnc_api.runner import EmbeddedServer
             server = EmbeddedServer("127.0.0.1", settings.vnc.port)
@@ -156,14 +155,12 @@ class Daemon:
         self._running.stoppers.append(lambda: self.client.close() if self.client is not None else None)
         self.vnc_url = self.client.current_endpoint
         self.db.vnc_connection.url = self.vnc_url
-        log.info("config API", extra=kv(url=self.vnc_url, embedded=settings.vnc.embedded, keystone=settings.auth.keystone))
-        self._spawn(self._await_lists)
-        self._kube_api = self._start_watchers(self._kubernetes_url())
-        if not (settings.kubernetes.emulated or self.leadership.enabled):  # the lists out now (docstring)
-            gevent.idle()
-            log.info("initial lists asked", extra=kv(kinds=",".join(self.pipeline.kinds.names())))
+        log.info("config API", extra=kv(url=self.vnc_url, embedded=settings.vnc.embedded,
+                                        keystone=settings.auth.keystone))
         self._start_introspect()
         self._spawn(self._staged_runner().run)
+        self._spawn(self._await_lists)
+        self._kube_api = self._start_watchers(self._kubernetes_url())
         self.leadership.start(self._kube_api)
         self._spawn(self._heartbeat)
 
