@@ -62,8 +62,10 @@ class IntrospectServer:
         """Bind and start serving in the background (in the current gevent hub)."""
         if self._server is not None:
             raise RuntimeError("the introspect server is already started")
+        # SERVER_NAME given: gevent would look the listen address up in the DNS (`getfqdn`, a
+        # reverse lookup that yields to the hub, and can wait for a resolver's timeout) at start.
         server = _NoDelayServer((self.host, self.port), self._app, log=_LogWriter(logging.DEBUG),
-                            error_log=_LogWriter(logging.ERROR))
+                                error_log=_LogWriter(logging.ERROR), environ={"SERVER_NAME": self.host})
         server.start()  # raises OSError naming the address when it cannot bind
         self._server = server
         log.info("introspect server listening on %s", self.url)

@@ -299,3 +299,14 @@ def test_readyz_says_why_a_list_cannot_be_done(db):
     assert reply.status == 503
     assert ("[-]initial-list:pods failed: initial list not done yet: kubeconfig /k (user): the API server "
             "refused the identity (401 Unauthorized)") in reply.text
+
+
+def test_the_server_starts_without_looking_its_address_up_in_the_dns(db, monkeypatch):
+    """gevent's WSGI server would ask the resolver for its listen address's name as it starts (a
+    reverse lookup that yields the daemon's start-up to the hub, and waits out a resolver's timeout
+    on a bad DNS): the introspect server gives the name itself."""
+    def no_lookup(name: str = "") -> str:
+        raise AssertionError(f"DNS lookup of {name!r}")
+    monkeypatch.setattr("gevent.pywsgi.socket.getfqdn", no_lookup)
+    with IntrospectServer("127.0.0.1", 0, make_app(db)) as server:
+        assert in_thread(requests.get, server.url + "/livez", timeout=10).status_code == 200

@@ -5,9 +5,12 @@ resync repairs what one walk missed."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, Iterator, List, Tuple
+
+import gevent
 
 from kube_manager.reconciler.ownership import OWNED_TYPES
+from kube_manager.reconciler.paging import PageWalk
 from tests.support.reconciler_support import FAST, MARKS
 
 PAGED = replace(FAST, list_page_limit=2)
@@ -65,6 +68,45 @@ def test_the_next_page_is_asked_for_while_the_last_is_folded_in_and_before_the_o
     assert len(rules) >= 4
     assert rules == [0] + [2 * (j - 1) for j in range(1, len(rules))]
     assert [t for t, _ in requests].index("firewall-rule") > 0 and requests[0][0] == VMI
+
+
+def _listing(kind: str, pages: int, log: List[str]) -> Iterator[str]:
+    """A listing's pages, each asked for and answered a moment later, as a config API read is."""
+    for page in range(pages):
+        log.append(f"ask {kind}{page}")
+        gevent.sleep(0.002)
+        log.append(f"got {kind}{page}")
+        yield f"{kind}{page}"
+
+
+def _read(walk: PageWalk[str], kinds: str, log: List[str]) -> None:
+    for kind in kinds:
+        for page in walk.pages(kind):
+            log.append(f"use {page}")
+
+
+def test_early_listings_are_all_asked_for_at_once_and_each_listing_keeps_its_pages_in_order():
+    """A restart's first resync: the first page of every listing is under way before any answer is
+    read (the config API renders them while the initial lists are translated), while a listing's
+    next page still waits for the answer before it (its marker)."""
+    log: List[str] = []
+    walk = PageWalk([(kind, _listing(kind, 2, log)) for kind in "abc"], early=3)
+    gevent.sleep(0)  # what `send_early` gives them before the translation holds the process
+    assert log == ["ask a0", "ask b0", "ask c0"]
+    _read(walk, "abc", log)
+    assert [e for e in log if e.startswith("use")] == [f"use {k}{p}" for k in "abc" for p in (0, 1)]
+    for kind in "abc":
+        assert log.index(f"got {kind}0") < log.index(f"ask {kind}1")
+
+
+def test_the_next_listing_is_asked_for_while_this_one_is_folded_in_and_no_listing_before_its_turn():
+    log: List[str] = []
+    walk = PageWalk([(kind, _listing(kind, 2, log)) for kind in "abc"])
+    assert log == []  # not early: nothing asked before the resync reads
+    _read(walk, "abc", log)
+    assert log.index("ask b0") < log.index("use a0")  # b is rendered while a is folded in
+    assert log.index("ask c0") > log.index("use a1")  # c only once b's turn has come
+    assert walk.count == 6
 
 
 def _rule(name: str) -> Dict[str, Any]:
