@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Collection, Dict, FrozenSet, Generator, Iterator, List, Mapping, Optional, Set, Tuple
 
 from .flow_refs import STEP, Pace, PolicyState, RefTargets, Steps
-from .flow_rules import Prefix, RuleEndpoint, RuleEntry, oriented, parse_prefixes
+from .flow_rules import Prefix, RuleEndpoint, RuleEntry, SharedParts, oriented, parse_prefixes
 
 log = logging.getLogger(__name__)
 
@@ -68,12 +68,13 @@ class OrientedRules:
         self._used: Dict[int, Tuple[Mapping[str, Any], str, Tuple[str, ...], List[RuleEntry]]] = {}
         self.compiled = 0
 
-    def entries(self, policy: str, rule_fq: Tuple[str, ...], rule: Mapping[str, Any]) -> List[RuleEntry]:
+    def entries(self, policy: str, rule_fq: Tuple[str, ...], rule: Mapping[str, Any],
+                parts: Optional[SharedParts] = None) -> List[RuleEntry]:
         """The rule's oriented entries in `policy`, compiled only if this body was not seen."""
         found = self._used.get(id(rule)) or self._kept.get(id(rule))
         if found is None or found[0] is not rule or found[1] != policy or found[2] != rule_fq:
             self.compiled += 1
-            found = (rule, policy, rule_fq, oriented(policy, rule_fq, rule))
+            found = (rule, policy, rule_fq, oriented(policy, rule_fq, rule, parts))
         self._used[id(rule)] = found
         return found[3]
 
@@ -111,6 +112,7 @@ class RuleIndex:
         self._place: Dict[int, Tuple[FqName, FqName, int]] = {}  # entry -> (policy, rule, orientation)
         self._keys: Dict[int, Tuple[List[IndexKey], List[IndexKey]]] = {}  # entry -> where it is filed
         self._filing: Dict[RuleEndpoint, List[IndexKey]] = {}  # this update's: rules share their endpoints
+        self._parts = SharedParts()  # this update's: rules share their endpoints' and services' dicts
         self._next = 0
 
     # ---- updating --------------------------------------------------------------------------
@@ -145,7 +147,7 @@ class RuleIndex:
             self._reset()
             raise
         finally:
-            self._filing = {}
+            self._filing, self._parts = {}, SharedParts()
 
     def _update(self, source: RuleSource, touched: Optional[Collection[ObjKey]], pace: Pace) -> Steps:
         keys: Dict[str, Optional[List[FqName]]] = {kind: None for kind in (GROUP, POLICY, RULE)}
@@ -273,7 +275,9 @@ class RuleIndex:
         self.compiled += 1
         ids = []
         name = policy[-1] if policy else ""
-        made = self._compiler.entries(name, rule, body) if self._compiler is not None else oriented(name, rule, body)
+        parts = self._parts
+        made = self._compiler.entries(name, rule, body, parts) if self._compiler is not None \
+            else oriented(name, rule, body, parts)
         for orientation, compiled in enumerate(made):
             ident, self._next = self._next, self._next + 1
             self.entries[ident] = compiled

@@ -58,7 +58,11 @@ class RefTargets:
         refs = list(refs)
         after = dict(zip(map(id, refs), refs))
         touched: Set[FqName] = set()
-        for gone, idents in ((True, self._by_id.keys() - after.keys()), (False, after.keys() - self._by_id.keys())):
+        before = self._by_id
+        # Read afresh (most policies, at a build), every ref came: no difference to take.
+        changes = (((False, after),) if not before else
+                   ((True, before.keys() - after.keys()), (False, after.keys() - before.keys())))
+        for gone, idents in changes:
             for ident in idents:
                 ref = (self._by_id if gone else after)[ident]
                 target = tuple(ref.get("to") or ())
@@ -93,6 +97,12 @@ class PolicyState:
 
     def read(self, body: Mapping[str, Any]) -> None:
         self.body = body
-        pairs = (body.get("annotations") or {}).get("key_value_pair") or ()
-        marks = {p.get("key"): p.get("value") for p in pairs if isinstance(p, dict)}
-        self.network_policy = f"{marks.get('namespace')}/{marks['name']}" if marks.get("name") else None
+        namespace = name = None
+        for pair in (body.get("annotations") or {}).get("key_value_pair") or ():
+            if isinstance(pair, dict):
+                key = pair.get("key")
+                if key == "name":
+                    name = pair.get("value")
+                elif key == "namespace":
+                    namespace = pair.get("value")
+        self.network_policy = f"{namespace}/{name}" if name else None

@@ -171,3 +171,20 @@ def test_an_index_built_in_steps_gives_turns_and_answers_as_one_built_at_once():
     assert turns >= 9  # nine rules filed, nine refs read: a turn every two
     assert index.compiled == 9
     _assert_evaluates_as_fresh(index, state)
+
+
+def test_rules_sharing_their_parts_compile_as_each_alone():
+    """The translator shares one dict per distinct endpoint and service between its rules; a pass
+    compiles each once (`SharedParts`), by identity: a dict equal to another but not the same one,
+    or one of the same shape with other values, is compiled for itself."""
+    from kube_manager.explain.flow_rules import SharedParts, oriented
+
+    web, db, web_again = tags(APP, "app=web"), tags(APP, "app=db"), tags(APP, "app=web")
+    http, pg = service("tcp", 80, 80), service("tcp", 5432, 5432)
+    bodies = [_named(rule("r0", web, db, "pass", pg), "r0"), _named(rule("r1", db, web, "deny", http, "<>"), "r1"),
+              _named(rule("r2", web_again, web, "pass", http), "r2"), _named(rule("r3", ANY, group("g0"), "pass"), "r3")]
+    bodies.append({**bodies[0], "endpoint_2": web, "service": http})  # the same dicts in other places
+    parts = SharedParts()
+    for body in bodies:
+        fq = tuple(body["fq_name"])
+        assert oriented("p", fq, body, parts) == oriented("p", fq, body)
