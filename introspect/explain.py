@@ -227,12 +227,14 @@ class LiveExplainer:
                 with collector_paused():
                     if next(steps, _DONE) is _DONE:
                         self._building = None
+                # What the step made lives on: out of the collector's view at once, a young
+                # collection walks a step's objects, not the index built so far.
+                gcpolicy.freeze_young()
                 pause()
         except Exception:  # the index is empty again: the first question builds it and says why
             self._building = None
             log.warning("explain index not built ahead of questions", exc_info=True)
             return
-        gcpolicy.freeze_young()
         by_namespace: Dict[str, List[Tuple[str, str]]] = {}
         for key in self._db.network_policies:
             by_namespace.setdefault(key[0], []).append(key)
@@ -240,8 +242,8 @@ class LiveExplainer:
         for namespace, keys in by_namespace.items():
             with collector_paused():
                 self._namespaces.compiled(self._db, namespace, keys)
+            gcpolicy.freeze_young()
             pause()
-        gcpolicy.freeze_young()
 
     def _finish_build(self) -> None:
         """`prepare`'s steps, if any are left, run now, for the question waiting."""

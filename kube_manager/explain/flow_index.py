@@ -159,6 +159,8 @@ class RuleIndex:
         todo = yield from self._update_policies(source.firewall_policies, entered, keys[POLICY], pace)
         for rule in (yield from _changed(self._rules, source.firewall_rules, keys[RULE], pace)):
             todo.update((policy, rule) for policy in self._users.get(rule, ()))
+            if pace.due():
+                yield
         for name in moved_groups:
             for entry in list(self._group_users.get(name, ())):
                 self._unfile(entry)
@@ -206,6 +208,8 @@ class RuleIndex:
                 self._name_keys[name] = min(self.policy_keys[fq] for fq in named)
             else:
                 del self._named[name], self._name_keys[name]
+            if pace.due():
+                yield
         return {fq for fq in touched if (fq in before) != (fq in self.policy_keys)}
 
     def _update_policies(self, policies: Mapping[FqName, Mapping[str, Any]], entered: Set[FqName],
@@ -373,4 +377,6 @@ def _changed(kept: Dict[FqName, Mapping[str, Any]], current: Mapping[FqName, Map
             kept.pop(fq, None)
         else:
             kept[fq] = now
+        if pace.due():
+            yield
     return changed

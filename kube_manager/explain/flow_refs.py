@@ -81,6 +81,8 @@ class RefTargets:
                 self.keys[target] = min(keys)
             else:
                 del self._all[target], self.keys[target]
+            if pace.due():
+                yield
         return touched
 
 
