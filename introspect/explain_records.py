@@ -13,7 +13,6 @@ manifest's `status.podIP`), decoding the manifest only of a pod whose record has
 """
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any, Collection, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
 from kube_manager.explain.flow_index import ObjKey, RuleSource
@@ -50,7 +49,7 @@ def rule_source(db: Database, cluster_name: str) -> RuleSource:
                ordered[0] if ordered else None)
     return RuleSource(aps, db.desired.get("firewall-policy", {}), db.desired.get("firewall-rule", {}),
                       db.desired.get("address-group", {}),
-                      lambda: Counter(tag for pod in db.pods.values() for tag in pod.tags))
+                      lambda: [pod.tags for pod in db.pods.values()])
 
 
 class RecordWorkloads(Mapping[Key, Workload]):

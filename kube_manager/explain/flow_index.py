@@ -24,7 +24,8 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Collection, Dict, FrozenSet, Generator, Iterator, List, Mapping, Optional, Set, Tuple
+from typing import (Any, Callable, Collection, Dict, FrozenSet, Generator, Iterable, Iterator, List, Mapping, Optional,
+                    Set, Tuple)
 
 from .flow_refs import STEP, Pace, PolicyState, RefTargets, Steps
 from .flow_rules import Prefix, RuleEndpoint, RuleEntry, SharedParts, oriented, parse_prefixes
@@ -43,14 +44,14 @@ _LAST = (1,)  # ranks after every policy of the APS
 @dataclass(frozen=True)
 class RuleSource:
     """What the index reads: the APS, the bodies of the other kinds by fq_name (read-only, shared
-    with their owner), and how many workloads carry each tag (asked when the whole index is read:
-    it only chooses where a rule is filed, never what it matches)."""
+    with their owner), and each workload's tags (asked when the whole index is read, to count how
+    many carry each tag: that only chooses where a rule is filed, never what it matches)."""
 
     application_policy_set: Optional[Mapping[str, Any]]
     firewall_policies: Mapping[FqName, Mapping[str, Any]]
     firewall_rules: Mapping[FqName, Mapping[str, Any]]
     address_groups: Mapping[FqName, Mapping[str, Any]]
-    tag_counts: Callable[[], Mapping[str, int]]
+    workload_tags: Callable[[], Iterable[Iterable[str]]]  # each workload's tags, a list made when called
 
 
 class OrientedRules:
@@ -133,14 +134,15 @@ class RuleIndex:
         told (`touched`), as after any update. Between two steps the index must not be read
         nor updated otherwise: run the rest of the steps first."""
         frozen = RuleSource(source.application_policy_set, dict(source.firewall_policies),
-                            dict(source.firewall_rules), dict(source.address_groups), source.tag_counts)
+                            dict(source.firewall_rules), dict(source.address_groups), source.workload_tags)
         return self._steps(frozen, None, step)
 
     def _steps(self, source: RuleSource, touched: Optional[Collection[ObjKey]], step: int = STEP) -> Steps:
         try:
+            pace = Pace(step)
             if touched is None or not self.entries:
-                self._popularity = source.tag_counts()
-            yield from self._update(source, None if not self.entries else touched, Pace(step))
+                self._popularity = yield from _counted(source.workload_tags(), pace)
+            yield from self._update(source, None if not self.entries else touched, pace)
             if self._compiler is not None:
                 self._compiler.settle()
         except BaseException:
@@ -347,6 +349,16 @@ class RuleIndex:
         named = [fq for fq in policies if fq and fq[-1] in self._name_keys] if len(policies) > 1 else policies
         key = self._name_keys.get(max(named)[-1]) if named and max(named) else None
         return (0, key) if key is not None else _LAST
+
+
+def _counted(workloads: Iterable[Iterable[str]], pace: Pace) -> Generator[None, None, Mapping[str, int]]:
+    """Steps ending with how many workloads carry each tag."""
+    counts: Counter[str] = Counter()
+    for tags in workloads:
+        counts.update(tags)
+        if pace.due():
+            yield
+    return counts
 
 
 def _discard(table: Dict[Any, Set[FqName]], key: Any, fq: FqName) -> None:
