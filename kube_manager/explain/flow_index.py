@@ -257,6 +257,8 @@ class RuleIndex:
                     self._users.setdefault(rule, set()).add(fq)
                 else:
                     _discard(self._users, rule, fq)
+                if pace.due():
+                    yield
             todo.update((fq, rule) for rule in touched)
             if fq in entered:
                 todo.update((fq, rule) for rule in state.rules.keys)
