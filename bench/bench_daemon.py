@@ -18,9 +18,11 @@ own with `--latency` added to every answer - and reports:
   its stages (the dispatch, the four round trips in a row and the daemon's gaps between them); and
   its floor, the same requests sent again by a bare client right after each event in the best order
   make before break allows (`event_stages.py`);
-- `/explain` over HTTP on introspect: the first question (the index is built whole), p50 and p99
-  of questions on an unchanged DB, then the first question after a change (one new NetworkPolicy:
-  the index is brought up to date with what the translator's change report named);
+- `/explain` over HTTP on introspect: the first question of an explainer nobody prepared (the index
+  built whole by it); then as the daemon once converged: the index built ahead in steps between
+  events (its time and longest step), the first question, p50 and p99 of questions on an unchanged
+  DB, then the first question after a change (one new NetworkPolicy: the index is brought up to
+  date with what the translator's change report named);
 - memory: this process's RSS (translator, DB, reconciler, client, and the synthetic manifests,
   reported apart) after the translation of the initial lists and after the cold start, and its peak.
 
@@ -61,6 +63,7 @@ import time  # noqa: E402
 import tracemalloc  # noqa: E402
 from typing import Any, Callable, Dict, List, Optional, Tuple  # noqa: E402
 
+import gevent  # noqa: E402
 import requests  # noqa: E402
 from gevent.pool import Pool  # noqa: E402
 
@@ -222,14 +225,15 @@ def event_latency(daemon: Daemon, cluster: Any, events: int, url: str, concurren
 
 
 def explain_latency(db: Database, cluster: Any, cache: EventDispatcher) -> Dict[str, Any]:
-    """`/explain?format=json` over HTTP: the first question (index built), then an unchanged DB,
-    then the first question after a change (a new NetworkPolicy through the cache), when the
+    """`/explain?format=json` over HTTP: the first question of an explainer nobody prepared (the
+    index built whole by it: a standby's, or a question before the daemon converged); then, as
+    the daemon does once converged, an explainer prepared in steps between events (how long,
+    and the longest step: what an event could wait), its first question, an unchanged DB, and
+    the first question after a change (a new NetworkPolicy through the cache), when the
     operator asks."""
-    explain = db_explainer(db, "k8s", change_observers=cache.status.change_observers)  # as the daemon wires it
-    server = IntrospectServer("127.0.0.1", 0, create_app(db, explain=explain))
-    server.start()
     pods = cluster.objects["Pod"]
-    try:
+
+    def asking(server: IntrospectServer) -> Callable[[int], float]:
         def ask(i: int) -> float:
             src, dst = pods[(7 * i) % len(pods)]["metadata"], pods[(13 * i + 1) % len(pods)]["metadata"]
             started = time.perf_counter()
@@ -239,7 +243,35 @@ def explain_latency(db: Database, cluster: Any, cache: EventDispatcher) -> Dict[
             if reply.status_code != 200:
                 raise SystemExit(f"/explain answered {reply.status_code}: {reply.text[:200]}")
             return (time.perf_counter() - started) * 1000
-        first = ask(0)
+        return ask
+
+    def serving(explain: Any) -> IntrospectServer:
+        server = IntrospectServer("127.0.0.1", 0, create_app(db, explain=explain))
+        server.start()
+        return server
+
+    server = serving(db_explainer(db, "k8s", change_observers=cache.status.change_observers))
+    try:
+        first = asking(server)(0)
+    finally:
+        server.stop(1)
+    gcpolicy.settle()  # that explainer and its index are gone
+    explain = db_explainer(db, "k8s", change_observers=cache.status.change_observers)  # as the daemon wires it
+    steps: List[float] = []
+    mark = [time.perf_counter()]
+
+    def pause() -> None:
+        steps.append(time.perf_counter() - mark[0])
+        gevent.sleep(0)
+        mark[0] = time.perf_counter()
+
+    started = time.perf_counter()
+    explain.prepare(pause)
+    prepared_s = time.perf_counter() - started
+    server = serving(explain)
+    try:
+        ask = asking(server)
+        first_prepared = ask(0)
         times = [ask(i) for i in range(1, EXPLAIN_QUESTIONS + 1)]
         change = policy("ns-0", "explain-change", 1)
         change["metadata"]["uid"] = "explain-change"
@@ -247,7 +279,10 @@ def explain_latency(db: Database, cluster: Any, cache: EventDispatcher) -> Dict[
         after_change = ask(EXPLAIN_QUESTIONS + 1)
     finally:
         server.stop(1)
-    return {"first_ms": round(first, 1), "p50_ms": percentile(times, 0.5), "p99_ms": percentile(times, 0.99),
+    return {"first_ms": round(first, 1), "prepare_s": round(prepared_s, 2), "prepare_steps": len(steps),
+            "prepare_step_max_ms": round(max(steps, default=0.0) * 1000, 1),
+            "first_prepared_ms": round(first_prepared, 1),
+            "p50_ms": percentile(times, 0.5), "p99_ms": percentile(times, 0.99),
             "after_change_ms": round(after_change, 1)}
 
 
@@ -404,6 +439,9 @@ def report(results: List[Dict[str, Any]]) -> str:
         ("round trips in a row per event: mean / max", lambda r: "-" if not r.get("event") else
          f"{r['event']['round_trips_in_a_row']} / {r['event']['round_trips_in_a_row_max']}"),
         ("/explain first question, index built whole (ms)", lambda r: r.get("explain", {}).get("first_ms", "-")),
+        ("/explain built ahead, between events: s / longest step (ms)", lambda r: "-" if "explain" not in r else
+         f"{r['explain']['prepare_s']} / {r['explain']['prepare_step_max_ms']}"),
+        ("/explain first question, index built ahead (ms)", lambda r: r.get("explain", {}).get("first_prepared_ms", "-")),
         ("/explain first after a change (ms)", lambda r: r.get("explain", {}).get("after_change_ms", "-")),
         ("/explain p50 / p99, unchanged DB (ms)", lambda r: "-" if "explain" not in r else
          f"{r['explain']['p50_ms']} / {r['explain']['p99_ms']}"),

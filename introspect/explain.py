@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
-from introspect.explain_records import (ChangeJournal, RecordsModel, RecordWorkloads, pod_manifest, policy_manifest,
-                                       rule_source)
+import gevent
+
+from introspect.explain_records import (ChangeJournal, CompiledNamespaces, RecordsModel, RecordWorkloads, pod_manifest,
+                                       policy_manifest, rule_source)
 from kube_manager.plumbing import gcpolicy
 from kube_manager.records.db import Database, PodRecord
 from kube_manager.offline.manifests import Manifests
 from kube_manager.explain.explainer import KUBERNETES, Explainer
 from kube_manager.explain.flow import ContrailEvaluator
-from kube_manager.explain.flow_index import ObjKey, RuleIndex
+from kube_manager.explain.flow_index import STEP, RuleIndex
 from kube_manager.explain.k8s_pods import IPAddress
 from kube_manager.explain.trace_tiers import CLUSTER_NETWORK_POLICY
 from kube_manager.plumbing.gcpolicy import collector_paused
@@ -153,7 +155,12 @@ def db_manifests(db: Database, pods: Optional[List[PodRecord]] = None) -> Manife
 
 def db_explainer(db: Database, cluster_name: str, semantics: str = KUBERNETES,
                  index: Optional[RuleIndex] = None,
-                 change_observers: Optional[List[Callable[[Changes], None]]] = None) -> ExplainFn:
+                 change_observers: Optional[List[Callable[[Changes], None]]] = None) -> "LiveExplainer":
+    """An explain callable over the live DB (a `LiveExplainer`, see there)."""
+    return LiveExplainer(db, cluster_name, semantics, index, change_observers)
+
+
+class LiveExplainer:
     """An explain callable over the live DB: the desired Contrail objects against the cached
     Kubernetes objects, as they are when asked.
 
@@ -162,30 +169,40 @@ def db_explainer(db: Database, cluster_name: str, semantics: str = KUBERNETES,
     (`db.generation`, bumped by the event dispatcher at every change, moved) brings it up to date,
     compiling only the rules the change replaced. Given the status book's `change_observers`, it
     hears which objects the translator's change reports named and looks at those only; without
-    them, at every object by identity. The first question of all builds it whole. The pods'
-    workloads are read from their records when a question names them. The Kubernetes side is read from the records as a
-    question needs them (`RecordsModel`, one per generation): the policies and pods of the
-    namespaces a question touches are compiled when first asked for, and kept for that generation.
+    them, at every object by identity. The index is built whole once: ahead of the first question
+    when the daemon calls `prepare` (in steps between events), else by the first question; a
+    question arriving during `prepare` runs the rest of its steps itself. The pods' workloads are
+    read from their records when a question names them. The Kubernetes side is read from the
+    records as a question needs them (`RecordsModel`, one per generation); each namespace's
+    policies are compiled when first asked for (or by `prepare`) and kept while its records stay.
 
-    What an update or a question compiled lives as long as the index or the generation, so it is
+    What an update or a question compiled lives as long as the index or its records, so it is
     frozen out of the cyclic collector's reach (`freeze_young`): left in view it would reach the
     oldest generation, and a full collection every twenty or so questions would walk it all
     during a question. The index holds no reference cycles, so what an update replaces is freed
     by reference counting although it was frozen (a test checks)."""
-    rules = index if index is not None else RuleIndex()
-    addresses: Dict[str, Optional[IPAddress]] = {}  # IP text -> address, for every model
-    journal: Optional[ChangeJournal] = None
-    if change_observers is not None:
-        journal = ChangeJournal()
-        change_observers.append(journal.translated)
-    cached: Dict[int, Explainer] = {}
 
-    def explain(source: str, destination: str, port: str, protocol: str) -> Mapping[str, Any]:
-        explainer = cached.get(db.generation)
+    def __init__(self, db: Database, cluster_name: str, semantics: str = KUBERNETES,
+                 index: Optional[RuleIndex] = None,
+                 change_observers: Optional[List[Callable[[Changes], None]]] = None) -> None:
+        self._db, self._cluster_name, self._semantics = db, cluster_name, semantics
+        self._rules = index if index is not None else RuleIndex()
+        self._addresses: Dict[str, Optional[IPAddress]] = {}  # IP text -> address, for every model
+        self._namespaces = CompiledNamespaces()
+        self._journal: Optional[ChangeJournal] = None
+        if change_observers is not None:
+            self._journal = ChangeJournal()
+            change_observers.append(self._journal.translated)
+        self._cached: Dict[int, Explainer] = {}
+        self._building: Optional[Iterator[None]] = None  # `prepare`'s steps not run yet
+
+    def __call__(self, source: str, destination: str, port: str, protocol: str) -> Mapping[str, Any]:
+        db = self._db
+        explainer = self._cached.get(db.generation)
         if explainer is None:
-            cached.clear()
-            explainer = cached[db.generation] = _live_explainer(db, cluster_name, semantics, rules, addresses,
-                                                                journal.take() if journal is not None else None)
+            self._cached.clear()
+            self._finish_build()
+            explainer = self._cached[db.generation] = self._live_explainer()
         kubernetes_compiled = explainer.kubernetes.compiled
         try:
             return explainer.explain(source, destination, port, protocol)
@@ -193,17 +210,60 @@ def db_explainer(db: Database, cluster_name: str, semantics: str = KUBERNETES,
             if explainer.kubernetes.compiled != kubernetes_compiled:
                 gcpolicy.freeze_young()
 
-    return explain
+    def prepare(self, pause: Callable[[], None] = lambda: gevent.sleep(0), step: int = STEP) -> None:
+        """Build the index whole, then compile every namespace's policies, in steps of a few
+        milliseconds, calling `pause` between two (by default: give the event loop its turn),
+        so that the first question after a start costs what any question costs. Nothing to do
+        once a question has built the index. The build reads the objects as they are at its
+        first step; what changes meanwhile the next question's update reads (told by the change
+        reports, or looking at every object). `step`: units of work between two pauses."""
+        if self._rules.entries or self._building is not None:
+            return
+        if self._journal is not None:
+            self._journal.take()  # the build reads every object
+        steps = self._building = self._rules.steps(rule_source(self._db, self._cluster_name), step)
+        try:
+            while self._building is steps:
+                with collector_paused():
+                    if next(steps, _DONE) is _DONE:
+                        self._building = None
+                # What the step made lives on: out of the collector's view at once, a young
+                # collection walks a step's objects, not the index built so far.
+                gcpolicy.freeze_young()
+                pause()
+        except Exception:  # the index is empty again: the first question builds it and says why
+            self._building = None
+            log.warning("explain index not built ahead of questions", exc_info=True)
+            return
+        by_namespace: Dict[str, List[Tuple[str, str]]] = {}
+        for key in self._db.network_policies:
+            by_namespace.setdefault(key[0], []).append(key)
+        self._namespaces.keep_only(by_namespace)
+        for namespace, keys in by_namespace.items():
+            with collector_paused():
+                self._namespaces.compiled(self._db, namespace, keys)
+            gcpolicy.freeze_young()
+            pause()
+
+    def _finish_build(self) -> None:
+        """`prepare`'s steps, if any are left, run now, for the question waiting."""
+        steps, self._building = self._building, None
+        if steps is not None:
+            with collector_paused():
+                for _ in steps:
+                    pass
+
+    def _live_explainer(self) -> Explainer:
+        """The index brought up to date with the collector paused (what it files lives on), and the
+        Kubernetes side of this generation."""
+        rules, db = self._rules, self._db
+        compiled = rules.compiled
+        with collector_paused():
+            rules.update(rule_source(db, self._cluster_name), self._journal.take() if self._journal is not None else None)
+        if rules.compiled != compiled:
+            gcpolicy.freeze_young()
+        return Explainer.of(ContrailEvaluator.over(rules, self._cluster_name or "k8s", RecordWorkloads(db)),
+                            RecordsModel(db, self._addresses, self._namespaces), db.selectors, self._semantics)
 
 
-def _live_explainer(db: Database, cluster_name: str, semantics: str, rules: RuleIndex,
-                    addresses: Dict[str, Optional[IPAddress]], touched: Optional[Set[ObjKey]]) -> Explainer:
-    """The index brought up to date with the collector paused (what it files lives on), and the
-    Kubernetes side of this generation."""
-    compiled = rules.compiled
-    with collector_paused():
-        rules.update(rule_source(db, cluster_name), touched)
-    if rules.compiled != compiled:
-        gcpolicy.freeze_young()
-    return Explainer.of(ContrailEvaluator.over(rules, cluster_name or "k8s", RecordWorkloads(db)),
-                        RecordsModel(db, addresses), db.selectors, semantics)
+_DONE = object()

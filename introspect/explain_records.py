@@ -13,15 +13,14 @@ manifest's `status.podIP`), decoding the manifest only of a pod whose record has
 """
 from __future__ import annotations
 
-from collections import Counter
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
+from typing import Any, Collection, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
 from kube_manager.explain.flow_index import ObjKey, RuleSource
 from kube_manager.explain.flow_rules import Workload, ip_or_none
 from kube_manager.explain.k8s_pods import parse_ip
 from kube_manager.explain.k8s_selectors import NAMESPACE_NAME_LABEL, IPAddress, labels_of, object_or_empty
-from kube_manager.explain.k8s_semantics import KubernetesModel, is_staged
-from kube_manager.records.db import Database, PodRecord, PolicyRecord
+from kube_manager.explain.k8s_semantics import KubernetesModel, Policy, Rejection, compile_namespace, is_staged
+from kube_manager.records.db import Database, PodRecord, PolicyRecord, held
 from kube_manager.translator import Changes
 
 Key = Tuple[str, str]
@@ -50,7 +49,7 @@ def rule_source(db: Database, cluster_name: str) -> RuleSource:
                ordered[0] if ordered else None)
     return RuleSource(aps, db.desired.get("firewall-policy", {}), db.desired.get("firewall-rule", {}),
                       db.desired.get("address-group", {}),
-                      lambda: Counter(tag for pod in db.pods.values() for tag in pod.tags))
+                      lambda: [pod.tags for pod in db.pods.values()])
 
 
 class RecordWorkloads(Mapping[Key, Workload]):
@@ -89,14 +88,46 @@ class ChangeJournal:
         return touched
 
 
-class RecordsModel(KubernetesModel):
-    """See the module docstring. `addresses` (IP text -> address) is the owner's, kept from one
-    model to the next: parsing every pod's IP anew is most of a lookup by address."""
+class CompiledNamespaces:
+    """Each namespace's compiled NetworkPolicies, kept from one model (one generation) to the next
+    with what they were compiled from: each record's name, uid and its manifest and spec as held
+    (`held`: set anew, held anew). A namespace none of whose records was set since is neither
+    decoded nor compiled again, whatever else changed."""
 
-    def __init__(self, db: Database, addresses: Dict[str, Optional[IPAddress]]) -> None:
+    def __init__(self) -> None:
+        self._kept: Dict[str, Tuple[Tuple[Any, ...], List[Policy], List[Rejection]]] = {}
+
+    def compiled(self, db: Database, namespace: str, keys: Iterable[Key]) -> Tuple[List[Policy], List[Rejection]]:
+        """The namespace's policies as the records of `keys` (those still there) now are."""
+        records = db.network_policies
+        found = [records[key] for key in sorted(keys) if key in records]
+        made = tuple((r.name, r.uid, held(r, "manifest"), held(r, "spec")) for r in found)
+        kept = self._kept.get(namespace)
+        if kept is not None and kept[0] == made:
+            return kept[1], kept[2]
+        manifests = (policy_manifest(record, "NetworkPolicy") for record in found)
+        compiled, rejected = compile_namespace(namespace, [m for m in manifests
+                                                           if isinstance(m, dict) and not is_staged(m)])
+        self._kept[namespace] = (made, compiled, rejected)
+        return compiled, rejected
+
+    def keep_only(self, namespaces: Collection[str]) -> None:
+        """Forget the namespaces left out (gone, or without policies now)."""
+        for namespace in self._kept.keys() - set(namespaces):
+            del self._kept[namespace]
+
+
+class RecordsModel(KubernetesModel):
+    """See the module docstring. `addresses` (IP text -> address) and `namespaces` (compiled
+    policies) are the owner's, kept from one model to the next: parsing every pod's IP anew is
+    most of a lookup by address, compiling a namespace's policies most of a question."""
+
+    def __init__(self, db: Database, addresses: Dict[str, Optional[IPAddress]],
+                 namespaces: Optional[CompiledNamespaces] = None) -> None:
         super().__init__()
         self._db = db
         self._addresses = addresses
+        self._compiled = namespaces if namespaces is not None else CompiledNamespaces()
         self._by_namespace: Optional[Dict[str, List[Key]]] = None
         for name, namespace in db.namespaces.items():
             self.namespace_labels[name] = {**labels_of({"labels": dict(namespace.labels)}), NAMESPACE_NAME_LABEL: name}
@@ -129,6 +160,12 @@ class RecordsModel(KubernetesModel):
             for key in self._db.network_policies:
                 self._by_namespace.setdefault(key[0], []).append(key)
         return self._by_namespace
+
+    def policies(self, namespace: str) -> List[Policy]:
+        if namespace not in self._policies:
+            self._policies[namespace], self._rejections[namespace] = self._compiled.compiled(
+                self._db, namespace, self._namespaces().get(namespace, ()))
+        return self._policies[namespace]
 
     def _namespace_policies(self, namespace: str) -> Iterable[Mapping[str, Any]]:
         records = self._db.network_policies

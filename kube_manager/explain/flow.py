@@ -16,7 +16,6 @@ the other callers build one from a translation.
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
@@ -63,7 +62,7 @@ def translation_source(translation: Mapping[str, Any]) -> RuleSource:
         _by_fq_name(translation.get("firewall_policies")),
         _by_fq_name(translation.get("firewall_rules")),
         _by_fq_name(translation.get("address_groups")),
-        lambda: Counter(t for w in translation_workloads(translation).values() for t in w.tags))
+        lambda: [w.tags for w in translation_workloads(translation).values()])
 
 
 class ContrailEvaluator:

@@ -12,7 +12,7 @@ filed again.
 `update(source)` brings the index to the objects `source` holds. The translator never modifies a
 body it published, it replaces it, so what changed is found by identity and only that is compiled
 and filed again; the two ref lists it changes in place (the APS's, `<cluster>-denyall`'s) are
-diffed by the identity of their refs against a copy kept here (`_Targets`). Told which objects the
+diffed by the identity of their refs against a copy kept here (flow_refs.py). Told which objects the
 translator's change reports named since the last update (`touched`), an update looks at those
 only and costs in proportion to the change; otherwise it looks at every object (identity checks,
 no parsing). The first update builds the whole index. Building from a translation is one update
@@ -24,9 +24,11 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Collection, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
+from typing import (Any, Callable, Collection, Dict, FrozenSet, Generator, Iterable, Iterator, List, Mapping, Optional,
+                    Set, Tuple)
 
-from .flow_rules import Prefix, RuleEndpoint, RuleEntry, oriented, parse_prefixes, sequence_key
+from .flow_refs import STEP, Pace, PolicyState, RefTargets, Steps
+from .flow_rules import Prefix, RuleEndpoint, RuleEntry, SharedParts, oriented, parse_prefixes
 
 log = logging.getLogger(__name__)
 
@@ -42,72 +44,14 @@ _LAST = (1,)  # ranks after every policy of the APS
 @dataclass(frozen=True)
 class RuleSource:
     """What the index reads: the APS, the bodies of the other kinds by fq_name (read-only, shared
-    with their owner), and how many workloads carry each tag (asked when the whole index is read:
-    it only chooses where a rule is filed, never what it matches)."""
+    with their owner), and each workload's tags (asked when the whole index is read, to count how
+    many carry each tag: that only chooses where a rule is filed, never what it matches)."""
 
     application_policy_set: Optional[Mapping[str, Any]]
     firewall_policies: Mapping[FqName, Mapping[str, Any]]
     firewall_rules: Mapping[FqName, Mapping[str, Any]]
     address_groups: Mapping[FqName, Mapping[str, Any]]
-    tag_counts: Callable[[], Mapping[str, int]]
-
-
-class _Targets:
-    """The targets of a ref list, each with its sort key (its first ref's, where a stable sort by
-    sequence puts it), kept by the identity of the refs: a list changed in place, or a new list
-    sharing most of its refs, costs what came or went (the deny-all policy refers to a rule per
-    NetworkPolicy)."""
-
-    __slots__ = ("refs", "keys", "_all", "_by_id")
-
-    def __init__(self) -> None:
-        self.refs: List[Any] = []
-        self.keys: Dict[FqName, Tuple[Any, ...]] = {}
-        self._all: Dict[FqName, List[Tuple[Any, ...]]] = {}  # every ref's key, by target
-        self._by_id: Dict[int, Any] = {}  # the refs of `refs` by identity (held there, so never reused)
-
-    def update(self, refs: List[Any]) -> Set[FqName]:
-        """The targets whose refs came or went."""
-        if refs == self.refs:
-            return set()
-        after = dict(zip(map(id, refs), refs))
-        touched: Set[FqName] = set()
-        for gone, idents in ((True, self._by_id.keys() - after.keys()), (False, after.keys() - self._by_id.keys())):
-            for ident in idents:
-                ref = (self._by_id if gone else after)[ident]
-                target = tuple(ref.get("to") or ())
-                keys = self._all.setdefault(target, [])
-                if gone:
-                    keys.remove(sequence_key(ref))
-                else:
-                    keys.append(sequence_key(ref))
-                touched.add(target)
-        self.refs, self._by_id = list(refs), after
-        for target in touched:
-            keys = self._all[target]
-            if keys:
-                self.keys[target] = min(keys)
-            else:
-                del self._all[target], self.keys[target]
-        return touched
-
-
-class _PolicyState:
-    """A firewall policy as last read: its body, its rules (`_Targets`) and the NetworkPolicy it
-    says it comes from (its `namespace`/`name` annotations, SPEC 1)."""
-
-    __slots__ = ("body", "rules", "network_policy")
-
-    def __init__(self) -> None:
-        self.body: Optional[Mapping[str, Any]] = None
-        self.rules = _Targets()
-        self.network_policy: Optional[str] = None
-
-    def read(self, body: Mapping[str, Any]) -> None:
-        self.body = body
-        pairs = (body.get("annotations") or {}).get("key_value_pair") or ()
-        marks = {p.get("key"): p.get("value") for p in pairs if isinstance(p, dict)}
-        self.network_policy = f"{marks.get('namespace')}/{marks['name']}" if marks.get("name") else None
+    workload_tags: Callable[[], Iterable[Iterable[str]]]  # each workload's tags, a list made when called
 
 
 class OrientedRules:
@@ -125,12 +69,13 @@ class OrientedRules:
         self._used: Dict[int, Tuple[Mapping[str, Any], str, Tuple[str, ...], List[RuleEntry]]] = {}
         self.compiled = 0
 
-    def entries(self, policy: str, rule_fq: Tuple[str, ...], rule: Mapping[str, Any]) -> List[RuleEntry]:
+    def entries(self, policy: str, rule_fq: Tuple[str, ...], rule: Mapping[str, Any],
+                parts: Optional[SharedParts] = None) -> List[RuleEntry]:
         """The rule's oriented entries in `policy`, compiled only if this body was not seen."""
         found = self._used.get(id(rule)) or self._kept.get(id(rule))
         if found is None or found[0] is not rule or found[1] != policy or found[2] != rule_fq:
             self.compiled += 1
-            found = (rule, policy, rule_fq, oriented(policy, rule_fq, rule))
+            found = (rule, policy, rule_fq, oriented(policy, rule_fq, rule, parts))
         self._used[id(rule)] = found
         return found[3]
 
@@ -156,11 +101,11 @@ class RuleIndex:
         self._popularity: Mapping[str, int] = Counter()
         self._group_bodies: Dict[FqName, Mapping[str, Any]] = {}
         self._group_users: Dict[str, Set[int]] = {}
-        self._aps = _Targets()
+        self._aps = RefTargets()
         self.policy_keys = self._aps.keys  # policy in the APS -> its sort key
         self._named: Dict[str, Set[FqName]] = {}  # policy name -> the policies of the APS so named
         self._name_keys: Dict[str, Tuple[Any, ...]] = {}  # policy name -> the first sort key of those
-        self._policies: Dict[FqName, _PolicyState] = {}
+        self._policies: Dict[FqName, PolicyState] = {}
         self._network_policies: Dict[str, Set[FqName]] = {}  # "ns/name" -> the policies naming it
         self._users: Dict[FqName, Set[FqName]] = {}  # rule -> the policies referring to it
         self._rules: Dict[FqName, Mapping[str, Any]] = {}
@@ -168,6 +113,7 @@ class RuleIndex:
         self._place: Dict[int, Tuple[FqName, FqName, int]] = {}  # entry -> (policy, rule, orientation)
         self._keys: Dict[int, Tuple[List[IndexKey], List[IndexKey]]] = {}  # entry -> where it is filed
         self._filing: Dict[RuleEndpoint, List[IndexKey]] = {}  # this update's: rules share their endpoints
+        self._parts = SharedParts()  # this update's: rules share their endpoints' and services' dicts
         self._next = 0
 
     # ---- updating --------------------------------------------------------------------------
@@ -177,40 +123,63 @@ class RuleIndex:
         change reports since the last update) when given, else every object, by identity. A
         failed update (a rule no flow can be evaluated against) empties the index, so that half
         of one never answers; the next reads every object."""
+        for _ in self._steps(source, touched):
+            pass
+
+    def steps(self, source: RuleSource, step: int = STEP) -> Iterator[None]:
+        """`update(source)` in steps, giving the caller its turn between two (every `STEP` units
+        of work: the daemon's event loop runs meanwhile). The maps of `source` are read as they
+        were at the first step, the ref lists changed in place (the APS's, the deny-all
+        policy's) when their turn comes: whatever changes meanwhile, the next update must be
+        told (`touched`), as after any update. Between two steps the index must not be read
+        nor updated otherwise: run the rest of the steps first."""
+        frozen = RuleSource(source.application_policy_set, dict(source.firewall_policies),
+                            dict(source.firewall_rules), dict(source.address_groups), source.workload_tags)
+        return self._steps(frozen, None, step)
+
+    def _steps(self, source: RuleSource, touched: Optional[Collection[ObjKey]], step: int = STEP) -> Steps:
         try:
+            pace = Pace(step)
             if touched is None or not self.entries:
-                self._popularity = source.tag_counts()
-            self._update(source, None if not self.entries else touched)
+                self._popularity = yield from _counted(source.workload_tags(), pace)
+            yield from self._update(source, None if not self.entries else touched, pace)
             if self._compiler is not None:
                 self._compiler.settle()
         except BaseException:
             self._reset()
             raise
         finally:
-            self._filing = {}
+            self._filing, self._parts = {}, SharedParts()
 
-    def _update(self, source: RuleSource, touched: Optional[Collection[ObjKey]]) -> None:
+    def _update(self, source: RuleSource, touched: Optional[Collection[ObjKey]], pace: Pace) -> Steps:
         keys: Dict[str, Optional[List[FqName]]] = {kind: None for kind in (GROUP, POLICY, RULE)}
         if touched is not None:
             for kind in keys:
                 keys[kind] = [fq for resource_type, fq in touched if resource_type == kind]
-        moved_groups = self._update_groups(source.address_groups, keys[GROUP])
-        entered = self._update_aps(source.application_policy_set)
-        todo = self._update_policies(source.firewall_policies, entered, keys[POLICY])
-        for rule in _changed(self._rules, source.firewall_rules, keys[RULE]):
+        moved_groups = yield from self._update_groups(source.address_groups, keys[GROUP], pace)
+        entered = yield from self._update_aps(source.application_policy_set, pace)
+        todo = yield from self._update_policies(source.firewall_policies, entered, keys[POLICY], pace)
+        for rule in (yield from _changed(self._rules, source.firewall_rules, keys[RULE], pace)):
             todo.update((policy, rule) for policy in self._users.get(rule, ()))
+            if pace.due():
+                yield
         for name in moved_groups:
             for entry in list(self._group_users.get(name, ())):
                 self._unfile(entry)
                 self._file(entry)
+                if pace.due():
+                    yield
         for pair in todo:
             self._refile(pair)
+            if pace.due():
+                yield
 
-    def _update_groups(self, groups: Mapping[FqName, Mapping[str, Any]], keys: Optional[List[FqName]]) -> Set[str]:
-        """The names of the groups whose prefixes moved."""
+    def _update_groups(self, groups: Mapping[FqName, Mapping[str, Any]], keys: Optional[List[FqName]],
+                       pace: Pace) -> Generator[None, None, Set[str]]:
+        """Steps ending with the names of the groups whose prefixes moved."""
         moved: Set[str] = set()
         parsed: Dict[Tuple[Any, Any], Prefix] = {}
-        for fq in _changed(self._group_bodies, groups, keys):
+        for fq in (yield from _changed(self._group_bodies, groups, keys, pace)):
             name, body = ":".join(fq), groups.get(fq)
             prefixes = parse_prefixes(body, parsed) if body is not None else None
             if self.groups.get(name) != prefixes:
@@ -219,15 +188,17 @@ class RuleIndex:
                 self.groups.pop(name, None)
             else:
                 self.groups[name] = prefixes
+            if pace.due():
+                yield
         if moved:
             self.shapes = sorted({(version, host_bits) for prefixes in self.groups.values()
                                   for version, host_bits, _ in prefixes})
         return moved
 
-    def _update_aps(self, aps: Optional[Mapping[str, Any]]) -> Set[FqName]:
-        """The policies that entered or left the APS."""
+    def _update_aps(self, aps: Optional[Mapping[str, Any]], pace: Pace) -> Generator[None, None, Set[FqName]]:
+        """Steps ending with the policies that entered or left the APS."""
         before = set(self.policy_keys)
-        touched = self._aps.update((aps or {}).get("firewall_policy_refs") or [])
+        touched = yield from self._aps.update((aps or {}).get("firewall_policy_refs") or [], pace)
         by_name: Dict[str, List[FqName]] = {}
         for fq in touched:
             by_name.setdefault(fq[-1] if fq else "", []).append(fq)
@@ -239,12 +210,14 @@ class RuleIndex:
                 self._name_keys[name] = min(self.policy_keys[fq] for fq in named)
             else:
                 del self._named[name], self._name_keys[name]
+            if pace.due():
+                yield
         return {fq for fq in touched if (fq in before) != (fq in self.policy_keys)}
 
     def _update_policies(self, policies: Mapping[FqName, Mapping[str, Any]], entered: Set[FqName],
-                         keys: Optional[List[FqName]]) -> Set[Pair]:
-        """The (policy, rule) pairs to file again: those whose rule ref came or went, and every
-        pair of a policy that came, went, or entered or left the APS."""
+                         keys: Optional[List[FqName]], pace: Pace) -> Generator[None, None, Set[Pair]]:
+        """Steps ending with the (policy, rule) pairs to file again: those whose rule ref came or
+        went, and every pair of a policy that came, went, or entered or left the APS."""
         kept = self._policies
         changed = set(entered)
         if keys is not None:  # a change report names a policy whose ref list changed in place too
@@ -256,6 +229,8 @@ class RuleIndex:
                 new += state is None
                 if state is None or state.body is not body or state.rules.refs != (body.get("firewall_rule_refs") or []):
                     changed.add(fq)
+                if pace.due():
+                    yield
             if len(kept) + new > len(policies):
                 changed.update(kept.keys() - policies.keys())
         todo: Set[Pair] = set()
@@ -266,15 +241,15 @@ class RuleIndex:
             if state is None and now is None:
                 continue
             if state is None:
-                state = kept[fq] = _PolicyState()
+                state = kept[fq] = PolicyState()
             if state.network_policy is not None:
                 _discard(self._network_policies, state.network_policy, fq)
             if now is None:
                 del kept[fq]
-                touched = state.rules.update([])
+                touched = yield from state.rules.update([], pace)
             else:
                 state.read(now)
-                touched = state.rules.update(now.get("firewall_rule_refs") or [])
+                touched = yield from state.rules.update(now.get("firewall_rule_refs") or [], pace)
                 if state.network_policy is not None:
                     self._network_policies.setdefault(state.network_policy, set()).add(fq)
             for rule in touched:
@@ -282,6 +257,8 @@ class RuleIndex:
                     self._users.setdefault(rule, set()).add(fq)
                 else:
                     _discard(self._users, rule, fq)
+                if pace.due():
+                    yield
             todo.update((fq, rule) for rule in touched)
             if fq in entered:
                 todo.update((fq, rule) for rule in state.rules.keys)
@@ -306,7 +283,9 @@ class RuleIndex:
         self.compiled += 1
         ids = []
         name = policy[-1] if policy else ""
-        made = self._compiler.entries(name, rule, body) if self._compiler is not None else oriented(name, rule, body)
+        parts = self._parts
+        made = self._compiler.entries(name, rule, body, parts) if self._compiler is not None \
+            else oriented(name, rule, body, parts)
         for orientation, compiled in enumerate(made):
             ident, self._next = self._next, self._next + 1
             self.entries[ident] = compiled
@@ -374,6 +353,16 @@ class RuleIndex:
         return (0, key) if key is not None else _LAST
 
 
+def _counted(workloads: Iterable[Iterable[str]], pace: Pace) -> Generator[None, None, Mapping[str, int]]:
+    """Steps ending with how many workloads carry each tag."""
+    counts: Counter[str] = Counter()
+    for tags in workloads:
+        counts.update(tags)
+        if pace.due():
+            yield
+    return counts
+
+
 def _discard(table: Dict[Any, Set[FqName]], key: Any, fq: FqName) -> None:
     found = table[key]
     found.discard(fq)
@@ -382,19 +371,26 @@ def _discard(table: Dict[Any, Set[FqName]], key: Any, fq: FqName) -> None:
 
 
 def _changed(kept: Dict[FqName, Mapping[str, Any]], current: Mapping[FqName, Mapping[str, Any]],
-             keys: Optional[List[FqName]]) -> List[FqName]:
-    """The fq_names among `keys` (every one when None) whose body came, went or was replaced;
-    `kept` is brought to `current` for them."""
+             keys: Optional[List[FqName]], pace: Pace) -> Generator[None, None, List[FqName]]:
+    """Steps ending with the fq_names among `keys` (every one when None) whose body came, went or
+    was replaced; `kept` is brought to `current` for them."""
     if keys is None:
-        changed = [fq for fq, body in current.items() if kept.get(fq) is not body]
+        changed = []
+        for fq, body in current.items():
+            if kept.get(fq) is not body:
+                changed.append(fq)
+            if pace.due():
+                yield
         if len(kept) + sum(fq not in kept for fq in changed) > len(current):
             changed.extend(kept.keys() - current.keys())
     else:
         changed = [fq for fq in set(keys) if kept.get(fq) is not current.get(fq)]
     for fq in changed:
-        body = current.get(fq)
-        if body is None:
+        now = current.get(fq)
+        if now is None:
             kept.pop(fq, None)
         else:
-            kept[fq] = body
+            kept[fq] = now
+        if pace.due():
+            yield
     return changed

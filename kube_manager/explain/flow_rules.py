@@ -8,6 +8,7 @@ never writes) closes rather than opens, the same way everywhere.
 """
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 from dataclasses import dataclass
@@ -82,13 +83,17 @@ class RuleEntry:
 
 def sequence_key(ref: Mapping[str, Any]) -> Tuple[Any, ...]:
     """Order refs by numeric sequence, ties (and unreadable sequences, last) by name."""
-    to = tuple(ref.get("to") or ())
+    to = ref.get("to") or ()
     name = to[-1] if to else ""
-    sequence = ((ref.get("attr") or {}).get("sequence"))
+    return _sequence(str((ref.get("attr") or {}).get("sequence"))) + (name,)
+
+
+@functools.lru_cache(maxsize=4096)  # rules in their policies repeat the same few sequences
+def _sequence(text: str) -> Tuple[int, Decimal]:
     try:
-        return (0, Decimal(str(sequence)), name)
+        return (0, Decimal(text))
     except (InvalidOperation, ValueError):
-        return (1, Decimal(0), name)
+        return (1, Decimal(0))
 
 
 def _port_range(raw: Any) -> Tuple[int, int]:
@@ -148,8 +153,34 @@ def in_prefix(ip: IPAddress, prefix: Prefix) -> bool:
     return ip.version == version and int(ip) >> host_bits << host_bits == network
 
 
-def oriented(policy: str, rule_fq: Tuple[str, ...], rule: Mapping[str, Any]) -> List[RuleEntry]:
-    ep1, ep2 = _endpoint(rule.get("endpoint_1")), _endpoint(rule.get("endpoint_2"))
+class SharedParts:
+    """A rule's parts compiled once for all the rules sharing them: the translator gives its rules
+    one dict per distinct endpoint and service, shared, so they are compiled by identity (each
+    held here, so its identity cannot pass to another object while it is a key). For the
+    length of one pass over many rules."""
+
+    def __init__(self) -> None:
+        self._endpoints: Dict[int, Tuple[Any, RuleEndpoint]] = {}
+        self._services: Dict[int, Tuple[Any, RuleService]] = {}
+
+    def endpoint(self, raw: Any) -> RuleEndpoint:
+        found = self._endpoints.get(id(raw))
+        if found is None or found[0] is not raw:
+            found = self._endpoints[id(raw)] = (raw, _endpoint(raw))
+        return found[1]
+
+    def service(self, raw: Any) -> RuleService:
+        found = self._services.get(id(raw))
+        if found is None or found[0] is not raw:
+            found = self._services[id(raw)] = (raw, _service(raw))
+        return found[1]
+
+
+def oriented(policy: str, rule_fq: Tuple[str, ...], rule: Mapping[str, Any],
+             parts: Optional[SharedParts] = None) -> List[RuleEntry]:
+    """The rule's entries in `policy`; `parts`: what the rules compiled before it share with it."""
+    parts = parts if parts is not None else SharedParts()
+    ep1, ep2 = parts.endpoint(rule.get("endpoint_1")), parts.endpoint(rule.get("endpoint_2"))
     direction = rule.get("direction") or ">"
     pairs = {">": [(ep1, ep2)], "<": [(ep2, ep1)], "<>": [(ep1, ep2), (ep2, ep1)]}.get(direction)
     if pairs is None:
@@ -159,7 +190,7 @@ def oriented(policy: str, rule_fq: Tuple[str, ...], rule: Mapping[str, Any]) -> 
     action = str(action_list.get("simple_action") or "deny")
     logged = action_list.get("log") is True
     match_tags = tuple((rule.get("match_tags") or {}).get("tag_list") or ())
-    service = _service(rule.get("service"))
+    service = parts.service(rule.get("service"))
     return [RuleEntry(policy, rule_fq[-1], rule_fq, src, dst, service, match_tags, action, logged)
             for src, dst in pairs]
 

@@ -121,6 +121,20 @@ class Verdict:
         return self.egress.allowed and self.ingress.allowed
 
 
+def compile_namespace(namespace: str, manifests: Iterable[Mapping[str, Any]]) -> Tuple[List[Policy], List[Rejection]]:
+    """The valid NetworkPolicies of a namespace (those rejected whole left out), and every
+    rejected part of them."""
+    compiled: List[Policy] = []
+    rejected: List[Rejection] = []
+    for manifest in manifests:
+        policy, reasons = compile_policy(manifest)
+        name = str((manifest.get("metadata") or {}).get("name") or "")
+        rejected.extend(Rejection(namespace, name, reason) for reason in reasons)
+        if policy is not None:
+            compiled.append(policy)
+    return compiled, rejected
+
+
 class KubernetesModel:
     """Namespaces, pods and policies, for repeated verdicts.
 
@@ -241,15 +255,8 @@ class KubernetesModel:
     def policies(self, namespace: str) -> List[Policy]:
         """The valid policies of a namespace (those rejected whole are left out)."""
         if namespace not in self._policies:
-            compiled: List[Policy] = []
-            rejected: List[Rejection] = []
-            for manifest in self._namespace_policies(namespace):
-                policy, reasons = compile_policy(manifest)
-                name = str((manifest.get("metadata") or {}).get("name") or "")
-                rejected.extend(Rejection(namespace, name, reason) for reason in reasons)
-                if policy is not None:
-                    compiled.append(policy)
-            self._policies[namespace], self._rejections[namespace] = compiled, rejected
+            self._policies[namespace], self._rejections[namespace] = compile_namespace(
+                namespace, self._namespace_policies(namespace))
         return self._policies[namespace]
 
     def rejected_whole(self, namespace: str) -> List[str]:

@@ -53,6 +53,13 @@ class Packed:
         setattr(record, self._name, pack(value if value is not None else {}))
 
 
+def held(record: Any, name: str) -> Any:
+    """The value a `Packed` field holds as it is held (its JSON bytes): each time the field is
+    set it holds a new object, so a reader keeping it knows by comparing whether the field was
+    set anew since, without decoding it."""
+    return getattr(record, "_packed_" + name, EMPTY)
+
+
 @dataclass
 class NamespaceRecord:
     """A namespace as Kubernetes gave it. Writer: the namespace handler."""

@@ -4,8 +4,8 @@ The pipeline (records, translator, and per term a reconciler) comes from `build_
 (kube_manager/service/pipeline.py). `Daemon.run` starts, in this order: the in-process config API
 (`vnc_endpoint_ip = embedded`) and the emulated Kubernetes API server with the emulated CNI
 (`kubernetes_api_server = emulated`) when configured; the introspect server; one watcher per
-registered kind; leader election (SPEC section 12). It waits
-for a term as leader, and in the term for the first list of each resource before its first resync
+registered kind; leader election (SPEC section 12). It waits for a term as leader, and in the term
+for the first list of each resource before its first resync
 (before that, the picture of the cluster is incomplete and garbage collection would delete what is
 merely not listed yet). The term's reconciler is connected meanwhile: once every list is in, its
 first listings go out while the lists are translated (`Reconciler.initial_lists_in`). A standby keeps
@@ -40,7 +40,7 @@ import gevent
 import gevent.event
 
 from kube_manager.plumbing import gcpolicy
-from kube_manager.service.heap_settler import settle_after_resyncs
+from kube_manager.service.heap_settler import settle_after_resyncs, when_drained
 from kube_manager.leader.leadership import Leadership
 from kube_manager.observability.logging_setup import kv
 from kube_manager.offline.manifests import load_manifests
@@ -98,6 +98,7 @@ class Daemon:
         self._vnc_endpoints: List[str] = list(settings.vnc.endpoints)
         self._vnc_port = settings.vnc.port
         self.introspect_url = ""
+        self._prepare_explain: Callable[[], None] = lambda: None  # /explain's index built ahead, once converged
         self.vnc_url = ""
         self.kube_url = ""
         self._stop = gevent.event.Event()
@@ -259,9 +260,10 @@ class Daemon:
         from introspect.explain import db_explainer
         from introspect.health import CachedProbe
         from introspect.server import IntrospectServer
-        app = create_app(self.db, registry=self.metrics.registry, config=self.settings,
-                         explain=db_explainer(self.db, self.settings.cluster.name, self.settings.cluster.semantics,
-                                              change_observers=self.cache.status.change_observers),
+        explain = db_explainer(self.db, self.settings.cluster.name, self.settings.cluster.semantics,
+                               change_observers=self.cache.status.change_observers)
+        self._prepare_explain = explain.prepare  # in steps between events: never on an event's path
+        app = create_app(self.db, registry=self.metrics.registry, config=self.settings, explain=explain,
                          config_api_probe=CachedProbe(self._probe_config_api, self.settings.health.probe_ttl),
                          health_policy=self.settings.health.for_silence_timeout(self.settings.watch.silence_timeout),
                          semantics=self.settings.cluster.semantics)
@@ -348,7 +350,8 @@ class Daemon:
         resynced = gevent.event.Event()
         resynced.set()  # the term's first resync
         assert self.reconciler is not None
-        settler = gevent.spawn(settle_after_resyncs, self.reconciler.queue, end, resynced)
+        helpers = [gevent.spawn(settle_after_resyncs, self.reconciler.queue, end, resynced),
+                   gevent.spawn(when_drained, self.reconciler.queue, end, self._prepare_explain)]
         try:
             while not end.is_set():
                 timeout = max(0.0, next_at - time.monotonic())
@@ -361,7 +364,7 @@ class Daemon:
                     resynced.set()
                 next_at = time.monotonic() + interval
         finally:
-            settler.kill()
+            gevent.killall(helpers)
 
     def _run_once(self, timeout: float) -> int:
         """`--once`: start, list, resync and converge, all within `timeout` seconds."""

@@ -9,7 +9,7 @@ hold reference cycles that only the collector can reclaim once they are dropped.
 from __future__ import annotations
 
 import logging
-from typing import Optional, Protocol
+from typing import Callable, Optional, Protocol
 
 import gevent
 import gevent.event
@@ -26,14 +26,28 @@ class Drains(Protocol):
     def wait_idle(self, timeout: Optional[float] = None) -> bool: ...
 
 
+def drained(queue: Drains, end: gevent.event.Event) -> bool:
+    """Wait until the queue drains; False when `end` comes first."""
+    while not queue.wait_idle(IDLE_POLL):
+        if end.is_set():
+            return False
+    return not end.is_set()
+
+
+def when_drained(queue: Drains, end: gevent.event.Event, work: Callable[[], None]) -> None:
+    """Run `work` once the queue drains (the start-up resync's writes done), unless `end` comes
+    first (a greenlet)."""
+    if drained(queue, end):
+        work()
+
+
 def settle_after_resyncs(queue: Drains, end: gevent.event.Event, resynced: gevent.event.Event) -> None:
     """Settle once the queue drains after each `resynced`, until `end`; thaw at the end (a greenlet)."""
     try:
         while gevent.wait([end, resynced], count=1) and not end.is_set():
             resynced.clear()
-            while not queue.wait_idle(IDLE_POLL):
-                if end.is_set():
-                    return
+            if not drained(queue, end):
+                return
             gcpolicy.settle()
             log.debug("heap settled after a resync", extra=kv(frozen=gcpolicy.frozen()))
     finally:

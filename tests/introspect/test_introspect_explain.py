@@ -159,8 +159,9 @@ def test_the_explain_index_is_kept_until_the_cache_changes_the_db(monkeypatch):
     from tests.support.builders import HTTP_8080, allow_from, namespace, pod, policy
 
     builds = []
-    real = explain_module._live_explainer
-    monkeypatch.setattr(explain_module, "_live_explainer", lambda *a, **k: builds.append(1) or real(*a, **k))
+    real = explain_module.LiveExplainer._live_explainer
+    monkeypatch.setattr(explain_module.LiveExplainer, "_live_explainer",
+                        lambda *a, **k: builds.append(1) or real(*a, **k))
     db = Database()
     cache = EventDispatcher(db, ClusterTranslator("k8s", "k8s"))
     for resource in KINDS.names():
@@ -233,14 +234,14 @@ def test_a_replaced_index_is_freed_although_the_collector_froze_it(monkeypatch):
     from tests.support.builders import allow_from, namespace, pod, policy
 
     built = []
-    real = explain_module._live_explainer
+    real = explain_module.LiveExplainer._live_explainer
 
     def spy(*args, **kwargs):
         made = real(*args, **kwargs)
         built.append(weakref.ref(made))
         return made
 
-    monkeypatch.setattr(explain_module, "_live_explainer", spy)
+    monkeypatch.setattr(explain_module.LiveExplainer, "_live_explainer", spy)
     db = Database()
     cache = EventDispatcher(db, ClusterTranslator("k8s", "k8s"))
     for resource in KINDS.names():

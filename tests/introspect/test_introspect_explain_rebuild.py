@@ -159,3 +159,67 @@ def test_the_index_kept_up_to_date_answers_as_one_built_from_scratch(steps, sema
             assert _answers(explain, ends, ports) == _answers(_from_scratch(db, semantics), ends, ports)
     ports = ("80", "5432", "8080")
     assert _answers(explain, ends, ports) == _answers(_from_scratch(db, semantics), ends, ports)
+
+
+# ---- the index built ahead of the first question, between events ------------------------------
+
+pauses = st.lists(st.one_of(st.lists(st.one_of(pod_events, policy_events, namespace_events, cluster_events),
+                                     min_size=1, max_size=2),
+                            st.just("ask")),  # a question arriving between two steps
+                  max_size=8)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(between=pauses, step=st.integers(1, 3), told=st.booleans())
+def test_an_index_built_between_events_answers_as_one_built_from_scratch(between, step, told):
+    """`prepare` (the daemon's, after a start) builds in steps; between two, events change the
+    DB and questions arrive (a question runs the rest of the steps itself)."""
+    db, cache = _cluster()
+    explain = db_explainer(db, "k8s", change_observers=cache.status.change_observers if told else None)
+    ends = sorted({f"{ns}/{name}" for ns in NAMESPACES for name in POD_NAMES + ("probe",)}) + ["192.0.2.9"]
+    todo = list(between)
+
+    def pause() -> None:
+        if not todo:
+            return
+        action = todo.pop(0)
+        if action == "ask":
+            assert _answers(explain, ends, ports=("80",)) == _answers(_from_scratch(db), ends, ports=("80",))
+            return
+        for resource, kind, obj in action:
+            cache.on_event(resource, kind, obj)
+
+    explain.prepare(pause, step=step)
+    ports = ("80", "5432", "8080")
+    assert _answers(explain, ends, ports) == _answers(_from_scratch(db), ends, ports)
+
+
+def test_a_prepared_explainer_compiles_nothing_at_its_first_question():
+    db, cache = _cluster()
+    index = RuleIndex()
+    explain = db_explainer(db, "k8s", index=index, change_observers=cache.status.change_observers)
+    turns: List[None] = []
+    explain.prepare(lambda: turns.append(None), step=2)
+    compiled = index.compiled
+    assert compiled == len(_rule_bodies(db)) and len(turns) > 2
+    _answers(explain, ENDS)
+    assert index.compiled == compiled
+    explain.prepare(lambda: turns.append(None))  # built already: nothing to do
+    assert index.compiled == compiled
+
+
+def test_a_namespace_s_policies_are_compiled_again_only_when_its_records_change(monkeypatch):
+    import introspect.explain_records as records
+    compiled: List[str] = []
+    real = records.compile_namespace
+    monkeypatch.setattr(records, "compile_namespace", lambda ns, manifests: compiled.append(ns) or real(ns, manifests))
+    db, cache = _cluster()
+    explain = db_explainer(db, "k8s", change_observers=cache.status.change_observers)
+    explain.prepare(lambda: None)
+    assert sorted(compiled) == ["a", "b"]
+    _answers(explain, ENDS)
+    assert sorted(compiled) == ["a", "b"]  # the questions found them compiled
+    for resource, kind, obj in CHANGES["a policy changed"] + CHANGES["a pod relabelled"]:
+        cache.on_event(resource, kind, obj)
+    assert _answers(explain, ENDS) == _answers(_from_scratch(db), ENDS)
+    assert sorted(compiled) == ["a", "a", "b"]  # b's records were not set anew
