@@ -87,10 +87,9 @@ class Daemon:
         self.client: Optional[VncClient] = None  # the current term's (epoch 0 before any: reads only)
         self._observer = ConfigApiObserver(self.db.vnc_connection, self.metrics)
         self.leadership = Leadership(settings, self.db.leader, on_transition=self.metrics.leader_transition)
-        # SPEC 15: Events and conditions, written by the leader through their own outbox
         from introspect.redact import Redactor
         self.status = StatusPublisher(StatusOutbox(self.metrics), now_text, redact=Redactor(settings).text)
-        self.cache.status.observers.append(self.status)  # Events and conditions, from the status book
+        self.cache.status.observers.append(self.status)  # SPEC 15, from the status book; the leader writes
         bound = PairRulesBound(settings.cluster.pair_rules_bound, self.db.pair_rules, self.status.policy_warned)
         self.cache.status.pair_rule_observers.append(bound.counted)
         self.status.standing.append(bound.standing)
