@@ -72,6 +72,8 @@ def cells(manifests: Manifests, semantics: str, probes: Sequence[Tuple[str, int]
             for protocol, port in probes:
                 decision = evaluator.evaluate(src[1], dst[1], port, protocol.lower())
                 verdict = verdict_at(pair, dst[2], port, protocol.upper())
+                if (protocol, port) == probes[0]:  # once a pair: still the model's own verdict
+                    assert verdict == model.verdict(src[2], dst[2], port, protocol.upper()), (src[0], dst[0])
                 cluster_wide = any(_decided_by_network_policies(a, True) and _decided_by_network_policies(b, False)
                                    for a, b in ((verdict.egress, verdict.ingress), (verdict.ingress, verdict.egress)))
                 found.append(Cell(src[0], dst[0], protocol, port, decision.allowed, verdict.allowed,
