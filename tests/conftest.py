@@ -14,9 +14,16 @@ The simulators are imported inside the fixtures, so tests that use none of them 
 Every test under tests/e2e/ is marked `e2e`; every test under tests/realkube/ or using `real_kube` is
 marked `realkube` and `slow`; `slow` is set by the modules that take long; the inner loop is
 `python3 -m pytest -m "not slow and not e2e"` (DEVELOPMENT.md).
+
+Where the environment says not to write bytecode (PYTHONDONTWRITEBYTECODE), the session and the
+Python processes it starts (every `python -m kube_manager`, the tools) keep it anyway, out of the
+tree, under ~/.cache/kube-manager/pycache/ (PYTHONPYCACHEPREFIX): else each of those processes
+compiles the whole package again as it starts.
 """
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, List
 
@@ -29,6 +36,14 @@ if TYPE_CHECKING:
 
 E2E = Path(__file__).parent / "e2e"
 REALKUBE = Path(__file__).parent / "realkube"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kube-manager" / "pycache"
+        os.environ.pop("PYTHONDONTWRITEBYTECODE")
+        os.environ["PYTHONPYCACHEPREFIX"] = str(cache)
+        sys.pycache_prefix, sys.dont_write_bytecode = str(cache), False
 
 
 def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
