@@ -12,18 +12,20 @@ other end's isolate it and allow nothing is allowed.
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, List, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kube_manager.explain.k8s_semantics import NETWORK_POLICY_TIER, Endpoint, KubernetesModel, SideVerdict
+from kube_manager.explain.k8s_semantics import (NETWORK_POLICY_TIER, Endpoint, KubernetesModel, PeerBlocks,
+                                                SideVerdict)
 from kube_manager.explain.staged_flows import StagedFlows, StagedRun
 from tests.conformance.cluster import NAMESPACES
 from tests.explain.test_explain_random import cluster as xyz_cluster
 from tests.explain.test_explain_random import policy_spec
 from tests.support import cnp_support
 from tests.support.builders import policy
+from tests.support.semantics_support import verdict_at
 
 ANNOTATION = "contrail-kube-manager/staged"
 PROTOCOLS = ("tcp", "udp", "sctp")
@@ -42,8 +44,9 @@ def _network_policy_decides(side: SideVerdict, allowed: bool) -> bool:
 
 
 def enforced_allows(model: KubernetesModel, src: Endpoint, dst: Endpoint, port: int, protocol: str,
-                    semantics: str) -> bool:
-    verdict = model.verdict(src, dst, port, protocol.upper())
+                    semantics: str, pair: Optional[Tuple[PeerBlocks, PeerBlocks]] = None) -> bool:
+    """`pair`: `model.pair(src, dst)` when the caller already has it."""
+    verdict = verdict_at(pair or model.pair(src, dst), dst, port, protocol.upper())
     if verdict.allowed or semantics != "cluster-wide":
         return verdict.allowed
     return any(_network_policy_decides(a, True) and _network_policy_decides(b, False)
@@ -57,25 +60,32 @@ def model_changes(before: Dict[str, List[Any]], after: Dict[str, List[Any]], sem
     models = KubernetesModel.of(before), KubernetesModel.of(after)
     pods = sorted(f"{m['metadata']['namespace']}/{m['metadata']['name']}" for m in before["Pod"])
     cells = {(s, d, p, port) for s in pods for d in pods if s != d for p in PROTOCOLS for port in PROBES} | extra
-    opened, closed = set(), set()
+    by_pair: Dict[Tuple[str, str], List[Cell]] = {}
     for cell in cells:
-        src, dst, protocol, port = cell
-        verdicts = []
+        by_pair.setdefault(cell[:2], []).append(cell)
+    opened, closed = set(), set()
+    for (src, dst), pair_cells in by_pair.items():
+        ends = []
         for model in models:
-            ends = [model.pod(*end.split("/")) for end in (src, dst)]
-            verdicts.append(enforced_allows(model, Endpoint(ends[0], ends[0].ip), Endpoint(ends[1], ends[1].ip),
-                                            port, protocol, semantics))
-        if verdicts == [False, True]:
-            opened.add(cell)
-        elif verdicts == [True, False]:
-            closed.add(cell)
+            a, b = (model.pod(*end.split("/")) for end in (src, dst))
+            source, destination = Endpoint(a, a.ip), Endpoint(b, b.ip)
+            ends.append((model, source, destination, model.pair(source, destination)))
+        for cell in pair_cells:
+            verdicts = [enforced_allows(model, source, destination, cell[3], cell[2], semantics, pair)
+                        for model, source, destination, pair in ends]
+            if verdicts == [False, True]:
+                opened.add(cell)
+            elif verdicts == [True, False]:
+                closed.add(cell)
     return cells, opened, closed
 
 
 def reported(flows: List[Any], cells: Set[Cell]) -> Set[Cell]:
     """The `cells` inside a reported flow."""
-    return {cell for cell in cells for f in flows
-            if (f.source, f.destination, f.protocol) == cell[:3] and f.ports[0] <= cell[3] <= f.ports[1]}
+    ranges: Dict[Tuple[str, str, str], List[Tuple[int, int]]] = {}
+    for f in flows:
+        ranges.setdefault((f.source, f.destination, f.protocol), []).append((f.ports[0], f.ports[1]))
+    return {cell for cell in cells if any(low <= cell[3] <= high for low, high in ranges.get(cell[:3], ()))}
 
 
 def check(objects: Dict[str, List[Any]], promoted: Dict[str, List[Any]], key: Tuple[str, str, str],

@@ -5,7 +5,8 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-from typing import Iterator
+from pathlib import Path
+from typing import Dict, Iterator, Tuple
 
 import pytest
 
@@ -24,7 +25,27 @@ ONCE_PAST_THE_LISTS = ["--once", "--once-timeout", "8"]
 EXIT_LIMIT = 60
 
 
-@pytest.fixture
+class OnceRun:
+    """`run -c FILE --once ...` started now; `result()` waits for its exit. The runs of this module
+    each wait out their bound, so they are all started at once (`runs`) and their waits overlap."""
+
+    def __init__(self, folder: Path, kube_server: str, kube_port: int, vnc: str, vnc_port: int,
+                 once=ONCE) -> None:
+        folder.mkdir()
+        config = write_config(str(folder / "kube-manager.conf"), kube_server, kube_port, vnc, vnc_port)
+        self.args = RUN + ["-c", config] + once
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def result(self) -> subprocess.CompletedProcess:
+        try:
+            stdout, stderr = self.proc.communicate(timeout=EXIT_LIMIT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+        return subprocess.CompletedProcess(self.args, self.proc.returncode, stdout, stderr)
+
+
+@pytest.fixture(scope="module")
 def hanging_port() -> Iterator[int]:
     """A port whose server accepts connections (the kernel's backlog does) and never answers."""
     with socket.socket() as sock:
@@ -33,17 +54,36 @@ def hanging_port() -> Iterator[int]:
         yield sock.getsockname()[1]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def kube() -> Iterator[EmulatorRunner]:
+    """Only read by the daemons (one namespace, nothing to write back)."""
     with EmulatorRunner() as runner:
         runner.store.create({"kind": "Namespace", "metadata": {"name": "dev"}})
         yield runner
 
 
-def run_once(tmp_path, kube_server: str, kube_port: int, vnc: str, vnc_port: int,
-             once=ONCE) -> subprocess.CompletedProcess:
-    config = write_config(str(tmp_path / "kube-manager.conf"), kube_server, kube_port, vnc, vnc_port)
-    return subprocess.run(RUN + ["-c", config] + once, capture_output=True, text=True, timeout=EXIT_LIMIT)
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory, kube: EmulatorRunner,
+         hanging_port: int) -> Iterator[Dict[str, Tuple[OnceRun, int]]]:
+    """Each test's run, by test, with the port it is refused or ignored on."""
+    folder = tmp_path_factory.mktemp("once")
+    kube_port = int(kube.url.rsplit(":", 1)[1])
+    closed_kube, closed_vnc = closed_port(), closed_port()
+    started = {
+        # the line names the failed connection only once one was tried: the longer bound leaves a
+        # loaded machine room to start the interpreter and make the first attempt
+        "kubernetes unreachable": (OnceRun(folder / "a", "127.0.0.1", closed_kube, "embedded", 0,
+                                           ONCE_PAST_THE_LISTS), closed_kube),
+        "config API unreachable": (OnceRun(folder / "b", "127.0.0.1", kube_port, "127.0.0.1", closed_vnc,
+                                           ONCE_PAST_THE_LISTS), closed_vnc),
+        "config API never answers": (OnceRun(folder / "c", "127.0.0.1", kube_port, "127.0.0.1",
+                                             hanging_port, ONCE_PAST_THE_LISTS), hanging_port),
+    }
+    yield started
+    for run, _port in started.values():
+        if run.proc.poll() is None:
+            run.proc.kill()
+            run.proc.communicate()
 
 
 def not_converged_line(result: subprocess.CompletedProcess) -> str:
@@ -53,30 +93,27 @@ def not_converged_line(result: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-def test_kubernetes_api_unreachable(tmp_path):
-    port = closed_port()
-    # the line names the failed connection only once one was tried: the longer bound leaves a
-    # loaded machine room to start the interpreter and make the first attempt
-    result = run_once(tmp_path, "127.0.0.1", port, "embedded", 0, ONCE_PAST_THE_LISTS)
+def test_kubernetes_api_unreachable(runs):
+    run, port = runs["kubernetes unreachable"]
+    result = run.result()
     assert result.returncode == 1, result.stderr[-3000:]
     line = not_converged_line(result)
     assert "initial list of clusternetworkpolicies, namespaces, networkpolicies, pods not done" in line, line
     assert f"127.0.0.1:{port}" in line and "unreachable" in line, line
 
 
-def test_config_api_unreachable(tmp_path, kube):
-    port = closed_port()
-    result = run_once(tmp_path, "127.0.0.1", int(kube.url.rsplit(":", 1)[1]), "127.0.0.1", port,
-                      ONCE_PAST_THE_LISTS)
+def test_config_api_unreachable(runs):
+    run, port = runs["config API unreachable"]
+    result = run.result()
     assert result.returncode == 1, result.stderr[-3000:]
     line = not_converged_line(result)
     assert "first resync not done: config API at" in line and f"127.0.0.1:{port}" in line, line
     assert "initial list" not in line
 
 
-def test_config_api_that_never_answers(tmp_path, kube, hanging_port):
-    result = run_once(tmp_path, "127.0.0.1", int(kube.url.rsplit(":", 1)[1]), "127.0.0.1", hanging_port,
-                      ONCE_PAST_THE_LISTS)
+def test_config_api_that_never_answers(runs):
+    run, hanging_port = runs["config API never answers"]
+    result = run.result()
     assert result.returncode == 1, result.stderr[-3000:]
     line = not_converged_line(result)
     assert f"first resync not done: config API at http://127.0.0.1:{hanging_port} did not answer" in line, line

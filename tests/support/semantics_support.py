@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
 from kube_manager.explain.flow import ContrailEvaluator, Workload
-from kube_manager.explain.k8s_semantics import NETWORK_POLICY_TIER, Endpoint, KubernetesModel, SideVerdict, Verdict
+from kube_manager.explain.k8s_semantics import (NETWORK_POLICY_TIER, Endpoint, KubernetesModel, PeerBlocks,
+                                                SideVerdict, Verdict)
 from kube_manager.offline.manifests import Manifests
 from kube_manager.translator import translate
 
@@ -36,6 +37,13 @@ class Cell:
     def __str__(self) -> str:
         return (f"{self.src} -> {self.dst} {self.port}/{self.protocol}: contrail {self.contrail} "
                 f"({self.rule}), kubernetes {self.kubernetes}")
+
+
+def verdict_at(pair: Tuple[PeerBlocks, PeerBlocks], dst: Endpoint, port: int, protocol: str) -> Verdict:
+    """`KubernetesModel.verdict` at one port of a pod pair, from the pair's `model.pair(src, dst)`:
+    a check of many ports matches the selectors once per pair, not once per port."""
+    egress, ingress = pair
+    return Verdict(egress=egress.side(dst, port, protocol), ingress=ingress.side(dst, port, protocol))
 
 
 def _decided_by_network_policies(side: SideVerdict, allowed: bool) -> bool:
@@ -60,9 +68,12 @@ def cells(manifests: Manifests, semantics: str, probes: Sequence[Tuple[str, int]
         for dst in ends + outside:
             if src[0] == dst[0] or (src[2].pod is None and dst[2].pod is None):
                 continue
+            pair = model.pair(src[2], dst[2])
             for protocol, port in probes:
                 decision = evaluator.evaluate(src[1], dst[1], port, protocol.lower())
-                verdict = model.verdict(src[2], dst[2], port, protocol.upper())
+                verdict = verdict_at(pair, dst[2], port, protocol.upper())
+                if (protocol, port) == probes[0]:  # once a pair: still the model's own verdict
+                    assert verdict == model.verdict(src[2], dst[2], port, protocol.upper()), (src[0], dst[0])
                 cluster_wide = any(_decided_by_network_policies(a, True) and _decided_by_network_policies(b, False)
                                    for a, b in ((verdict.egress, verdict.ingress), (verdict.ingress, verdict.egress)))
                 found.append(Cell(src[0], dst[0], protocol, port, decision.allowed, verdict.allowed,
