@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Generator, List, Mapping, Optional, Set, Tuple
 
+from kube_manager.translator.bodies import annotation_values
+
 from .flow_rules import sequence_key
 
 FqName = Tuple[str, ...]
@@ -99,12 +101,5 @@ class PolicyState:
 
     def read(self, body: Mapping[str, Any]) -> None:
         self.body = body
-        namespace = name = None
-        for pair in (body.get("annotations") or {}).get("key_value_pair") or ():
-            if isinstance(pair, dict):
-                key = pair.get("key")
-                if key == "name":
-                    name = pair.get("value")
-                elif key == "namespace":
-                    namespace = pair.get("value")
+        namespace, name = annotation_values(body, "namespace", "name")
         self.network_policy = f"{namespace}/{name}" if name else None

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Protocol, Sequence, Tuple
 
+from kube_manager.translator.bodies import annotation_values
+
 FqName = Tuple[str, ...]
 Objects = Dict[str, Dict[FqName, Dict[str, Any]]]  # resource type -> fq_name -> body
 
@@ -52,17 +54,7 @@ class OwnershipMarks:
     cluster: str
 
     def owns(self, body: Mapping[str, Any]) -> bool:
-        # `annotation_map`'s reading (the last pair of a key wins), without building the map: a
-        # resync asks this of every object listed
-        owner = cluster = None
-        for pair in (body.get("annotations") or {}).get("key_value_pair") or ():
-            if isinstance(pair, dict):
-                key = pair.get("key")
-                if key == "owner":
-                    owner = pair.get("value")
-                elif key == "cluster":
-                    cluster = pair.get("value")
-        return owner == self.owner and cluster == self.cluster
+        return annotation_values(body, "owner", "cluster") == (self.owner, self.cluster)
 
     def describe(self, body: Mapping[str, Any]) -> str:
         """Who owns `body`, for log lines about conflicts."""

@@ -155,6 +155,19 @@ def annotations_body(pairs: Dict[str, str]) -> Body:
     return {"key_value_pair": [{"key": k, "value": pairs[k]} for k in sorted(pairs)]}
 
 
+def annotation_values(body: Mapping[str, Any], *keys: str) -> Tuple[Any, ...]:
+    """The values of `keys` in a body's `annotations.key_value_pair` (None where absent or
+    malformed; the last pair of a key wins), read without a map of every pair: a resync asks this
+    of every object it lists."""
+    found: Dict[str, Any] = {}
+    for pair in (body.get("annotations") or {}).get("key_value_pair") or ():
+        if isinstance(pair, dict):
+            key = pair.get("key")
+            if key in keys:
+                found[key] = pair.get("value")
+    return tuple(found.get(key) for key in keys)
+
+
 class BodyFactory:
     """Builds the bodies of one cluster, sharing the parts that never differ."""
 
