@@ -59,6 +59,13 @@ class Manifests:
             raise ValueError(f"manifests of kinds not read: {', '.join(sorted(unknown))}")
         self.objects = {kind: self.objects.get(kind, []) for kind in self.kinds.names()}
 
+    def handed_over(self) -> Dict[str, Iterator[Dict[str, Any]]]:
+        """The objects by kind, in order, each let go of as it is handed out: a caller that keeps
+        only what it reads of each (the translator) then frees the rest of a large dump while it
+        goes, and the memory it allocates next reuses those pages instead of new ones. The
+        manifests are empty afterwards."""
+        return {kind: _handed_over(objects) for kind, objects in self.objects.items()}
+
     def add(self, obj: Any, where: str = "a document") -> None:
         if obj is None:
             return  # an empty YAML document (a stray `---`): nothing was meant
@@ -99,6 +106,12 @@ class Manifests:
         target[position] = obj
         shown = f"{key[1]}/{name}" if key[1] else name
         self.notes.append(f"{where}: {kind} {shown} given again (also at {first}); the last copy is used")
+
+
+def _handed_over(objects: List[Dict[str, Any]]) -> Iterator[Dict[str, Any]]:
+    objects.reverse()
+    while objects:
+        yield objects.pop()
 
 
 def _json_type(value: Any) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, Iterator, List, Tuple
 
 import yaml
 
@@ -37,16 +37,55 @@ def _json_escape(match: "re.Match[bytes]") -> bytes:
 
 def json_bytes(data: Any) -> bytes:
     """`json.dumps(data, indent=2) + "\\n"`, byte for byte (ASCII), at orjson's speed when installed."""
+    return b"".join(json_chunks(data))
+
+
+def json_chunks(data: Any) -> Iterator[bytes]:
+    """The bytes of `json_bytes(data)`, in parts, made one at a time: a top-level mapping key by
+    key, a long list under a key CHUNK items at a time. The whole text of a large translation is
+    eight times its input, and every page of it held at once is a page the kernel must fault in
+    and tear down; each part's objects are the same, so each part is the reference's own bytes.
+
+    A part is dumped as a one-key mapping (its items then sit at their depth in the whole) and
+    cut out of that mapping's text: `{\\n` and `\\n}` around a key's entry, and for the items of
+    a chunk also the list's opening and closing lines."""
+    if not isinstance(data, dict) or not data:
+        yield _json_text(data) + b"\n"
+        return
+    yield b"{\n"
+    first = True
+    for key, value in data.items():
+        if not first:
+            yield b",\n"
+        first = False
+        if isinstance(value, list) and len(value) > CHUNK:
+            # `  "key": [\n    item,\n    item` of the first chunk; `    item` of the others
+            yield _json_text({key: value[:CHUNK]})[2:-_LIST_TAIL]
+            for start in range(CHUNK, len(value), CHUNK):
+                yield b",\n"
+                yield _json_text({"": value[start:start + CHUNK]})[_LIST_HEAD:-_LIST_TAIL]
+            yield b"\n  ]"
+        else:
+            yield _json_text({key: value})[2:-2]
+    yield b"\n}\n"
+
+
+# What a one-key mapping of a list adds around its items: `{\n  "": [\n` and `\n  ]\n}`.
+_LIST_HEAD, _LIST_TAIL = len(b'{\n  "": [\n'), len(b"\n  ]\n}")
+
+
+def _json_text(data: Any) -> bytes:
+    """`json.dumps(data, indent=2)` as bytes (ASCII), through orjson when it prints the same."""
     if orjson is not None:
         try:
-            raw = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+            raw = orjson.dumps(data, option=orjson.OPT_INDENT_2)
         except orjson.JSONEncodeError:  # lone surrogates, integers over 64 bits
             pass
         else:
             if not raw.isascii() or b"\x7f" in raw:
                 raw = _NOT_PRINTABLE_ASCII.sub(_json_escape, raw)
             return raw
-    return (json.dumps(data, indent=2) + "\n").encode()
+    return json.dumps(data, indent=2).encode()
 
 
 class _PlainDumper(yaml.SafeDumper):
