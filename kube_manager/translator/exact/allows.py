@@ -17,8 +17,10 @@ from ..cidr import IpBlock
 from ..model import UNBOUND, ParsedPolicy, Peer, PodScope
 from ..named_ports import PodView, ResolvedService, block_services, egress_destination
 from ..naming import INGRESS, shorten
+from ..ports import Service
 from ..scope_tags import ScopeTags
 from .items import ANYTHING, Addresses, End, Item, Pods
+from .unmet import Services
 
 Keyed = List[Tuple[FqName, Item]]  # items with a key unique in the cluster: (namespace, name, position)
 
@@ -71,6 +73,19 @@ class AllowItems:
                     found.append(((namespace, name, str(position)), Item(src, narrowed, service, True)))
                     position += 1
         return egress, ingress
+
+    @staticmethod
+    def services(policy: ParsedPolicy) -> Optional[Services]:
+        """The services of the allows `split` reads, (egress, ingress), or more, from the rule
+        blocks alone; None when a block names ports, which resolve on pods."""
+        egress: List[Service] = []
+        ingress: List[Service] = []
+        for block in policy.spec.blocks:
+            fixed = block.fixed_services
+            if fixed is None:
+                return None
+            (ingress if block.direction == INGRESS else egress).extend(fixed)
+        return frozenset(egress), frozenset(ingress)
 
     def _end(self, peer: Optional[Peer], namespace: str) -> End:
         if peer is None:
