@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import Any, Iterable
 
 from kube_manager.cli.options import add_semantics_argument
 from kube_manager.offline.manifests import ManifestError, load_manifests
-from kube_manager.offline.output import write_out
-from kube_manager.offline.serialize import json_bytes, yaml_bytes
+from kube_manager.offline.output import write_parts
+from kube_manager.offline.serialize import json_chunks
 from kube_manager.plumbing.gcpolicy import collector_paused, leave_to_exit
 
 USAGE_ERROR = 2
@@ -35,13 +35,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def render(translation: Any, output: str) -> bytes:
     """The translation in one of FORMATS, ending with a newline."""
+    return b"".join(render_parts(translation, output))
+
+
+def render_parts(translation: Any, output: str) -> Iterable[bytes]:
+    """`render`'s bytes in parts, each made when the one before is written (JSON: a large
+    translation's text is never held whole)."""
     if output == "json":
-        return json_bytes(translation.to_dict())
+        return json_chunks(translation.to_dict())
     if output == "yaml":
-        return yaml_bytes(translation.to_dict())
+        from kube_manager.offline.serialize import yaml_bytes  # PyYAML's import only when asked for
+
+        return (yaml_bytes(translation.to_dict()),)
     from kube_manager.offline.render_table import render_table
 
-    return render_table(translation).encode()
+    return (render_table(translation).encode(),)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -63,6 +71,6 @@ def _translate(args: argparse.Namespace) -> int:
     except ManifestError as exc:
         print(f"contrail-kube-manager translate: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    translation = translate(manifests.objects, cluster_name=args.cluster_name, semantics=args.semantics)
-    write_out(render(translation, args.output))
+    translation = translate(manifests.handed_over(), cluster_name=args.cluster_name, semantics=args.semantics)
+    write_parts(render_parts(translation, args.output))
     return 0

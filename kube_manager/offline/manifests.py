@@ -17,11 +17,10 @@ from __future__ import annotations
 import codecs
 import difflib
 import os
+import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Tuple
-
-import yaml
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Tuple
 
 from kube_manager.plumbing.gcpolicy import collector_paused
 from kube_manager.registry import KINDS, Kinds
@@ -30,7 +29,17 @@ from vnc_client import jsoncodec
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 STDIN = "-"
 STDIN_NAME = "<stdin>"
-SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_LOOKS_LIKE_JSON = re.compile(rb"\s*[{\[]")  # ASCII whitespace, then `{` or `[`
+
+if TYPE_CHECKING:
+    import yaml
+
+
+def safe_loader() -> Any:
+    """libyaml's safe loader when PyYAML was built with it; PyYAML is imported only for YAML."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class ManifestError(Exception):
@@ -58,6 +67,13 @@ class Manifests:
         if unknown:
             raise ValueError(f"manifests of kinds not read: {', '.join(sorted(unknown))}")
         self.objects = {kind: self.objects.get(kind, []) for kind in self.kinds.names()}
+
+    def handed_over(self) -> Dict[str, Iterator[Dict[str, Any]]]:
+        """The objects by kind, in order, each let go of as it is handed out: a caller that keeps
+        only what it reads of each (the translator) then frees the rest of a large dump while it
+        goes, and the memory it allocates next reuses those pages instead of new ones. The
+        manifests are empty afterwards."""
+        return {kind: _handed_over(objects) for kind, objects in self.objects.items()}
 
     def add(self, obj: Any, where: str = "a document") -> None:
         if obj is None:
@@ -99,6 +115,12 @@ class Manifests:
         target[position] = obj
         shown = f"{key[1]}/{name}" if key[1] else name
         self.notes.append(f"{where}: {kind} {shown} given again (also at {first}); the last copy is used")
+
+
+def _handed_over(objects: List[Dict[str, Any]]) -> Iterator[Dict[str, Any]]:
+    objects.reverse()
+    while objects:
+        yield objects.pop()
 
 
 def _json_type(value: Any) -> str:
@@ -154,8 +176,10 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _yaml_problem(exc: yaml.YAMLError) -> str:
+def _yaml_problem(exc: "yaml.YAMLError") -> str:
     """PyYAML's reports span lines and name "<unicode string>"; keep the problem and its place."""
+    import yaml
+
     if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
         mark = exc.problem_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -175,6 +199,12 @@ def parse_documents(data: bytes, name: str) -> List[Any]:
     """
     if b"\0" in data:
         raise ManifestError(f"{name}: binary data, not YAML or JSON")
+    body = data[len(codecs.BOM_UTF8):] if data.startswith(codecs.BOM_UTF8) else data
+    if _LOOKS_LIKE_JSON.match(body):  # a cluster dump: parsed from the bytes, no text made of them
+        try:
+            return [jsoncodec.loads(body)]
+        except (ValueError, RecursionError):
+            pass  # not UTF-8, or perhaps YAML: read again below, which says which
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -182,13 +212,15 @@ def parse_documents(data: bytes, name: str) -> List[Any]:
     json_problem = ""
     if text.lstrip()[:1] in ("{", "["):
         try:
-            return [jsoncodec.loads(data[len(codecs.BOM_UTF8):] if data.startswith(codecs.BOM_UTF8) else data)]
+            return [jsoncodec.loads(body)]
         except (ValueError, RecursionError) as exc:
             json_problem = _one_line(str(exc)) or type(exc).__name__
         if name.endswith(".json"):
             raise ManifestError(f"{name}: not valid JSON: {json_problem}")
+    import yaml
+
     try:
-        return list(yaml.load_all(text, Loader=SAFE_LOADER))
+        return list(yaml.load_all(text, Loader=safe_loader()))
     except yaml.YAMLError as exc:
         if json_problem:
             raise ManifestError(f"{name}: not valid JSON: {json_problem}") from None

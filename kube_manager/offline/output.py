@@ -9,21 +9,37 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Union
+from typing import Iterable, Union
 
 
 def write_out(data: Union[str, bytes]) -> None:
     """Write `data` to standard output and flush it; nothing happens when the reader is gone."""
+    if isinstance(data, bytes):
+        write_parts((data,))
+        return
     try:
-        if isinstance(data, bytes):
-            sys.stdout.flush()
-            sys.stdout.buffer.write(data)
-        else:
-            sys.stdout.write(data)
+        sys.stdout.write(data)
         sys.stdout.flush()
     except BrokenPipeError:
-        # What is still buffered would fail again when the interpreter flushes at exit, with a
-        # message and status 120: standard output goes to /dev/null instead.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+        _reader_gone()
+
+
+def write_parts(parts: Iterable[bytes]) -> None:
+    """Write each of `parts` to standard output as it comes, and flush; once the reader is gone,
+    the parts left are neither made nor written."""
+    try:
+        sys.stdout.flush()
+        write = sys.stdout.buffer.write
+        for part in parts:
+            write(part)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _reader_gone()
+
+
+def _reader_gone() -> None:
+    # What is still buffered would fail again when the interpreter flushes at exit, with a
+    # message and status 120: standard output goes to /dev/null instead.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Dict, List, Tuple
+from typing import TYPE_CHECKING, Any, Iterator, List
 
-import yaml
-
-from kube_manager.offline.yaml_block import BlockWriter, Unsupported
+if TYPE_CHECKING:
+    from kube_manager.offline.yaml_block import BlockWriter
 
 try:
     import orjson
@@ -37,73 +36,58 @@ def _json_escape(match: "re.Match[bytes]") -> bytes:
 
 def json_bytes(data: Any) -> bytes:
     """`json.dumps(data, indent=2) + "\\n"`, byte for byte (ASCII), at orjson's speed when installed."""
+    return b"".join(json_chunks(data))
+
+
+def json_chunks(data: Any) -> Iterator[bytes]:
+    """The bytes of `json_bytes(data)`, in parts, made one at a time: a top-level mapping key by
+    key, a long list under a key CHUNK items at a time. The whole text of a large translation is
+    eight times its input, and every page of it held at once is a page the kernel must fault in
+    and tear down; each part's objects are the same, so each part is the reference's own bytes.
+
+    A part is dumped as a one-key mapping (its items then sit at their depth in the whole) and
+    cut out of that mapping's text: `{\\n` and `\\n}` around a key's entry, and for the items of
+    a chunk also the list's opening and closing lines."""
+    if not isinstance(data, dict) or not data:
+        yield _json_text(data) + b"\n"
+        return
+    yield b"{\n"
+    first = True
+    for key, value in data.items():
+        if not first:
+            yield b",\n"
+        first = False
+        if isinstance(value, list) and len(value) > CHUNK:
+            # `  "key": [\n    item,\n    item` of the first chunk; `    item` of the others
+            yield _json_text({key: value[:CHUNK]})[2:-_LIST_TAIL]
+            for start in range(CHUNK, len(value), CHUNK):
+                yield b",\n"
+                yield _json_text({"": value[start:start + CHUNK]})[_LIST_HEAD:-_LIST_TAIL]
+            yield b"\n  ]"
+        else:
+            yield _json_text({key: value})[2:-2]
+    yield b"\n}\n"
+
+
+# What a one-key mapping of a list adds around its items: `{\n  "": [\n` and `\n  ]\n}`.
+_LIST_HEAD, _LIST_TAIL = len(b'{\n  "": [\n'), len(b"\n  ]\n}")
+
+
+def _json_text(data: Any) -> bytes:
+    """`json.dumps(data, indent=2)` as bytes (ASCII), through orjson when it prints the same."""
     if orjson is not None:
         try:
-            raw = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+            raw = orjson.dumps(data, option=orjson.OPT_INDENT_2)
         except orjson.JSONEncodeError:  # lone surrogates, integers over 64 bits
             pass
         else:
             if not raw.isascii() or b"\x7f" in raw:
                 raw = _NOT_PRINTABLE_ASCII.sub(_json_escape, raw)
             return raw
-    return (json.dumps(data, indent=2) + "\n").encode()
+    return json.dumps(data, indent=2).encode()
 
 
-class _PlainDumper(yaml.SafeDumper):
-    """Bodies share sub-objects; YAML must repeat them rather than print anchors and aliases."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-_STR, _INT, _BOOL, _NULL = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "bool", "null"))
-_SEQ, _MAP = "tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"
 CHUNK = 2000
-
-
-class _FastPlainDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    """_PlainDumper with libyaml's emitter, and a lean representer for JSON data.
-
-    libyaml only emits; building PyYAML's node graph in Python was most of the time (figures in
-    docs/operations.md, "Measurements behind the code"). The graph built here is the one SafeRepresenter builds
-    for dicts, lists, strings, integers, booleans and None under `default_flow_style=False` (same
-    tags, values and styles; a fresh node per occurrence, so no anchors), and the implicit-tag
-    resolution of a scalar is computed once per distinct value, the same keys and values recurring
-    hundreds of thousands of times.
-    """
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-    def represent(self, data: Any) -> None:
-        self._resolved: Dict[Tuple[str, Tuple[bool, bool]], str] = {}
-        super().represent(data)
-
-    def represent_data(self, data: Any) -> yaml.Node:
-        kind = type(data)
-        if kind is str:
-            return yaml.ScalarNode(_STR, data)
-        if kind is dict:
-            node = self.represent_data
-            return yaml.MappingNode(_MAP, [(node(k), node(v)) for k, v in data.items()], flow_style=False)
-        if kind is list:
-            return yaml.SequenceNode(_SEQ, [self.represent_data(item) for item in data], flow_style=False)
-        if kind is bool:
-            return yaml.ScalarNode(_BOOL, "true" if data else "false")
-        if kind is int:
-            return yaml.ScalarNode(_INT, str(data))
-        if data is None:
-            return yaml.ScalarNode(_NULL, "null")
-        return super().represent_data(data)
-
-    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-        if kind is not yaml.ScalarNode:
-            return super().resolve(kind, value, implicit)
-        key = (value, implicit)
-        tag = self._resolved.get(key)
-        if tag is None:
-            tag = self._resolved[key] = super().resolve(kind, value, implicit)
-        return tag
 
 
 def _plain_strings(data: Any) -> bool:
@@ -118,10 +102,6 @@ def _plain_strings(data: Any) -> bool:
             and _CONTROL_ESCAPE.search(raw) is None)
 
 
-def _dump(data: Any, dumper: Any) -> bytes:
-    return yaml.dump(data, Dumper=dumper, sort_keys=False, default_flow_style=False, encoding="utf-8")
-
-
 def yaml_bytes(data: Any) -> bytes:
     """PyYAML's block-style dump of `data` without aliases, keys in their order.
 
@@ -131,8 +111,10 @@ def yaml_bytes(data: Any) -> bytes:
     translation would be held at once. Each part is written by yaml_block when it can (names and numbers),
     else by libyaml when every string is printable ASCII, else by PyYAML's own emitter.
     """
+    from kube_manager.offline.yaml_block import BlockWriter
+
     if not isinstance(data, dict) or not data:
-        return _dump(data, _FastPlainDumper if _plain_strings(data) else _PlainDumper)
+        return _yaml_dump(data)
     parts: List[Any] = []
     for key, value in data.items():
         if isinstance(value, list) and len(value) > CHUNK and isinstance(key, str) and key.isidentifier():
@@ -144,8 +126,17 @@ def yaml_bytes(data: Any) -> bytes:
     return b"".join(_yaml_part(part, writer) for part in parts)
 
 
-def _yaml_part(part: Any, writer: BlockWriter) -> bytes:
+def _yaml_part(part: Any, writer: "BlockWriter") -> bytes:
+    from kube_manager.offline.yaml_block import Unsupported
+
     try:
         return writer.document(part)
     except Unsupported:
-        return _dump(part, _FastPlainDumper if _plain_strings(part) else _PlainDumper)
+        return _yaml_dump(part)
+
+
+def _yaml_dump(data: Any) -> bytes:
+    """PyYAML's dump of `data`, through libyaml's emitter when every string is printable ASCII."""
+    from kube_manager.offline.yaml_dumpers import dump
+
+    return dump(data, _plain_strings(data))

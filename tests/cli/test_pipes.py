@@ -2,11 +2,14 @@
 traceback, and their exit status keeps its meaning (explain: 0 allowed, 1 dropped)."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import pytest
 
+from kube_manager.offline.serialize import CHUNK
+from tests.support.builders import namespace, pod
 from tests.support.paths import EXAMPLES, REPO
 
 pytestmark = pytest.mark.slow  # a process per case: out of the inner loop
@@ -56,3 +59,18 @@ def test_head_reads_the_first_bytes_of_the_answer():
                             shell=True, executable="/bin/bash", capture_output=True, text=True,
                             timeout=60, cwd=REPO)
     assert (result.returncode, result.stdout, result.stderr) == (1, '{\n  "actio', "")
+
+
+def test_a_reader_that_leaves_in_the_middle_of_a_long_answer_ends_translate_silently(tmp_path):
+    """`translate -o json` writes a long list in parts, each made once the one before is written:
+    a reader gone after the first bytes stops it between two parts, silently."""
+    dump = tmp_path / "cluster.json"
+    pods = [pod("big", f"p-{i}", f"10.1.{i // 250}.{i % 250 + 1}", {"app": f"a{i % 7}"}) for i in range(CHUNK + 500)]
+    dump.write_text(json.dumps({"kind": "List", "items": [namespace("big"), *pods]}))
+    proc = subprocess.Popen([sys.executable, "-m", "kube_manager", "translate", "-f", str(dump), "-o", "json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(10) == b'{\n  "clust'  # the answer has begun: the pipe's buffer is full
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    assert (proc.wait(60), stderr) == (0, "")

@@ -69,7 +69,7 @@ def test_flow_style_yaml_that_looks_like_json_is_still_yaml():
 def test_yaml_goes_through_libyaml_when_pyyaml_has_it():
     if not yaml.__with_libyaml__:
         pytest.skip("PyYAML built without libyaml")
-    assert manifests_module.SAFE_LOADER is yaml.CSafeLoader
+    assert manifests_module.safe_loader() is yaml.CSafeLoader
 
 
 def test_the_stdlib_json_parser_is_the_fallback(monkeypatch):

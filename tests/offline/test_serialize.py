@@ -47,6 +47,13 @@ def test_examples_print_the_reference_bytes_on_the_fast_paths(examples_translati
     assert yaml_bytes(examples_translation) == reference_yaml(examples_translation)
 
 
+def test_the_json_text_in_parts_is_the_reference_text(examples_translation, monkeypatch):
+    monkeypatch.setattr(serialize, "CHUNK", 3)  # every list longer than 3 comes in several parts
+    parts = list(serialize.json_chunks(examples_translation))
+    assert len(parts) > 4 * len(examples_translation)
+    assert b"".join(parts) == reference_json(examples_translation)
+
+
 def test_without_orjson_the_bytes_are_the_same(examples_translation, monkeypatch):
     expected = json_bytes(examples_translation), yaml_bytes(examples_translation)
     monkeypatch.setattr(serialize, "orjson", None)

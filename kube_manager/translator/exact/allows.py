@@ -14,11 +14,13 @@ from typing import Dict, List, Optional, Tuple
 
 from ..bodies import MARK_CACHE_LIMIT, FqName, address_group_endpoint
 from ..cidr import IpBlock
-from ..model import UNBOUND, ParsedPolicy, Peer, PodScope
+from ..model import UNBOUND, ParsedPolicy, Peer, PodScope, PolicySpec
 from ..named_ports import PodView, ResolvedService, block_services, egress_destination
 from ..naming import INGRESS, shorten
+from ..ports import Service
 from ..scope_tags import ScopeTags
 from .items import ANYTHING, Addresses, End, Item, Pods
+from .unmet import Services
 
 Keyed = List[Tuple[FqName, Item]]  # items with a key unique in the cluster: (namespace, name, position)
 
@@ -34,6 +36,7 @@ class AllowItems:
         self._view = view
         self._pods: Dict[Tuple[Optional[str], int, int], Tuple[PodScope, Pods]] = {}
         self._addresses: Dict[int, Tuple[IpBlock, Addresses]] = {}
+        self._services: Dict[int, Tuple[PolicySpec, Optional[Services]]] = {}
 
     def split(self, policy: ParsedPolicy) -> Tuple[Keyed, Keyed]:
         """The allows of a policy rendered (not rejected whole), (egress, ingress)."""
@@ -72,6 +75,18 @@ class AllowItems:
                     position += 1
         return egress, ingress
 
+    def services(self, policy: ParsedPolicy) -> Optional[Services]:
+        """The services of the allows `split` reads, (egress, ingress), or more, from the rule
+        blocks alone; None when a block names ports, which resolve on pods. Kept by the spec
+        (shared by the ParseCache, held by its entry): policies of one template share them."""
+        spec = policy.spec
+        found = self._services.get(id(spec))
+        if found is None:
+            if len(self._services) >= MARK_CACHE_LIMIT:
+                self._services.clear()
+            found = self._services[id(spec)] = (spec, _services(spec))
+        return found[1]
+
     def _end(self, peer: Optional[Peer], namespace: str) -> End:
         if peer is None:
             return ANYTHING
@@ -91,3 +106,14 @@ class AllowItems:
             found = self._pods[key] = (scope, Pods(frozenset(self._tags.of_scope(scope, scope_namespace)[0])))
         return found[1]
 
+
+
+def _services(spec: PolicySpec) -> Optional[Services]:
+    egress: List[Service] = []
+    ingress: List[Service] = []
+    for block in spec.blocks:
+        fixed = block.fixed_services
+        if fixed is None:
+            return None
+        (ingress if block.direction == INGRESS else egress).extend(fixed)
+    return frozenset(egress), frozenset(ingress)

@@ -25,9 +25,11 @@ from typing import AbstractSet, Callable, Dict, FrozenSet, Iterator, List, Mappi
 from ..bodies import MARK_CACHE_LIMIT, FqName
 from ..encoding import NAMESPACE, encode_value, tag_name
 from ..ports import Service
+from .allows import Keyed
 from .emit import Emitter, Rule
 from .items import NAME_LABEL_TYPE, End, Item, Pods, meet, meet_services
 from .realised import RealisedEnds
+from .unmet import Services, UnmetPolicies, services_meet
 
 PolicyKey = Tuple[str, str]
 Keys = Tuple[Optional[str], Optional[str]]  # the namespace of a rule's source and destination
@@ -167,10 +169,14 @@ class PairRules:
     """The pair rules of every NetworkPolicy; `put` and `drop` write a rule into the block."""
 
     def __init__(self, emitter: Emitter, put: Callable[[Rule], None], drop: Callable[[Rule], None],
-                 possible: Callable[[Item], bool], ends: RealisedEnds[Pair]) -> None:
+                 possible: Callable[[Item], bool], ends: RealisedEnds[Pair],
+                 read: Callable[[PolicyKey], Tuple[Keyed, Keyed]]) -> None:
         """`possible`: whether a pair's ends can match pods of the cluster's namespaces as they
-        are; `ends`: which ends the current pods match."""
+        are; `ends`: which ends the current pods match; `read`: a policy's allows as items,
+        (egress, ingress), each with its rule's name."""
         self._emitter = emitter
+        self._read = read
+        self._unmet = UnmetPolicies()
         self._possible = possible
         self._ends = ends
         self._put, self._drop = put, drop
@@ -187,9 +193,42 @@ class PairRules:
     def counts(self) -> PairRuleCounts:
         return PairRuleCounts(len(self._rules), self._contributions)
 
-    def update(self, key: PolicyKey, egress: List[Tuple[FqName, Item]], ingress: List[Tuple[FqName, Item]]) -> None:
-        """The policy `key` now has these rules (none: it is gone); new pairs are written before
-        the old ones are dropped."""
+    def update(self, key: PolicyKey, services: Optional[Services]) -> None:
+        """The policy `key` is new or changed; `services` are those of its allows (None: they are
+        known only from the allows). Its allows are read (`read`) unless no service of them meets
+        one of the other direction (`unmet.py`); new pairs are written before the old are dropped."""
+        self._drop_policy(key)
+        items: Optional[Tuple[Keyed, Keyed]] = None
+        if services is None:
+            items = self._read(key)
+            services = (frozenset(item.service for _, item in items[0]),
+                        frozenset(item.service for _, item in items[1]))
+        for woken in sorted(self._unmet.meeting(services)):  # each meets none but this policy
+            self._unmet.remove(woken)
+            self._add(woken, *self._read(woken))
+        if items is None and not self._meets_read(services):
+            self._unmet.add(key, services)
+        else:
+            self._add(key, *(items or self._read(key)))
+        self._release()
+
+    def remove(self, key: PolicyKey) -> None:
+        """The policy `key` is gone (or rejected)."""
+        self._drop_policy(key)
+        self._release()
+
+    def _meets_read(self, services: Services) -> bool:
+        """Whether a service of `services` meets one of the other direction's read allows, or
+        the policy's own allows meet each other."""
+        egress, ingress = services
+        return (any(self._ingress.meeting(service) for service in egress)
+                or any(self._egress.meeting(service) for service in ingress)
+                or services_meet(egress, ingress))
+
+    def _drop_policy(self, key: PolicyKey) -> None:
+        """Forget the rules of `key` and close their pairs (dropped at the next `_release`)."""
+        if self._unmet.remove(key):
+            return
         old_egress, old_ingress = self._policy_rules.pop(key, ((), ()))
         for names in (old_egress, old_ingress):
             for fq_name in names:
@@ -202,6 +241,9 @@ class PairRules:
             for fq_name in names:
                 side.remove(fq_name)
                 del self._policy_of[fq_name]
+
+    def _add(self, key: PolicyKey, egress: Keyed, ingress: Keyed) -> None:
+        """File the allows of `key` and pair them with the other direction's."""
         if egress or ingress:
             self._policy_rules[key] = (tuple(fq for fq, _ in egress), tuple(fq for fq, _ in ingress))
             self._policy_of.update((fq_name, key) for fq_name, _ in egress + ingress)
@@ -221,7 +263,6 @@ class PairRules:
                 for partner, partner_item in self._partners(self._ingress, self._egress, item):
                     if partner not in own:
                         self._pair((partner, fq_name), partner_item, item)
-        self._release()
 
     @staticmethod
     def _partners(side: _Side, other: _Side, item: Item) -> Iterator[Tuple[FqName, Item]]:

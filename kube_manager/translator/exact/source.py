@@ -62,7 +62,8 @@ class ExactEnforcement:
         self.emitter = Emitter(bodies, shared.origins, isolation.is_tag)
         contradictions = NamespaceContradictions(shared.origins, namespace_labels, namespace_key)
         self._realised: RealisedEnds[Pair] = RealisedEnds(shared.origins, index)
-        self._pairs = PairRules(self.emitter, self._put, self._drop, contradictions.possible, self._realised)
+        self._pairs = PairRules(self.emitter, self._put, self._drop, contradictions.possible, self._realised,
+                                self._allows_of)
         self._namespaces_changed: Set[str] = set()
         self._refs: Optional[SequencedRefs] = None
         if self.exact:
@@ -173,8 +174,12 @@ class ExactEnforcement:
             self._isolation.moved(key[0], self._selections.pop(key, ()), new)
             if new:
                 self._selections[key] = new
-            if self._refs is not None:
-                self._pairs.update(key, *self._allows_of(key))
+            if self._refs is None:
+                continue
+            if policy is not None:
+                self._pairs.update(key, self._allows.services(policy))
+            else:
+                self._pairs.remove(key)
         self._isolation.mark_moved()
 
     def _meet_again(self, namespaces: Set[str]) -> None:
@@ -182,7 +187,7 @@ class ExactEnforcement:
         they are now (a pending policy is met at its own update)."""
         keys = set().union(*(self._pairs.naming(name) for name in namespaces)) - self._pending.keys()
         for key in sorted(keys):
-            self._pairs.update(key, *self._allows_of(key))
+            self._pairs.update(key, self._allows.services(self._policies[key]))
 
     def _put(self, rule: Rule) -> None:
         assert self._refs is not None
