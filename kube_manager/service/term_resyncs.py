@@ -3,9 +3,11 @@
 
 The start-up resync waits for the first list of every resource: before that, the picture of the
 cluster is incomplete and garbage collection would delete what is merely not listed yet. It is
-retried with backoff while the config API cannot be read. The daemon (daemon.py) begins and
-abandons the terms; what happens inside one, between its reconciler being connected and its end,
-is here. Nothing here is in an event's path: the watchers deliver to the dispatcher directly.
+retried with backoff while the config API cannot be read, and each failure is told to the status
+publisher, whose conditions then say so rather than nothing (SPEC 15). The daemon (daemon.py)
+begins and abandons the terms; what happens inside one, between its reconciler being connected and
+its end, is here. Nothing here is in an event's path: the watchers deliver to the dispatcher
+directly.
 """
 from __future__ import annotations
 
@@ -43,6 +45,7 @@ class TermResyncs:
         self.resync_now = gevent.event.Event()
         self.lists_done = gevent.event.Event()
         self.resynced_once = False
+        self.failure = ""  # the class of the last resync's error
         self.look_again: List[Callable[[], None]] = []  # the watchers' of absent CRDs, at each resync
 
     def await_lists(self) -> None:
@@ -77,6 +80,7 @@ class TermResyncs:
             if self.resync():
                 self.status.term_resynced()  # conditions from the term's sync states, not a standby's guess
                 return not end.is_set()
+            self.status.term_unreachable(self.failure)
             delay = backoff.when("start-up resync")
             log.warning("config API not reachable at start, will retry", extra=kv(retry_in=delay))
             end.wait(delay)
@@ -93,6 +97,7 @@ class TermResyncs:
         except VncError as exc:
             log.warning("resync failed", extra=kv(error=f"{type(exc).__name__}: {exc}"))
             self.db.vnc_connection.last_error = f"{type(exc).__name__}: {exc}"
+            self.failure = type(exc).__name__
             return False
         self.resynced_once = True
         return True
