@@ -80,11 +80,14 @@ def uncached_start(request: pytest.FixtureRequest,
         yield None
         return
     from tests.support.control_plane_support import start_real_kube, stop_real_kube
-    with ThreadPoolExecutor(1) as pool:
-        started = pool.submit(start_real_kube, tmp_path_factory.mktemp("uncached"), ["--watch-cache", "false"])
-        yield started
-        if started.exception() is None:  # a failed or skipped start is reported by uncached_kube
-            stop_real_kube(started.result())
+    pool = ThreadPoolExecutor(1)
+    started = pool.submit(start_real_kube, tmp_path_factory.mktemp("uncached"), ["--watch-cache", "false"])
+    # Its thread ends with the start rather than with the session: a fork in a later test (the
+    # staged runs') is then a fork of a process of one thread.
+    pool.shutdown(wait=False)
+    yield started
+    if started.exception() is None:  # a failed or skipped start is reported by uncached_kube
+        stop_real_kube(started.result())
 
 
 @pytest.fixture(scope="session")

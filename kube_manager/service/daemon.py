@@ -4,12 +4,12 @@ The pipeline (records, translator, and per term a reconciler) comes from `build_
 (kube_manager/service/pipeline.py). `Daemon.run` starts, in this order: the in-process config API
 (`vnc_endpoint_ip = embedded`) and the emulated Kubernetes API server with the emulated CNI
 (`kubernetes_api_server = emulated`) when configured; the introspect server; one watcher per
-registered kind; leader election (SPEC section 12). It waits for a term as leader, and in the term
-for the first list of each resource before its first resync
-(before that, the picture of the cluster is incomplete and garbage collection would delete what is
-merely not listed yet). The term's reconciler is connected meanwhile: once every list is in, its
-first listings go out while the lists are translated (`Reconciler.initial_lists_in`). A standby keeps
-watching and translating, serves introspect and writes nothing.
+registered kind; leader election (SPEC section 12). It waits for a term as leader; what the term does
+then, the wait for the first list of each resource, the start-up resync and the resyncs after it,
+is `TermResyncs` (term_resyncs.py). The term's reconciler is connected as the term begins: once
+every list is in, its first listings go out while the lists are translated
+(`Reconciler.initial_lists_in`). A standby keeps watching and translating, serves introspect and
+writes nothing.
 
 Each term as leader gets its own config API client, bound to the term's write-gate epoch, and its own
 reconciler connected to the pipeline: the start-up resync (one listing per type, repair, garbage collection), then the workers.
@@ -39,13 +39,12 @@ from typing import Any, Callable, List, Optional
 import gevent
 import gevent.event
 
-from kube_manager.plumbing import gcpolicy
-from kube_manager.service.heap_settler import settle_after_resyncs, when_drained
 from kube_manager.leader.leadership import Leadership
 from kube_manager.observability.logging_setup import kv
 from kube_manager.offline.manifests import load_manifests
 from kube_manager.observability.metrics import Metrics
 from kube_manager.service.pipeline import build_pipeline
+from kube_manager.service.term_resyncs import TermResyncs
 from kube_manager.reconciler.core import Reconciler
 from kube_manager.settings import OperatorSettings
 from kube_manager.translator.exact.pairs import pair_rule_prefix
@@ -56,8 +55,6 @@ from kube_manager.status.outbox import KubeApis, StatusOutbox
 from kube_manager.status.publisher import StatusPublisher, now_text
 from vnc_client.auth import KeystoneCredentials
 from vnc_client.client import VncClient
-from vnc_client.errors import VncError
-from vnc_client.ratelimit import ExponentialRateLimiter
 
 log = logging.getLogger(__name__)
 
@@ -101,10 +98,8 @@ class Daemon:
         self.vnc_url = ""
         self.kube_url = ""
         self._stop = gevent.event.Event()
-        self._resync_now = gevent.event.Event()
-        self._lists_done = gevent.event.Event()
-        self._resynced_once = False
-        self._look_again: List[Callable[[], None]] = []
+        self.terms = TermResyncs(self.pipeline, settings.reconciler, self.status, self._stop,
+                                 lambda: self._prepare_explain())
         self._stop_grace = STOP_GRACE
         self._running = _Running()
 
@@ -120,7 +115,7 @@ class Daemon:
         self.leadership.halt()
 
     def request_resync(self) -> None:
-        self._resync_now.set()
+        self.terms.resync_now.set()
 
     def run(self, once: bool = False, once_timeout: float = 300.0) -> int:
         """Run until stopped (0) or, with `once`, until converged (0) or `once_timeout` (1)."""
@@ -159,7 +154,7 @@ class Daemon:
                                         keystone=settings.auth.keystone))
         self._start_introspect()
         self._spawn(self._staged_runner().run)
-        self._spawn(self._await_lists)
+        self._spawn(self.terms.await_lists)
         self._kube_api = self._start_watchers(self._kubernetes_url())
         self.leadership.start(self._kube_api)
         self._spawn(self._heartbeat)
@@ -202,10 +197,10 @@ class Daemon:
                 return
             end = self._begin_term(epoch)
             try:
-                if self._wait_for_lists(end) and self._first_resync(end):
+                if self.terms.wait_for_lists(end) and self.terms.first_resync(end):
                     assert self.reconciler is not None
                     self.reconciler.start()
-                    self._serve(end)
+                    self.terms.serve(end)
             finally:
                 if not self._stop.is_set():
                     self._abandon_term()
@@ -248,7 +243,7 @@ class Daemon:
                                  explain=AccessExplainer(endpoint.access).explain,
                                  settings=dataclasses.replace(self.settings.watch,
                                                               absent_recheck=self.settings.reconciler.resync_interval))
-        self._look_again = [watcher.look_again for watcher in watchers]  # absent CRDs, at each resync
+        self.terms.look_again = [watcher.look_again for watcher in watchers]  # absent CRDs, at each resync
         for watcher in watchers:
             self._running.stoppers.append(watcher.stop)
             self._spawn(watcher.run)
@@ -292,79 +287,6 @@ class Daemon:
 
     # --- running -----------------------------------------------------------------------------
 
-    def _await_lists(self) -> None:
-        """Once the first list of every resource is in (and translated), leader or not: the
-        watchers deliver to the dispatcher directly, which says so (`lists_applied`)."""
-        gevent.wait([self.cache.lists_applied, self._stop], count=1)
-        if not self.cache.lists_applied.is_set():
-            return  # stopped first
-        log.info("initial lists done", extra=kv(
-            namespaces=len(self.db.namespaces), pods=len(self.db.pods),
-            network_policies=len(self.db.network_policies),
-            cluster_network_policies=len(self.db.cluster_network_policies)))
-        # The cluster's state lives as long as the process: out of the collector's view, a
-        # collection during an event no longer walks millions of long-lived objects.
-        gcpolicy.settle()
-        self.status.lists_in = True
-        self._lists_done.set()
-
-    def _wait_for_lists(self, end: gevent.event.Event) -> bool:
-        """In a term: wait for the first list of every resource; False if the term ends first."""
-        if not self._lists_done.is_set():
-            log.info("waiting for the initial lists", extra=kv(kinds=",".join(self.pipeline.kinds.names())))
-        gevent.wait([self._lists_done, end, self._stop], count=1)
-        return self._lists_done.is_set() and not end.is_set() and not self._stop.is_set()
-
-    def _first_resync(self, end: gevent.event.Event) -> bool:
-        """The start-up resync of a term, retried with backoff while the config API is unreachable;
-        False when the term ends first."""
-        pace = self.settings.reconciler
-        backoff = ExponentialRateLimiter(pace.start_retry_base, pace.start_retry_cap)
-        while not end.is_set():
-            if self._resync():
-                self.status.term_resynced()  # conditions from the term's sync states, not a standby's guess
-                return not end.is_set()
-            delay = backoff.when("start-up resync")
-            log.warning("config API not reachable at start, will retry", extra=kv(retry_in=delay))
-            end.wait(delay)
-        return False
-
-    def _resync(self) -> bool:
-        assert self.reconciler is not None
-        for look_again in self._look_again:
-            look_again()
-        try:
-            self.reconciler.resync()
-        except VncError as exc:
-            log.warning("resync failed", extra=kv(error=f"{type(exc).__name__}: {exc}"))
-            self.db.vnc_connection.last_error = f"{type(exc).__name__}: {exc}"
-            return False
-        self._resynced_once = True
-        return True
-
-    def _serve(self, end: gevent.event.Event) -> None:
-        """Resync every kube_timer_interval (or on SIGHUP) until the term ends."""
-        interval = self.settings.reconciler.resync_interval
-        next_at = time.monotonic() + interval
-        resynced = gevent.event.Event()
-        resynced.set()  # the term's first resync
-        assert self.reconciler is not None
-        helpers = [gevent.spawn(settle_after_resyncs, self.reconciler.queue, end, resynced),
-                   gevent.spawn(when_drained, self.reconciler.queue, end, self._prepare_explain)]
-        try:
-            while not end.is_set():
-                timeout = max(0.0, next_at - time.monotonic())
-                woken = gevent.wait([end, self._resync_now], timeout=timeout, count=1)
-                if end.is_set():
-                    return
-                if woken:
-                    self._resync_now.clear()
-                if self._resync():
-                    resynced.set()
-                next_at = time.monotonic() + interval
-        finally:
-            gevent.killall(helpers)
-
     def _run_once(self, timeout: float) -> int:
         """`--once`: start, list, resync and converge, all within `timeout` seconds."""
         deadline = time.monotonic() + timeout
@@ -376,7 +298,7 @@ class Daemon:
             if epoch is None:
                 return 0
             end = self._begin_term(epoch)
-            if self._wait_for_lists(end) and self._first_resync(end):
+            if self.terms.wait_for_lists(end) and self.terms.first_resync(end):
                 assert self.reconciler is not None
                 self.reconciler.start()
                 if self.reconciler.wait_converged(max(0.0, deadline - time.monotonic()), end):
@@ -403,7 +325,7 @@ class Daemon:
                     + (f"unreachable ({error})" if error else "did not answer"))
         if not self.db.leader.is_leader:
             return f"this instance is not the leader (leader: {self.db.leader.leader or 'none'})"
-        if not self._resynced_once:
+        if not self.terms.resynced_once:
             last = self.db.vnc_connection.last_error
             return (f"first resync not done: config API at {self.vnc_url} "
                     + (f"unreachable ({last})" if last else "did not answer"))

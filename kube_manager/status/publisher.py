@@ -11,8 +11,12 @@ facts and says nothing; a new term re-reports what stands (each rejected part an
 and then follows the differences. Its conditions wait for the term's start-up resync
 (`term_resynced`): until its own reconciler has spoken, a new leader's sync states are a standby's
 guess (every policy pending), and writing that guess would flap a `Programmed` that stands to
-`Pending` and back, moving its `lastTransitionTime`. A conditions write sends the latest
-conditions when its turn comes, so one overtaken while queued is never written.
+`Pending` and back, moving its `lastTransitionTime`. Should that resync fail, the config API
+cannot be read (`term_unreachable`): rather than leave Kubernetes silent for as long as it stays so,
+the conditions then say what is known without it (verdicts.py's `unreachable_conditions`:
+`Accepted` as ever, `Programmed` False / ConfigAPIUnreachable, never over a `Programmed True` held
+for the same generation). A conditions write sends the latest conditions when its turn comes, so
+one overtaken while queued is never written.
 
 Synced is said once per generation: a policy's generation is taken as already announced when the
 publisher first sees it before the initial lists are in (a restart is no change of any spec), and
@@ -33,7 +37,7 @@ from kube_manager.records.db import PENDING, ClusterPolicyRecord, PolicyRecord
 from kube_manager.status.outbox import StatusOutbox
 from kube_manager.status.recorder import EventRecorder
 from kube_manager.status.verdicts import (NORMAL, EventSpec, PolicyFacts, conditions_of, events_between,
-                                         merged_conditions)
+                                         merged_conditions, unreachable_conditions)
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +122,7 @@ class StatusPublisher:
         self._settled: Dict[PolicyId, int] = {}  # the generation the reconciler last spoke of
         self._conditions: Dict[PolicyId, Conditions] = {}  # last queued, this term
         self._resynced = False  # the term's start-up resync is in: its conditions are written
+        self._unreachable = ""  # before that, why the config API could not be read (its error's class)
         self._recorder: Optional[EventRecorder] = None
         self.lists_in = False  # set by the daemon once the initial lists are applied
         self.standing: List[Callable[[], List[Tuple[PolicyId, EventSpec]]]] = []  # warnings a term says again
@@ -128,7 +133,7 @@ class StatusPublisher:
         """A term begins: report what stands, then every difference."""
         self._outbox.open(apis, gate)
         self._recorder = EventRecorder(self._outbox.put, identity)
-        self._conditions, self._resynced = {}, False
+        self._conditions, self._resynced, self._unreachable = {}, False, ""
         for policy, facts in self._facts.items():
             self._say(policy, None, facts, False)
         for warnings in self.standing:
@@ -141,14 +146,25 @@ class StatusPublisher:
         where Kubernetes holds others)."""
         if self._recorder is None or self._resynced:
             return
-        self._resynced = True
+        self._resynced, self._unreachable = True, ""
+        for policy, facts in self._facts.items():
+            self._queue_conditions(policy, facts)
+
+    def term_unreachable(self, cause: str) -> None:
+        """The term's start-up resync failed: the config API could not be read (`cause`, the
+        error's class). Until a resync is in, each ClusterNetworkPolicy's conditions say what is
+        known without it, queued now and at each change (and written only where Kubernetes holds
+        others); the same cause again changes nothing."""
+        if self._recorder is None or self._resynced or self._unreachable == cause:
+            return
+        self._unreachable = cause
         for policy, facts in self._facts.items():
             self._queue_conditions(policy, facts)
 
     def stand_by(self) -> None:
         self._outbox.close()
         self._recorder = None
-        self._resynced = False
+        self._resynced, self._unreachable = False, ""
 
     # --- fed by the status book (protocol.PolicyObserver) -----------------------------------------
 
@@ -203,14 +219,14 @@ class StatusPublisher:
             self._announced[policy] = facts.generation
         for spec in events_between(before, facts, announce):
             self._recorder.record(facts, spec)
-        if self._resynced:
+        if self._resynced or self._unreachable:
             self._queue_conditions(policy, facts)
 
     def _queue_conditions(self, policy: PolicyId, facts: PolicyFacts) -> None:
         """A ClusterNetworkPolicy's conditions, queued when they differ from those last queued."""
         if facts.kind != CLUSTER_NETWORK_POLICIES.kind:
             return
-        conditions = tuple(conditions_of(facts))
+        conditions = tuple(conditions_of(facts) if self._resynced else unreachable_conditions(facts, self._unreachable))
         if self._conditions.get(policy) != conditions:
             self._conditions[policy] = conditions
             self._outbox.put(ConditionsWrite(facts.name, facts.uid, functools.partial(self._wanted, policy, facts.uid),

@@ -3,7 +3,8 @@
 `PolicyFacts` is what a policy's record holds that Kubernetes is told about (its identity and
 generation, its sync state, its rejected parts and its parked objects); `events_between` says which
 Events a change of those facts calls for, `conditions_of` what a ClusterNetworkPolicy's
-`status.conditions` say, and `merged_conditions` carries `lastTransitionTime` over from the
+`status.conditions` say (`unreachable_conditions` while the leader cannot read the config API),
+and `merged_conditions` carries `lastTransitionTime` over from the
 conditions the object holds. No I/O here: the recorder and the outbox do that.
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ INVALID_POLICY, WRITE_FAILED, SYNCED_REASON = "InvalidPolicy", "WriteFailed", "S
 # The Event's `action`: what kube-manager was doing when it saw what the Event reports.
 TRANSLATE, WRITE = "Translate", "Write"
 ACCEPTED, PROGRAMMED = "Accepted", "Programmed"
+CONFIG_API_UNREACHABLE = "ConfigAPIUnreachable"  # Programmed's reason while a leader cannot read the config API
 NOTE_LIMIT = 1024  # bytes: the API server refuses a longer note
 
 
@@ -103,14 +105,35 @@ def conditions_of(facts: PolicyFacts) -> List[Dict[str, Any]]:
             for kind, (status, reason, message) in ((ACCEPTED, accepted), (PROGRAMMED, programmed))]
 
 
+def unreachable_conditions(facts: PolicyFacts, cause: str) -> List[Dict[str, Any]]:
+    """The conditions of a policy whose objects' state cannot be known: the leader's start-up
+    resync could not read the config API (`cause`, the error's class). `Accepted` is judged from the
+    translation alone, and so is `Programmed` for a policy that writes nothing (rejected whole or
+    staged); any other `Programmed` is `False` / ConfigAPIUnreachable, which `merged_conditions`
+    never lets replace a `True` held for the same generation."""
+    accepted, programmed = conditions_of(facts)
+    if facts.has_objects and facts.state != STAGED:
+        programmed = {**programmed, "status": "False", "reason": CONFIG_API_UNREACHABLE,
+                      "message": f"the Contrail config API cannot be read ({cause}): the objects are "
+                                 "written once it answers"}
+    return [accepted, programmed]
+
+
 def merged_conditions(held: Sequence[Mapping[str, Any]], wanted: Sequence[Mapping[str, Any]],
                       now: str) -> List[Dict[str, Any]]:
     """`wanted` with the `lastTransitionTime` of the condition of the same type `held`, where its
-    status did not change, `now` where it did (or was not there)."""
+    status did not change, `now` where it did (or was not there). A `Programmed` `True` held for
+    the wanted generation stays as it is against a wanted ConfigAPIUnreachable: what was written is
+    still in Contrail as far as anyone can tell, and a new leader that cannot read the config API
+    would otherwise flap it (and move its `lastTransitionTime`) at every failover."""
     old = {c.get("type"): c for c in held if isinstance(c, Mapping)}
-    merged = []
+    merged: List[Dict[str, Any]] = []
     for condition in wanted:
         previous = old.get(condition["type"])
+        if (condition["reason"] == CONFIG_API_UNREACHABLE and previous is not None and previous.get("status") == "True"
+                and previous.get("observedGeneration") == condition["observedGeneration"]):
+            merged.append(dict(previous))
+            continue
         same = previous is not None and previous.get("status") == condition["status"]
         since = previous.get("lastTransitionTime") if same and previous is not None else None
         merged.append({**condition, "lastTransitionTime": since or now})

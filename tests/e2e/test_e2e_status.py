@@ -9,11 +9,13 @@ from typing import Any, Dict, Iterator, List
 import pytest
 
 from kube_manager.offline.manifests import Manifests
+from kube_manager.settings import ReconcilerSettings
+from simulators.vnc_api.runner import BackgroundServer
 from tests.support.builders import HTTP_8080, allow_from, cluster_policy, cnp_rule, namespace, namespace_named, pod, policy
 from tests.support.e2e_support import DaemonProcess, Environment
 from tests.support.status_support import (conditions, count_of, events, events_about, events_fault, reasons_about,
                                           status_writes)
-from tests.support.waiting import wait_until
+from tests.support.waiting import DEADLINE, wait_until
 
 BASE = Manifests({"Namespace": [namespace("shop", team="shop"), namespace("ops", team="ops")],
                   "Pod": [pod("shop", "web", "10.1.0.1", app="web", ports=HTTP_8080),
@@ -183,6 +185,45 @@ def test_an_events_api_that_hangs_delays_no_config_api_write(env: Environment) -
     # Everything is in the config API while the outbox is still waiting for its first answer.
     assert daemon.metric("kube_manager_status_failures_total", reason="timeout") == 0
     assert env.kube.call(lambda store: store.events.requests) == 1 and events(env) == []
+
+
+def test_a_leader_that_cannot_read_the_config_api_says_so_and_flaps_nothing_then_the_right_conditions(
+        env: Environment) -> None:
+    env.apply(guard_shop(ACCEPT_OPS))
+    first = env.start_daemon()
+    env.wait_converged()
+    wait_until(lambda: conditions(env, "guard-shop").get("Programmed", {}).get("status") == "True", "Programmed")
+    assert first.stop() == 0  # hands the Lease over at once
+    standing = conditions(env, "guard-shop")
+    host, port, app = env.vnc.host, env.vnc.port, env.vnc.app
+    env.vnc.stop()  # the config API refuses connections
+    second = env.start_daemon()
+    second.wait_log("initial lists done")  # what follows is a change, not what a start finds
+    # In another tier than guard-shop's: a tier's objects are shared by its policies.
+    guard_ops = cluster_policy("guard-ops", "Baseline", 30, namespace_named("ops"), ingress=[
+        cnp_rule("Accept", namespace_named("shop"), name="shop")])
+    env.apply(guard_ops, with_bad_peer("partly-bad"))
+
+    def reason_of(name: str, kind: str) -> str:
+        return conditions(env, name).get(kind, {}).get("reason", "")
+    wait_until(lambda: reason_of("guard-ops", "Programmed") == "ConfigAPIUnreachable",
+               "Programmed False while the config API cannot be read")
+    meanwhile = conditions(env, "guard-ops")
+    assert (meanwhile["Accepted"]["status"], meanwhile["Programmed"]["status"]) == ("True", "False")
+    assert "VncConnectionError" in meanwhile["Programmed"]["message"]
+    # What needs no config API is said at once; what does waits for it, and nothing flaps.
+    wait_until(lambda: events_about(env, "NetworkPolicy", "partly-bad", "InvalidPolicy"), "InvalidPolicy")
+    assert conditions(env, "guard-shop") == standing
+    assert not events_about(env, "NetworkPolicy", "partly-bad", "Synced")
+
+    env.vnc = BackgroundServer(app, host, port)  # back, with what it held
+    # The start-up resync is tried again within its backoff's cap.
+    wait_until(lambda: reason_of("guard-ops", "Programmed") == "Programmed", "guard-ops programmed",
+               ReconcilerSettings().start_retry_cap + DEADLINE)
+    env.wait_converged()
+    wait_until(lambda: events_about(env, "NetworkPolicy", "partly-bad", "Synced"), "Synced about partly-bad")
+    assert conditions(env, "guard-shop") == standing
+    assert conditions(env, "guard-ops")["Accepted"] == meanwhile["Accepted"]
 
 
 def test_a_standby_writes_no_event_and_no_status_and_a_new_leader_reports_what_stands() -> None:

@@ -104,7 +104,9 @@ class ScriptedServer:
     """A bare HTTP server that answers each connection's request with `respond(request)`.
 
     For failures the emulator does not stage: a response that is never finished (a dead peer), or
-    a server that expires every watch. Connections stay open until `close`.
+    a server that expires every watch. Connections stay open until the `with` block ends, which also
+    ends the server's thread: one left blocked in `accept` would make every later fork of the test
+    process a fork of a multi-threaded one (`plumbing/forked.py`).
     """
 
     def __init__(self, respond: Callable[[bytes], bytes]) -> None:
@@ -113,9 +115,12 @@ class ScriptedServer:
         self._listener.bind(("127.0.0.1", 0))
         self._listener.listen(8)
         self._connections: List[socket.socket] = []
+        self._lock = threading.Lock()  # the connections, and whether the server is closing
+        self._closing = False
         self.requests: List[bytes] = []
         self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-        threading.Thread(target=self._serve, daemon=True).start()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
 
     def _serve(self) -> None:
         while True:
@@ -123,15 +128,30 @@ class ScriptedServer:
                 conn, _ = self._listener.accept()
             except OSError:
                 return
-            self._connections.append(conn)
-            request = conn.recv(65536)
-            self.requests.append(request)
-            conn.sendall(self._respond(request))
+            with self._lock:
+                if self._closing:
+                    conn.close()
+                    return
+                self._connections.append(conn)
+            try:
+                request = conn.recv(65536)
+                self.requests.append(request)
+                conn.sendall(self._respond(request))
+            except OSError:  # shut down by `__exit__`
+                return
 
     def __enter__(self) -> "ScriptedServer":
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
-        self._listener.close()
-        for conn in self._connections:
-            conn.close()
+        # A close from another thread wakes no `accept` or `recv` blocked on the socket (Linux);
+        # a shutdown does.
+        with self._lock:
+            self._closing = True
+            sockets = [self._listener, *self._connections]
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+        self._thread.join(DEADLINE)
+        assert not self._thread.is_alive(), "the scripted server's thread did not end"

@@ -8,6 +8,10 @@ with one server. Registered answers are matched like `responses` does: by method
 its query, and by the optional `match` predicates; with `ordered`, each answer is used once, in
 the order registered. An answer may instead be a failure: `DROP` closes the connection without an
 answer, `CUT` sends half of a chunked answer and closes, `Slow(seconds, ...)` waits before answering.
+
+Leaving `serve` ends every thread of the server, a `Slow` answer's wait included: a thread left
+behind would make each later fork of the test process a fork of a multi-threaded one
+(`kube_manager/plumbing/forked.py`), which can deadlock the child.
 """
 from __future__ import annotations
 
@@ -15,8 +19,7 @@ import json as jsonlib
 import socket
 import ssl
 import threading
-import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Dict, Iterator, List, Optional, Union
@@ -100,6 +103,7 @@ class ScriptedServer:
     _open: List[socket.socket] = field(default_factory=list)
     _entries: List[_Entry] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _closing: threading.Event = field(default_factory=threading.Event)  # `serve` is being left
     url: str = ""
 
     def add(self, method: str, url: str, *, json: Any = None, body: Union[bytes, str, Slow, None] = None,
@@ -126,7 +130,8 @@ class ScriptedServer:
         """Closes every connection the server holds open (as a server does after a keep-alive timeout)."""
         with self._lock:
             for sock in self._open:
-                sock.shutdown(socket.SHUT_RDWR)
+                with suppress(OSError):  # the client closed it first
+                    sock.shutdown(socket.SHUT_RDWR)
 
     def unfired(self) -> List[str]:
         return [f"{e.method} {e.url}" for e in self._entries if not e.used]
@@ -161,6 +166,9 @@ def _handler(script: ScriptedServer) -> type:
             with script._lock:
                 script.connections += 1
                 script._open.append(self.connection)
+                if script._closing.is_set():  # accepted as `serve` was left, after `close_idle`
+                    with suppress(OSError):
+                        self.connection.shutdown(socket.SHUT_RDWR)
 
         def finish(self) -> None:
             super().finish()
@@ -180,7 +188,9 @@ def _handler(script: ScriptedServer) -> type:
                 return
             payload = entry.body
             if isinstance(payload, Slow):
-                time.sleep(payload.seconds)
+                if script._closing.wait(payload.seconds):
+                    self.close_connection = True
+                    return
                 payload = b"{}"
             if payload == DROP:
                 self.close_connection = True
@@ -214,7 +224,7 @@ def _handler(script: ScriptedServer) -> type:
 def serve(script: ScriptedServer, tls: Optional[ssl.SSLContext] = None) -> Iterator[ScriptedServer]:
     """Runs `script` on a free local port (in TLS with `tls`) until the context is left."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(script))
-    server.daemon_threads = True
+    server.daemon_threads = False  # so that `server_close` joins each connection's thread
     if tls is not None:
         server.socket = tls.wrap_socket(server.socket, server_side=True)
     script.url = f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}"
@@ -223,8 +233,11 @@ def serve(script: ScriptedServer, tls: Optional[ssl.SSLContext] = None) -> Itera
     try:
         yield script
     finally:
+        script._closing.set()
         server.shutdown()
+        script.close_idle()  # a kept-alive connection's thread waits for its next request
         server.server_close()
+        thread.join()
 
 
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
