@@ -27,11 +27,13 @@ import socket
 import ssl
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union, cast
 from urllib.parse import unquote, urlsplit
 
 import certifi
 from requests.utils import get_environ_proxies, select_proxy
+
+from .headerlines import HeaderLines
 
 # (connect, read) seconds.
 Timeout = Tuple[float, float]
@@ -51,7 +53,7 @@ class Answer:
     """One HTTP answer, read whole."""
 
     status: int
-    headers: http.client.HTTPMessage
+    headers: HeaderLines
     content: bytes
 
     @property
@@ -93,8 +95,56 @@ class _OnePacket:
         super()._send_output(message_body, encode_chunked)  # type: ignore[misc]
 
 
+class _LeanResponse(http.client.HTTPResponse):
+    """`http.client`'s answer with its header lines read by `HeaderLines` instead of the `email`
+    package (see headerlines.py); what follows the headers (chunks, length, keep-alive) is read as
+    `http.client` reads it, from the same fields."""
+
+    def begin(self) -> None:
+        if self.headers is not None:
+            return
+        while True:
+            version, status, reason = self._read_status()
+            if status != http.client.CONTINUE:
+                break
+            _lines(self.fp)  # a 100 Continue's own headers, skipped
+        self.code = self.status = status
+        self.reason = reason.strip()
+        if version in ("HTTP/1.0", "HTTP/0.9"):
+            self.version = 10
+        elif version.startswith("HTTP/1."):
+            self.version = 11
+        else:
+            raise http.client.UnknownProtocol(version)
+        self.headers = self.msg = _lines(self.fp)
+        self.chunked = (self.headers.get("transfer-encoding") or "").lower() == "chunked"
+        self.chunk_left = None
+        self.will_close = self._check_close()
+        length = self.headers.get("content-length")
+        self.length = None
+        if length and not self.chunked:
+            try:
+                self.length = int(length) if int(length) >= 0 else None
+            except ValueError:
+                pass
+        if status in (http.client.NO_CONTENT, http.client.NOT_MODIFIED) or 100 <= status < 200 \
+                or self._method == "HEAD":
+            self.length = 0
+        if not self.will_close and not self.chunked and self.length is None:
+            self.will_close = True
+
+
+def _lines(fp: Any) -> HeaderLines:
+    lines = HeaderLines(fp)
+    if lines.status:
+        raise http.client.HTTPException(f"answer headers refused: {lines.status}")
+    return lines
+
+
 class _Connection(_OnePacket, http.client.HTTPConnection):
     """Connects within the connect timeout, then waits for answers within the read timeout."""
+
+    response_class = _LeanResponse
 
     def __init__(self, host: str, port: int, timeout: Timeout) -> None:
         super().__init__(host, port, timeout=timeout[0])
@@ -107,6 +157,8 @@ class _Connection(_OnePacket, http.client.HTTPConnection):
 
 
 class _TlsConnection(_OnePacket, http.client.HTTPSConnection):
+    response_class = _LeanResponse
+
     def __init__(self, host: str, port: int, timeout: Timeout, context: ssl.SSLContext) -> None:
         super().__init__(host, port, timeout=timeout[0], context=context)
         self._read_timeout = timeout[1]
@@ -169,7 +221,7 @@ class WirePool:
                     headers = {**headers, **self._proxy_headers}
                 connection.request(method, target, body, headers)
                 response = connection.getresponse()
-                answer = Answer(response.status, response.headers, response.read())
+                answer = Answer(response.status, cast(HeaderLines, response.headers), response.read())
             except http.client.InvalidURL as exc:
                 connection.close()
                 raise WireRefused(f"{type(exc).__name__}: {exc}") from None

@@ -17,13 +17,15 @@ import errno
 import logging
 import socket
 from dataclasses import replace
-from typing import Any, BinaryIO, Iterator, List, Optional, Set, Tuple
+from typing import Any, BinaryIO, Iterator, Optional, Set
 
 import gevent
 import gevent.event
 from gevent.monkey import get_original
 from gevent.pool import Pool
 from gevent.pywsgi import WSGIHandler, WSGIServer
+
+from vnc_client.headerlines import HeaderLines
 
 from .api import ConfigApi
 from .app import ConfigApiApp
@@ -37,68 +39,6 @@ _allocate_lock = get_original("_thread", "allocate_lock")
 
 START_TIMEOUT = 10.0
 STOP_GRACE = 1.0
-# What http.client's header parser allows: a longer line or more lines is a 400.
-_MAX_LINE = 65536
-_MAX_HEADERS = 100
-
-
-class _RequestHeaders:
-    """A request's header lines, as pywsgi reads them (its `MessageClass`), without the `email`
-    package: pywsgi hands the lines to `http.client.parse_headers`, which builds an email message
-    per request, the largest part of reading one (docs/operations.md has the figures); every answer,
-    and so every round trip of the daemon's, waits for it. It offers what pywsgi reads: `status` (a
-    refusal, answered 400), `get`, `getheader`, `typeheader`, `del` and the raw `headers` lines
-    (folded lines included, which pywsgi joins), with http.client's limits."""
-
-    __slots__ = ("status", "_lines", "_fields")
-
-    def __init__(self, rfile: BinaryIO) -> None:
-        self.status = ""
-        self._lines: List[str] = []
-        self._fields: List[Tuple[str, str]] = []  # (name in lower case, value), in order
-        while True:
-            line = rfile.readline(_MAX_LINE + 1)
-            if len(line) > _MAX_LINE:
-                self.status = "Line too long"
-                return
-            if line in (b"\r\n", b"\n", b""):
-                return
-            if len(self._lines) == _MAX_HEADERS:
-                self.status = "Too many headers"
-                return
-            text = line.decode("iso-8859-1")
-            if text[:1] in " \t" and self._fields:  # a folded line continues the last value
-                name, value = self._fields[-1]
-                self._fields[-1] = (name, f"{value} {text.strip()}")
-            else:
-                name, colon, value = text.partition(":")
-                if not colon or not name or name != name.strip():
-                    self.status = "Invalid header line"
-                    return
-                self._fields.append((name.lower(), value.strip()))
-            self._lines.append(text)
-
-    def get(self, name: str, default: Optional[str] = None) -> Optional[str]:
-        """The first value of header `name` (any case), else `default`."""
-        wanted = name.lower()
-        return next((value for field, value in self._fields if field == wanted), default)
-
-    getheader = get
-
-    @property
-    def typeheader(self) -> Optional[str]:
-        return self.get("content-type")
-
-    def __delitem__(self, name: str) -> None:
-        wanted = name.lower()
-        self._fields = [(field, value) for field, value in self._fields if field != wanted]
-        self._lines = [line for line in self._lines if line.partition(":")[0].lower() != wanted]
-
-    @property
-    def headers(self) -> Iterator[str]:
-        return iter(self._lines)
-
-
 class _Handler(WSGIHandler):
     """Tracks its connection (so stop can close idle ones), disables Nagle's algorithm, and turns
     `DropConnection` into a connection closed without an answer. Keeps no access log."""
@@ -106,8 +46,10 @@ class _Handler(WSGIHandler):
     busy = False
     greenlet: Optional[gevent.Greenlet] = None
 
-    def MessageClass(self, rfile: BinaryIO, *_args: Any) -> _RequestHeaders:  # noqa: N802 - pywsgi's name
-        return _RequestHeaders(rfile)
+    def MessageClass(self, rfile: BinaryIO, *_args: Any) -> HeaderLines:  # noqa: N802 - pywsgi's name
+        # pywsgi hands the lines to `http.client.parse_headers`, which builds an email message per
+        # request: every answer, and so every round trip of a client's, would wait for it.
+        return HeaderLines(rfile)
 
     def handle(self) -> None:
         connections: Set["_Handler"] = self.server.connections

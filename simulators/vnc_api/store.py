@@ -22,6 +22,8 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from gevent.monkey import get_original
 
+from kube_manager.plumbing.gcpolicy import TrackedDict
+
 from .ordered import OrderedKeys, column
 
 _RLock = get_original("_thread", "RLock")
@@ -137,11 +139,18 @@ class Store:
     def __init__(self) -> None:
         self.lock = _RLock()
         self.revision = 0  # bumped by every mutation; "no write happened" is an unchanged revision
+        # The large indexes whose keys are tuples, or whose values are maps, are `TrackedDict`s:
+        # a full collection untracks an exact dict holding only atoms (strings, tuples of strings)
+        # or untracked maps, and the next write adding a new tuple key or a new map tracks it
+        # again, whole, in the youngest generation, where the next young collections walk every
+        # one of its entries (an answer's latency growing with the store). Tracked throughout,
+        # they are frozen with the rest after a full collection. The maps of string keys inside
+        # `_by_type` and `_children`, once untracked, stay so: a string key never tracks them.
         self._objects: Dict[str, StoredObject] = {}
-        self._by_fq: Dict[Tuple[str, Tuple[str, ...]], str] = {}
+        self._by_fq: Dict[Tuple[str, Tuple[str, ...]], str] = TrackedDict()
         self._by_type: Dict[str, Dict[str, None]] = {}
-        self._back: Dict[str, Dict[Tuple[str, str], None]] = {}  # target -> {(source uuid, ref field)}
-        self._children: Dict[str, Dict[str, None]] = {}  # parent uuid -> child uuids, creation order
+        self._back: Dict[str, Dict[Tuple[str, str], None]] = TrackedDict()  # target -> {(source uuid, ref field)}
+        self._children: Dict[str, Dict[str, None]] = TrackedDict()  # parent uuid -> child uuids, creation order
         self._pools: Dict[str, IndexAllocator] = {}
         self._seq = 0
         # type -> its objects' `ordered.column`s, made at the type's first paginated listing (a
@@ -254,7 +263,10 @@ class Store:
 
     def _index_refs(self, uuid: str, ref_field: str, refs: Iterable[Ref]) -> None:
         for ref in refs:
-            self._back.setdefault(ref.uuid, {})[(uuid, ref_field)] = None
+            sources = self._back.get(ref.uuid)
+            if sources is None:
+                sources = self._back[ref.uuid] = TrackedDict()
+            sources[(uuid, ref_field)] = None
 
     def _unindex_refs(self, uuid: str, ref_field: str, refs: Iterable[Ref]) -> None:
         for ref in refs:

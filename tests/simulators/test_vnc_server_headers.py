@@ -1,5 +1,5 @@
-"""The embedded config API reads a request's headers itself (not through the `email` package):
-what pywsgi asks of them, the limits http.client keeps, and requests over a real socket."""
+"""The embedded config API reads a request's headers itself (`HeaderLines`, not the `email`
+package): what pywsgi asks of them, the limits http.client keeps, and requests over a real socket."""
 from __future__ import annotations
 
 import io
@@ -7,11 +7,11 @@ import socket
 
 import pytest
 
-from simulators.vnc_api.runner import _MAX_HEADERS, _MAX_LINE, _RequestHeaders
+from vnc_client.headerlines import MAX_HEADERS, MAX_LINE, HeaderLines
 
 
-def read(raw: bytes) -> _RequestHeaders:
-    return _RequestHeaders(io.BytesIO(raw + b"POST / HTTP/1.1\r\n"))  # what follows is never read
+def read(raw: bytes) -> HeaderLines:
+    return HeaderLines(io.BytesIO(raw + b"POST / HTTP/1.1\r\n"))  # what follows is never read
 
 
 @pytest.mark.parametrize("raw, name, value", [
@@ -28,13 +28,19 @@ def test_a_header_is_found_by_name_in_any_case(raw, name, value):
 
 
 @pytest.mark.parametrize("raw, status", [
-    (b"X: " + b"a" * _MAX_LINE + b"\r\n\r\n", "Line too long"),
-    (b"".join(b"X-%d: 1\r\n" % n for n in range(_MAX_HEADERS + 1)) + b"\r\n", "Too many headers"),
+    (b"X: " + b"a" * MAX_LINE + b"\r\n\r\n", "Line too long"),
+    (b"".join(b"X-%d: 1\r\n" % n for n in range(MAX_HEADERS + 1)) + b"\r\n", "Too many headers"),
     (b"no colon here\r\n\r\n", "Invalid header line"),
     (b"Bad Name : 1\r\n\r\n", "Invalid header line"),
 ])
 def test_what_http_client_refuses_is_a_refusal(raw, status):
     assert read(raw).status == status
+
+
+def test_every_value_and_every_header_in_order():
+    headers = read(b"Set-Cookie: a\r\nX: 1\r\nset-cookie: b\r\n\r\n")
+    assert headers.get_all("SET-COOKIE") == ["a", "b"] and headers.get_all("none") is None
+    assert headers.items() == [("set-cookie", "a"), ("x", "1"), ("set-cookie", "b")]
 
 
 def test_the_lines_pywsgi_turns_into_the_environ_and_a_delete():
@@ -64,5 +70,5 @@ def test_over_a_socket_headers_in_any_case_work_and_an_oversized_line_is_400(ser
     ok = exchange(server.port, b"POST /fqname-to-id HTTP/1.1\r\nhost: x\r\ncontent-TYPE: application/json\r\n"
                                b"CONTENT-length: %d\r\n\r\n%s" % (len(body), body))
     assert ok.startswith(b"HTTP/1.1 200 "), ok  # the body was read by its length: the lookup answered
-    assert exchange(server.port, b"GET / HTTP/1.1\r\nX: " + b"a" * _MAX_LINE + b"\r\n\r\n").startswith(
+    assert exchange(server.port, b"GET / HTTP/1.1\r\nX: " + b"a" * MAX_LINE + b"\r\n\r\n").startswith(
         b"HTTP/1.1 400")
