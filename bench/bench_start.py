@@ -26,9 +26,9 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import subprocess
 import resource
 import statistics
+import subprocess
 import sys
 import time
 from typing import Any, Dict, List, Optional
