@@ -10,7 +10,8 @@ settings, the Kubernetes client's set-up. For each size: the cold start (launch 
 written), then `--restarts` restarts (launch to exit, nothing written), reported each and at best,
 with the best restart's ratio to the cold start, and, from the restarts' logs, the time from launch
 to the daemon's first log line (interpreter and imports), to "waiting for the initial lists" (the
-clients made, the lists asked) and to "resync done".
+clients made, the lists asked) and to "resync done", with the process's CPU (user and system): the
+best run's, and the median of each over the restarts.
 
 `--tree DIR` runs the daemon from another checkout of the repository (PYTHONPATH=DIR), so that
 two versions can be compared within one run, alternating (`--tree` repeatable; `.` is this one).
@@ -25,6 +26,8 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
+import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -54,16 +57,19 @@ def once(env: Environment, tree: str) -> Dict[str, Any]:
     config = env.config_file()
     root = os.path.abspath(tree)  # `-m` puts the working directory first on sys.path
     child_env = {**os.environ, "PYTHONPATH": root}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)  # the daemon is this process's only child
     launched = time.time()
     done = subprocess.run([sys.executable, "-m", "kube_manager", "run", "-c", config, "--once",
                            "--once-timeout", str(ONCE_TIMEOUT), "--leader-elect", "false"],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=child_env, cwd=root)
     wall = time.time() - launched
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     os.unlink(config)
     if done.returncode != 0:
         raise SystemExit(f"run --once from {tree} exited {done.returncode}:\n{done.stderr[-3000:]}")
     lines = done.stderr.splitlines()
-    found: Dict[str, Any] = {"wall_s": round(wall, 2)}
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    found: Dict[str, Any] = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}
     for name, text in MILESTONES.items():
         line = next((l for l in lines if _stamp(l) is not None and (text is None or text in l)), None)
         stamp = _stamp(line) if line else None
@@ -88,20 +94,24 @@ def one_size(policies: int, pods: int, restarts: int, trees: List[str]) -> Dict[
     for tree, found in runs.items():
         best = min(found, key=lambda run: run["wall_s"])
         result[tree] = {"restarts_s": [run["wall_s"] for run in found], "best": best,
-                        "best_vs_cold_start": round(best["wall_s"] / cold["wall_s"], 3)}
+                        "best_vs_cold_start": round(best["wall_s"] / cold["wall_s"], 3),
+                        "median": {name: round(statistics.median(run[name] for run in found), 2)
+                                   for name in best if all(run[name] is not None for run in found)}}
     return result
 
 
 def report(result: Dict[str, Any], trees: List[str]) -> str:
     cold = result["cold_start"]
     out = [f"{result['policies']} NetworkPolicies / {result['pods']} pods: cold start (from {trees[0]}) "
-           f"{cold['wall_s']} s (lists asked at {cold['lists_asked_s']} s); writes by all restarts: {result['restart_writes']}"]
+           f"{cold['wall_s']} s (lists asked at {cold['lists_asked_s']} s, CPU {cold['cpu_s']} s); writes by all restarts: {result['restart_writes']}"]
     for tree in trees:
         found = result[tree]
         best = found["best"]
+        median = found["median"]
         out.append(f"  {tree}: restarts {found['restarts_s']} s; best {best['wall_s']} s = "
                    f"{found['best_vs_cold_start']} of the cold start; first log line {best['first_line_s']} s, "
-                   f"lists asked {best['lists_asked_s']} s, resync done {best['resynced_s']} s")
+                   f"lists asked {best['lists_asked_s']} s, resync done {best['resynced_s']} s, CPU {best['cpu_s']} s; "
+                   f"medians: " + ", ".join(f"{name[:-2]} {value} s" for name, value in median.items()))
     return "\n".join(out)
 
 

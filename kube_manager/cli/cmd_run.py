@@ -24,6 +24,7 @@ import sys  # noqa: E402
 from typing import Dict  # noqa: E402
 
 from kube_manager import settings as settings_module  # noqa: E402
+from kube_manager.plumbing import gcpolicy  # noqa: E402
 from kube_manager.settings import EMBEDDED, EMULATED, ConfigError  # noqa: E402
 from kube_manager.offline.manifests import ManifestError  # noqa: E402
 
@@ -73,6 +74,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     from kube_manager.service.daemon import Daemon
     daemon = Daemon(settings)
+    gcpolicy.started()  # what the start imported and built lives as long as the process
     try:
         return daemon.run(once=getattr(args, "once", False),
                           once_timeout=getattr(args, "once_timeout", DEFAULT_ONCE_TIMEOUT))

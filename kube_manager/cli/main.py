@@ -35,7 +35,7 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     )
     _add_version(parser)
     sub = parser.add_subparsers(dest="command", metavar="{" + ",".join(SUBCOMMANDS) + "}")
-    chosen = next((a for a in argv if a in SUBCOMMANDS), "run")
+    chosen = _chosen(argv)
     for name, (_module, help_text) in SUBCOMMANDS.items():
         sp = sub.add_parser(name, help=help_text)
         _add_version(sp)
@@ -47,6 +47,10 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     return parser
 
 
+def _chosen(argv: Sequence[str]) -> str:
+    return next((a for a in argv if a in SUBCOMMANDS), "run")
+
+
 def _add_version(parser: argparse.ArgumentParser) -> None:
     """`--version` (SPEC 8), on the top parser and every subcommand alike."""
     parser.add_argument("--version", action="version", version=version_line(),
@@ -55,10 +59,18 @@ def _add_version(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(argv)
-    args = parser.parse_args(argv)
-    command = args.command or "run"
-    return int(_load(command).main(args) or 0)
+    daemon = _chosen(argv) == "run"
+    if daemon:  # the collector paused for the daemon's imports; `cmd_run` ends the pause before it runs
+        from kube_manager.plumbing import gcpolicy
+        gcpolicy.pause_for_start()
+    try:
+        parser = build_parser(argv)
+        args = parser.parse_args(argv)
+        command = args.command or "run"
+        return int(_load(command).main(args) or 0)
+    finally:
+        if daemon:
+            gcpolicy.started()  # a start that ended early (a bad configuration) too
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ collection of reference cycles among objects frozen before they died.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import gc
 from typing import Any, Callable, Dict, Optional, TypeVar
 
@@ -76,8 +75,10 @@ def freeze_young() -> None:
 
 
 def _malloc_trim() -> Optional[Callable[[int], int]]:
+    # The C library the interpreter already runs on, looked up in the process's own symbols:
+    # `ctypes.util.find_library` would run `ldconfig` in a child process at every start.
     try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        return ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to call
         return None
 
@@ -92,6 +93,32 @@ def release_free_memory() -> None:
     "Measurements behind the code"). Python's own small-object arenas are returned when empty anyway."""
     if _TRIM is not None:
         _TRIM(0)
+
+
+_start_paused = False
+
+
+def pause_for_start() -> None:
+    """A daemon's start: the collector off while its modules are imported and its long-lived parts
+    built (`started` ends it). Importing allocates hundreds of thousands of objects (classes,
+    functions, the official client's pydantic models) and few reference cycles; each automatic
+    collection on the way walks again all that the imports before it made, a large part of the
+    imports' CPU (docs/operations.md, "A start that costs what it must")."""
+    global _start_paused
+    if gc.isenabled() and not _start_paused:
+        gc.disable()
+        _start_paused = True
+
+
+def started() -> None:
+    """The start's modules and long-lived parts are in place: frozen as they are, with no collection
+    (one would walk them all once more, for a few cycles of the imports' that then stay, a one-time
+    amount), and the collector on again. Nothing when `pause_for_start` did not pause it."""
+    global _start_paused
+    if _start_paused:
+        _start_paused = False
+        gc.freeze()
+        gc.enable()
 
 
 def leave_to_exit() -> None:

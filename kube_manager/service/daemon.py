@@ -250,17 +250,16 @@ class Daemon:
         return api_client
 
     def _start_introspect(self) -> None:
-        from introspect.app import create_app
-        from introspect.explain import db_explainer
+        from introspect.deferred import DeferredApp, DeferredExplainer  # each made when first used
         from introspect.health import CachedProbe
         from introspect.server import IntrospectServer
-        explain = db_explainer(self.db, self.settings.cluster.name, self.settings.cluster.semantics,
-                               change_observers=self.cache.status.change_observers)
+        explain = DeferredExplainer(self.db, self.settings.cluster.name, self.settings.cluster.semantics,
+                                    self.cache.status.change_observers)
         self._prepare_explain = explain.prepare  # in steps between events: never on an event's path
-        app = create_app(self.db, registry=self.metrics.registry, config=self.settings, explain=explain,
-                         config_api_probe=CachedProbe(self._probe_config_api, self.settings.health.probe_ttl),
-                         health_policy=self.settings.health.for_silence_timeout(self.settings.watch.silence_timeout),
-                         semantics=self.settings.cluster.semantics)
+        app = DeferredApp(self.db, registry=self.metrics.registry, config=self.settings, explain=explain,
+                          config_api_probe=CachedProbe(self._probe_config_api, self.settings.health.probe_ttl),
+                          health_policy=self.settings.health.for_silence_timeout(self.settings.watch.silence_timeout),
+                          semantics=self.settings.cluster.semantics)
         listen = self.settings.introspect
         server = IntrospectServer(listen.listen_ip, listen.port, app)
         try:
@@ -274,9 +273,9 @@ class Daemon:
 
     def _staged_runner(self) -> Any:
         """SPEC 17: what the staged policies would change, computed off the event path."""
-        from introspect.explain import db_manifests
+        from introspect.deferred import db_objects
         from kube_manager.service.staged_runner import StagedRunner
-        return StagedRunner(self.db, self.pipeline.translator, lambda: db_manifests(self.db).objects,
+        return StagedRunner(self.db, self.pipeline.translator, lambda: db_objects(self.db),
                             self.status.staged_reported, self.metrics.registry, stop=self._stop,
                             debounce=self.settings.staged.debounce, budget=self.settings.staged.budget)
 

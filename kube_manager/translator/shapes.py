@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, List, Mapping, Tuple
 
@@ -69,11 +70,12 @@ def conform_field(body: Mapping[str, Any], shape: "Fields", name: str, path: str
 class Shape:
     """The expected JSON type of one value."""
 
-    # `_compile(self)`, set once by each concrete shape: shapes are immutable module constants.
-    fits: Callable[[Any], bool]
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "fits", _compile(self))
+    @cached_property
+    def fits(self) -> Callable[[Any], bool]:
+        """`_compile(self)`, made when first asked (shapes are immutable module constants): most
+        shapes of the table are only ever met nested in another's check, and compiling them all
+        was the largest single cost of importing the translator, on every process's start."""
+        return _compile(self)
 
     def conform(self, raw: Any) -> Any:
         raise NotImplementedError

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from introspect.deferred import DeferredExplainer
 from introspect.explain import db_explainer, db_manifests, db_translation
 from kube_manager.explain.explainer import Explainer
 from kube_manager.explain.flow_index import RuleIndex
@@ -94,6 +95,25 @@ def test_a_question_after_a_change_answers_as_a_fresh_explainer(change):
     # Only the rule bodies the change made are compiled; every other one is kept.
     new_bodies = set(_rule_bodies(db)) - set(before)
     assert index.compiled - compiled == len(new_bodies) < len(_rule_bodies(db))
+
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_an_explainer_made_at_its_first_use_answers_as_a_fresh_one(change):
+    """The daemon's explainer is made at its first use (`DeferredExplainer`): made after changes it
+    answers as one built from scratch, hears the change reports from then on (not before), and
+    after a further change still answers as a fresh one."""
+    db, cache = _cluster()
+    observers = len(cache.status.change_observers)
+    explain = DeferredExplainer(db, "k8s", "kubernetes", cache.status.change_observers)
+    for resource, kind, obj in CHANGES[change]:
+        cache.on_event(resource, kind, obj)
+    assert len(cache.status.change_observers) == observers
+    assert _answers(explain, ENDS) == _answers(_from_scratch(db), ENDS)
+    assert len(cache.status.change_observers) == observers + 1
+    for resource, kind, obj in CHANGES[next(other for other in sorted(CHANGES) if other != change)]:
+        cache.on_event(resource, kind, obj)
+    assert _answers(explain, ENDS) == _answers(_from_scratch(db), ENDS)
 
 
 # ---- any sequence of changes -------------------------------------------------------------------

@@ -310,3 +310,22 @@ def test_the_server_starts_without_looking_its_address_up_in_the_dns(db, monkeyp
     monkeypatch.setattr("gevent.pywsgi.socket.getfqdn", no_lookup)
     with IntrospectServer("127.0.0.1", 0, make_app(db)) as server:
         assert in_thread(requests.get, server.url + "/livez", timeout=10).status_code == 200
+
+
+def test_the_daemon_s_app_is_made_at_the_first_request_and_answers_as_made_at_start(db, monkeypatch):
+    """The daemon serves a `DeferredApp` (its pages' modules are loaded at the first request, not
+    before its first list): made once, on the first request, and every page the same."""
+    import introspect.app
+    from introspect.deferred import DeferredApp
+
+    made = []
+    monkeypatch.setattr(introspect.app, "create_app", lambda *a, **k: made.append(1) or create_app(*a, **k))
+    metrics = Metrics()
+    metrics.bind_database(db)
+    deferred = DeferredApp(db, registry=metrics.registry, clock=lambda: NOW)
+    assert made == []
+    early = create_app(db, registry=metrics.registry, clock=lambda: NOW)
+    for url in ALL_URLS:
+        expected, got = call(early, url), call(deferred, url)
+        assert (got.status, got.body) == (expected.status, expected.body), url
+    assert made == [1]

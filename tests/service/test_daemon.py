@@ -100,6 +100,23 @@ def test_run_patches_gevent_before_any_network_library_is_imported():
     assert "MonkeyPatchWarning" not in result.stderr
 
 
+
+def test_a_start_loads_neither_the_pages_nor_the_explainer_before_they_are_asked():
+    """A start costs what it must (docs/operations.md): a `--once` run, which no page or question
+    reaches, converges without loading the pages (jinja2) or the explainer; the collector paused
+    for the start's imports is running again."""
+    probe = textwrap.dedent(f"""\
+        import atexit, gc, sys
+        from kube_manager.cli.main import main
+        LATE = ("jinja2", "introspect.views", "introspect.explain", "kube_manager.explain.explainer")
+        atexit.register(lambda: print([m for m in LATE if m in sys.modules], gc.isenabled()))
+        sys.exit(main(["run", "--demo", {EXAMPLES!r}, "--once", "--http-server-port", "0"]))
+        """)
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["[]", "True"]
+
+
 def test_a_taken_introspect_port_is_named_with_its_keys():
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -148,3 +148,34 @@ def test_glibc_s_malloc_trim_is_found_and_called() -> None:
     """On glibc (the daemon's Linux images) the call is found."""
     assert gcpolicy._TRIM is not None
     gcpolicy.release_free_memory()
+
+
+def test_a_start_s_imports_run_with_the_collector_paused_then_frozen(thawed: None) -> None:
+    """`pause_for_start` / `started` (the `run` command around its imports): the collector off in
+    between, what was built frozen as it is after (no collection: a cycle made meanwhile stays),
+    the collector on again; `started` alone, or a second time, changes nothing."""
+    try:
+        gcpolicy.pause_for_start()
+        assert not gc.isenabled()
+        kept = cycle()
+        gcpolicy.started()
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+        gc.collect()
+        assert kept() is not None  # frozen, not collected
+        frozen = gc.get_freeze_count()
+        gcpolicy.started()
+        assert gc.isenabled() and gc.get_freeze_count() == frozen
+    finally:
+        gc.enable()
+
+
+def test_a_start_under_a_paused_collector_leaves_it_paused(thawed: None) -> None:
+    """A caller that paused the collector itself keeps it paused: the start neither turns it on
+    nor freezes."""
+    gc.disable()
+    try:
+        gcpolicy.pause_for_start()
+        gcpolicy.started()
+        assert not gc.isenabled() and gc.get_freeze_count() == 0
+    finally:
+        gc.enable()
