@@ -27,6 +27,7 @@ from .reflists import RefListIndex
 log = logging.getLogger(__name__)
 
 Body = Mapping[str, Any]  # a kept body may be a `compare.AsDesired`
+_NOT_INDEXED: Dict[str, RefListIndex] = {}  # the indexes of a key that has none (never written to)
 
 
 def describe_key(key: ObjKey) -> str:
@@ -116,23 +117,27 @@ class ActualState:
     # --- writes --------------------------------------------------------------------------------
 
     def set(self, key: ObjKey, body: Optional[Body], written: bool = True,
-            targets: Callable[..., List[ObjKey]] = compare.all_targets) -> None:
+            targets: Callable[..., List[ObjKey]] = compare.all_targets,
+            readings: Optional[compare.Readings] = None) -> None:
         """What the config API holds of `key` now (None: nothing); `written` by us, not listed.
-        `targets`: how to read what a body refers to (a resync's fold shares one `TargetReader`)."""
-        indexed = self.indexes.get(key, {})
-        objects = self._db.actual.setdefault(key[0], {})
-        old = objects.get(key[1])
+        `targets`: how to read what a body refers to (a resync's fold shares one `TargetReader`),
+        `readings`: how to read its fields (one per page of a listing, `compare.Readings`)."""
+        indexed = self.indexes.get(key, _NOT_INDEXED)
+        skip = indexed.keys()
+        obj_type, fq_name = key
+        objects = self._db.actual.get(obj_type)
+        if objects is None:
+            objects = self._db.actual[obj_type] = {}
+        old = objects.get(fq_name)
         if body is not None:
-            body = compare.kept(key[0], self.desired(key), body, skip=indexed.keys())
+            body = compare.kept(obj_type, self._desired.get(obj_type, fq_name), body, skip=skip, readings=readings)
             if indexed:  # the indexes own those lists from now on (`ref_moved` keeps them true)
                 body = {**body, **{name: index.load_actual(body.get(name)) for name, index in indexed.items()}}
         if not compare.same_desired(old, body):  # else it refers to what it did (a resync, nothing changed)
             if old is not None:
-                for target in targets(key[0], old, skip=indexed.keys()):
-                    self._referrers.discard(target, key)
+                self._referrers.discard_each(targets(obj_type, old, skip=skip), key)
             if body is not None:
-                for target in targets(key[0], body, skip=indexed.keys()):
-                    self._referrers.add(target, key)
+                self._referrers.add_each(targets(obj_type, body, skip=skip), key)
         if body is None:
             objects.pop(key[1], None)
             for index in indexed.values():
@@ -183,22 +188,23 @@ class ActualState:
         others: Dict[FqName, Dict[str, Any]] = {}
         owned = 0
         for listing in pages:
+            readings = compare.Readings()
             for fq_name, body in listing.owned.items():
                 fq_name = canonical.get(fq_name, fq_name)
                 unlisted.discard(fq_name)
-                self._listed((obj_type, fq_name), body, since, targets)
+                self._listed((obj_type, fq_name), body, since, targets, readings)
             owned += len(listing.owned)
             others.update(listing.others)
         for fq_name in unlisted:
-            self._listed((obj_type, fq_name), None, since, targets)
+            self._listed((obj_type, fq_name), None, since, targets, None)
         self._others[obj_type] = others
         log.info("listed config API objects", extra=kv(type=obj_type, owned=owned, others=len(others)))
 
     def _listed(self, key: ObjKey, body: Optional[Dict[str, Any]], since: int,
-                targets: compare.TargetReader) -> None:
+                targets: compare.TargetReader, readings: Optional[compare.Readings]) -> None:
         """What a listing says of `key`, unless we wrote it after `since` (the listing may be older)."""
         if self._written_at.get(key, -1) <= since:
-            self.set(key, body, written=False, targets=targets)
+            self.set(key, body, written=False, targets=targets, readings=readings)
 
     def begin_listing(self) -> int:
         """A resync starts listing: the writes from now on are noted; returns the `since` of its

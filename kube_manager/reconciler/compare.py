@@ -21,6 +21,7 @@ IDENTITY_FIELDS = frozenset({"fq_name", "parent_type", "uuid", "parent_uuid"})
 # What `kept` keeps of an object's fields beyond those we set: how to address it, and the id the
 # config API gives a tag (shown by introspect).
 KEPT_FIELDS = ("uuid", "tag_id")
+_ABSENT: Any = object()  # a field a body does not hold
 ENDPOINT_FIELDS = ("endpoint_1", "endpoint_2")
 
 
@@ -248,7 +249,7 @@ def same_desired(held: Optional[Mapping[str, Any]], other: Optional[Mapping[str,
 
 
 def kept(obj_type: str, desired: Optional[Mapping[str, Any]], actual: Mapping[str, Any],
-         skip: AbstractSet[str] = frozenset()) -> Mapping[str, Any]:
+         skip: AbstractSet[str] = frozenset(), readings: Optional["Readings"] = None) -> Mapping[str, Any]:
     """What the reconciler keeps of `actual`, an object as the config API holds it, to diff it
     against `desired` later: its KEPT_FIELDS and the fields we set, each field that reads back as
     desired kept as desired's own (shared) value. A full copy of every written object (what the
@@ -256,11 +257,15 @@ def kept(obj_type: str, desired: Optional[Mapping[str, Any]], actual: Mapping[st
     on a large cluster. An object we do not want (desired None) is kept whole: it is
     deleted soon, and introspect shows it as the config API has it. `skip`: fields kept as they
     are (the ref lists a RefListIndex owns). An object all of whose fields read back as desired
-    (nearly all of them) is kept as an `AsDesired`."""
+    (nearly all of them) is kept as an `AsDesired`. `readings`: a listing's page shares one."""
     if desired is None:
         return actual
+    readings = readings or Readings()
+    as_desired = not skip and "uuid" not in desired and "tag_id" not in desired
+    if as_desired and readings.as_desired(obj_type, desired, actual):
+        tag_id = actual.get("tag_id")  # a tag's only
+        return AsDesired(desired, own_copy(actual.get("uuid")), None if tag_id is None else own_copy(tag_id))
     result = {name: own_copy(actual[name]) for name in KEPT_FIELDS if name in actual}
-    as_desired = not skip and not any(name in desired for name in KEPT_FIELDS)
     for name, value in desired.items():
         if name not in actual:
             # A listing answers no `parent_type`: an identity field is never compared (nor
@@ -268,15 +273,60 @@ def kept(obj_type: str, desired: Optional[Mapping[str, Any]], actual: Mapping[st
             as_desired = as_desired and name in IDENTITY_FIELDS
             continue
         held = actual[name]
-        if name not in skip and (value == held or (same_refs(obj_type, name, desired, actual) if name.endswith("_refs")
-                                                   else same(value, held))):
-            held = value  # (`value == held` first: most fields read back exactly as set)
+        if name not in skip and readings.same_field(obj_type, name, desired, actual):
+            held = value
         else:
             as_desired = False
         result[name] = held
     if as_desired:
         return AsDesired(desired, result.get("uuid"), result.get("tag_id"))
     return result
+
+
+class Readings:
+    """`kept`'s reading of fields, with what it found read the same: a desired value (by
+    identity) and a value it read back as, so that the next equal value read for it is decided
+    by one comparison at C speed. The translator shares endpoints and services between rules, and
+    the config API adds to each (`tag_ids`, `protocol_id`), so nearly every rule's endpoints and
+    service were read field by field (`same`). One per page of a listing: what it keeps of the
+    page lives no longer than the page."""
+
+    def __init__(self) -> None:
+        self._same: Dict[int, Tuple[Any, Any]] = {}
+
+    def as_desired(self, obj_type: str, desired: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
+        """Every field of `desired` reads back as desired in `actual` (an identity field may be
+        absent: a listing answers no `parent_type`). Asked of every listed object: `same_field`'s
+        first steps are inlined."""
+        known = self._same
+        for name, value in desired.items():
+            held = actual.get(name, _ABSENT)
+            if value == held:
+                continue
+            if held is _ABSENT:
+                if name in IDENTITY_FIELDS:
+                    continue
+                return False
+            found = known.get(id(value))
+            if (found is None or found[0] is not value or found[1] != held) and not self.same_field(
+                    obj_type, name, desired, actual):
+                return False
+        return True
+
+    def same_field(self, obj_type: str, name: str, desired: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
+        """Field `name` (held by both) of `desired` reads back as desired in `actual`."""
+        value, held = desired[name], actual[name]
+        if value == held:
+            return True  # the common case (most fields read back exactly as set), at C speed
+        if name.endswith("_refs"):
+            return same_refs(obj_type, name, desired, actual)  # lists of one object's own: nothing to share
+        found = self._same.get(id(value))
+        if found is not None and found[0] is value and found[1] == held:
+            return True
+        if not same(value, held):
+            return False
+        self._same[id(value)] = (value, held)
+        return True
 
 
 def own_copy(value: Any) -> Any:

@@ -21,24 +21,36 @@ class Multimap(Generic[K, V]):
         self._held: Dict[K, Union[V, Set[V]]] = {}
 
     def add(self, key: K, value: V) -> None:
-        held = self._held.setdefault(key, value)
-        if held is value or held == value:
-            return
-        if isinstance(held, set):
-            held.add(value)
-        else:
-            self._held[key] = {held, value}
+        self.add_each((key,), value)
+
+    def add_each(self, keys: Iterable[K], value: V) -> None:
+        """`value` added to each of `keys` (a resync adds each listed object to the keys of
+        everything it refers to: hundreds of thousands of calls, one per object here)."""
+        held_of = self._held
+        for key in keys:
+            held = held_of.setdefault(key, value)
+            if held is value or held == value:
+                continue
+            if isinstance(held, set):
+                held.add(value)
+            else:
+                held_of[key] = {held, value}
 
     def discard(self, key: K, value: V) -> None:
-        held = self._held.get(key)
-        if held is None:
-            return
-        if isinstance(held, set):
-            held.discard(value)
-            if len(held) == 1:
-                self._held[key] = held.pop()
-        elif held == value:
-            del self._held[key]
+        self.discard_each((key,), value)
+
+    def discard_each(self, keys: Iterable[K], value: V) -> None:
+        held_of = self._held
+        for key in keys:
+            held = held_of.get(key)
+            if held is None:
+                continue
+            if isinstance(held, set):
+                held.discard(value)
+                if len(held) == 1:
+                    held_of[key] = held.pop()
+            elif held == value:
+                del held_of[key]
 
     def get(self, key: K) -> Iterable[V]:
         """The values of `key` (none when it has none)."""

@@ -93,10 +93,19 @@ def list_type(client: Lister, marks: OwnershipMarks, obj_type: str, fields: Opti
         pages = client.list_pages(obj_type, page_limit, fields=sorted({"annotations", *fields} - {"uuid", "fq_name"}),
                                   exclude_hrefs=True)
     owns = marks.owns
+    ours: Any = None  # annotations found ours: the next equal ones are, without reading their pairs
     for bodies in pages:
         listing = TypeListing(obj_type)
         for body in bodies:
             fq_name = fq_name_of(body)
-            if fq_name:
-                (listing.owned if owns(body) else listing.others)[fq_name] = body
+            if not fq_name:
+                continue
+            annotations = body.get("annotations")
+            if annotations is not None and annotations == ours:
+                listing.owned[fq_name] = body
+            elif owns(body):
+                listing.owned[fq_name] = body
+                ours = annotations
+            else:
+                listing.others[fq_name] = body
         yield listing

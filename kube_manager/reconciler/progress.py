@@ -117,7 +117,10 @@ class ProgressBook:
         """`key` changed (written, settled, failed): wake the keys parked on it that can now move.
         A key waiting for several pending keys would only find the others still pending: planning
         it again then is wasted work (for the APS at a cold start, once per NetworkPolicy)."""
-        for waiter in sorted(self._waiters.pop(key, ()), key=self._order):
+        waiters = self._waiters.pop(key, None)
+        if not waiters:
+            return  # nearly always (every listed object at a resync)
+        for waiter in sorted(waiters, key=self._order):
             pending = self._waiting_on.get(waiter, set())
             pending.discard(key)
             if pending and key not in self._blocked_on.get(waiter, ()):
