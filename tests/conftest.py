@@ -57,6 +57,17 @@ def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+@pytest.fixture(autouse=True)
+def gevent_clock_current() -> None:
+    """Each test starts with the gevent loop's clock read afresh. A test before may have run for
+    seconds without the hub (threads, subprocesses, plain sockets), and `gevent.wait` / `joinall`
+    start their timeout from the loop's last-known time, not the current one: a timeout of 5 s
+    then fires at once when the hub runs again and finds 12 s gone."""
+    gevent = sys.modules.get("gevent")
+    if gevent is not None:
+        gevent.get_hub().loop.update_now()
+
+
 @pytest.fixture
 def server() -> Iterator["BackgroundServer"]:
     from simulators.vnc_api.runner import run_in_background
