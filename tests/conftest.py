@@ -61,8 +61,8 @@ def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
 def gevent_clock_current() -> None:
     """Each test starts with the gevent loop's clock read afresh. A test before may have run for
     seconds without the hub (threads, subprocesses, plain sockets), and `gevent.wait` / `joinall`
-    start their timeout from the loop's last-known time, not the current one: a timeout of 5 s
-    then fires at once when the hub runs again and finds 12 s gone."""
+    start their timeout from the loop's last-known time, not the current one: a timeout shorter
+    than that stretch then fires at once when the hub runs again."""
     gevent = sys.modules.get("gevent")
     if gevent is not None:
         gevent.get_hub().loop.update_now()
