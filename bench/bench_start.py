@@ -11,7 +11,10 @@ written), then `--restarts` restarts (launch to exit, nothing written), reported
 with the best restart's ratio to the cold start, and, from the restarts' logs, the time from launch
 to the daemon's first log line (interpreter and imports), to "waiting for the initial lists" (the
 clients made, the lists asked) and to "resync done", with the process's CPU (user and system): the
-best run's, and the median of each over the restarts.
+best run's, and the median of each over the restarts. Beside them, in the same run (a floor process
+after each round of restarts), the floor of such a restart (`start_floor.py`): a process that only
+patches, makes the Kubernetes client, lists what the restart lists and exits, with the official
+client and without it (plain `http.client`), each at best and as a ratio to the cold start.
 
 `--tree DIR` runs the daemon from another checkout of the repository (PYTHONPATH=DIR), so that
 two versions can be compared within one run, alternating (`--tree` repeatable; `.` is this one).
@@ -25,22 +28,24 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
+import tempfile
 import time
 from typing import Any, Dict, List, Optional
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))  # tests/ as a package
 
 from bench_reconcile import synthetic  # noqa: E402
+from start_floor import VARIANTS, floor_spec, run_floor, timed  # noqa: E402
 from kube_manager.offline.manifests import Manifests  # noqa: E402
 from tests.support.e2e_support import Environment  # noqa: E402
 
 MILESTONES = {"first_line": None, "lists_asked": "waiting for the initial lists", "resynced": "resync done"}
 ONCE_TIMEOUT = 1800
+FLOOR_NAMES = {"official": "with the official client", "plain": "plain http.client, no official client"}
 
 
 def _stamp(line: str) -> Optional[float]:
@@ -56,19 +61,14 @@ def once(env: Environment, tree: str) -> Dict[str, Any]:
     """One `run --once` from `tree`: wall seconds from launch to exit, and to each milestone."""
     config = env.config_file()
     root = os.path.abspath(tree)  # `-m` puts the working directory first on sys.path
-    child_env = {**os.environ, "PYTHONPATH": root}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)  # the daemon is this process's only child
     launched = time.time()
-    done = subprocess.run([sys.executable, "-m", "kube_manager", "run", "-c", config, "--once",
-                           "--once-timeout", str(ONCE_TIMEOUT), "--leader-elect", "false"],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=child_env, cwd=root)
-    wall = time.time() - launched
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall, cpu, done = timed([sys.executable, "-m", "kube_manager", "run", "-c", config, "--once",
+                             "--once-timeout", str(ONCE_TIMEOUT), "--leader-elect", "false"],
+                            {**os.environ, "PYTHONPATH": root}, cwd=root)
     os.unlink(config)
     if done.returncode != 0:
         raise SystemExit(f"run --once from {tree} exited {done.returncode}:\n{done.stderr[-3000:]}")
     lines = done.stderr.splitlines()
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     found: Dict[str, Any] = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}
     for name, text in MILESTONES.items():
         line = next((l for l in lines if _stamp(l) is not None and (text is None or text in l)), None)
@@ -83,10 +83,16 @@ def one_size(policies: int, pods: int, restarts: int, trees: List[str]) -> Dict[
     try:
         cold = once(env, trees[0])
         written = sum(env.vnc.counters.writes_by_agent().values())
-        runs: Dict[str, List[Dict[str, Any]]] = {tree: [] for tree in trees}
-        for _ in range(restarts):
-            for tree in trees:  # alternating, against the neighbours' load
-                runs[tree].append(once(env, tree))
+        with tempfile.NamedTemporaryFile("w", prefix="start-floor-", suffix=".json") as spec:
+            json.dump(floor_spec(env.kube.url, env.vnc.url), spec)
+            spec.flush()
+            runs: Dict[str, List[Dict[str, Any]]] = {tree: [] for tree in trees}
+            floors: Dict[str, List[Dict[str, Any]]] = {variant: [] for variant in VARIANTS}
+            for _ in range(restarts):
+                for tree in trees:  # alternating, against the neighbours' load
+                    runs[tree].append(once(env, tree))
+                for variant in VARIANTS:
+                    floors[variant].append(run_floor(spec.name, variant))
         restart_writes = sum(env.vnc.counters.writes_by_agent().values()) - written
     finally:
         env.close()
@@ -97,6 +103,10 @@ def one_size(policies: int, pods: int, restarts: int, trees: List[str]) -> Dict[
                         "best_vs_cold_start": round(best["wall_s"] / cold["wall_s"], 3),
                         "median": {name: round(statistics.median(run[name] for run in found), 2)
                                    for name in best if all(run[name] is not None for run in found)}}
+    for variant, found in floors.items():
+        best = min(found, key=lambda run: run["wall_s"])
+        result["floor_" + variant] = {"runs_s": [run["wall_s"] for run in found], "best": best,
+                                      "best_vs_cold_start": round(best["wall_s"] / cold["wall_s"], 3)}
     return result
 
 
@@ -112,6 +122,10 @@ def report(result: Dict[str, Any], trees: List[str]) -> str:
                    f"{found['best_vs_cold_start']} of the cold start; first log line {best['first_line_s']} s, "
                    f"lists asked {best['lists_asked_s']} s, resync done {best['resynced_s']} s, CPU {best['cpu_s']} s; "
                    f"medians: " + ", ".join(f"{name[:-2]} {value} s" for name, value in median.items()))
+    for variant in VARIANTS:
+        floor = result["floor_" + variant]
+        out.append(f"  floor, {FLOOR_NAMES[variant]}: runs {floor['runs_s']} s; best {floor['best']['wall_s']} s = "
+                   f"{floor['best_vs_cold_start']} of the cold start, CPU {floor['best']['cpu_s']} s")
     return "\n".join(out)
 
 
