@@ -11,8 +11,6 @@ import os
 import re
 from typing import Callable, List, TypeVar
 
-from kube_manager.translator.semantics import semantics_problem
-
 T = TypeVar("T")
 
 EMBEDDED = "embedded"   # vnc_endpoint_ip: run the in-memory config API in-process
@@ -198,6 +196,9 @@ def cluster_name(text: str) -> str:
 
 def policy_semantics(text: str) -> str:
     """SPEC 14's `policy_semantics`: how the emitted objects decide a flow."""
+    # Imported here: the values live with the translator, whose package a module-level import
+    # would load with the settings, before a bad configuration could stop the start.
+    from kube_manager.translator.semantics import semantics_problem
     value = text.strip()
     problem = semantics_problem(value)
     if problem:

@@ -101,19 +101,30 @@ def test_run_patches_gevent_before_any_network_library_is_imported():
 
 
 
-def test_a_start_loads_neither_the_pages_nor_the_explainer_before_they_are_asked():
-    """A start costs what it must (docs/operations.md): a `--once` run, which no page or question
-    reaches, converges without loading the pages (jinja2) or the explainer; the collector paused
-    for the start's imports is running again."""
+# How a start ends -> (its arguments, its status, modules it must not have loaded). A `--once` run,
+# which no page or question reaches, converges without the pages (jinja2) or the explainer; a bad
+# configuration stops before the translator, the reconciler or the Kubernetes client are loaded.
+NOT_LOADED = {
+    "a --once run": (["--demo", EXAMPLES, "--once", "--http-server-port", "0"], 0,
+                     ("jinja2", "introspect.views", "introspect.explain", "kube_manager.explain.explainer")),
+    "a bad configuration": (["--vnc-endpoint-port", "99999"], 2,
+                            ("kube_manager.translator", "kube_manager.reconciler", "kubernetes")),
+}
+
+
+@pytest.mark.parametrize("ending", sorted(NOT_LOADED))
+def test_a_start_loads_only_what_it_reaches(ending):
+    """A start costs what it must (docs/operations.md): what a start ending so never reaches is
+    never loaded; the collector paused for the start's imports is running again."""
+    args, status, late = NOT_LOADED[ending]
     probe = textwrap.dedent(f"""\
         import atexit, gc, sys
         from kube_manager.cli.main import main
-        LATE = ("jinja2", "introspect.views", "introspect.explain", "kube_manager.explain.explainer")
-        atexit.register(lambda: print([m for m in LATE if m in sys.modules], gc.isenabled()))
-        sys.exit(main(["run", "--demo", {EXAMPLES!r}, "--once", "--http-server-port", "0"]))
+        atexit.register(lambda: print([m for m in {late!r} if m in sys.modules], gc.isenabled()))
+        sys.exit(main(["run", *{args!r}]))
         """)
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.returncode == status, result.stderr[-3000:]
     assert result.stdout.split() == ["[]", "True"]
 
 
