@@ -106,7 +106,9 @@ def one_size(policies: int, pods: int, restarts: int, trees: List[str]) -> Dict[
     for variant, found in floors.items():
         best = min(found, key=lambda run: run["wall_s"])
         result["floor_" + variant] = {"runs_s": [run["wall_s"] for run in found], "best": best,
-                                      "best_vs_cold_start": round(best["wall_s"] / cold["wall_s"], 3)}
+                                      "best_vs_cold_start": round(best["wall_s"] / cold["wall_s"], 3),
+                                      "median": {name: round(statistics.median(run[name] for run in found), 2)
+                                                 for name in best}}
     return result
 
 
@@ -125,7 +127,8 @@ def report(result: Dict[str, Any], trees: List[str]) -> str:
     for variant in VARIANTS:
         floor = result["floor_" + variant]
         out.append(f"  floor, {FLOOR_NAMES[variant]}: runs {floor['runs_s']} s; best {floor['best']['wall_s']} s = "
-                   f"{floor['best_vs_cold_start']} of the cold start, CPU {floor['best']['cpu_s']} s")
+                   f"{floor['best_vs_cold_start']} of the cold start, CPU {floor['best']['cpu_s']} s; "
+                   f"medians: wall {floor['median']['wall_s']} s, cpu {floor['median']['cpu_s']} s")
     return "\n".join(out)
 
 

@@ -85,6 +85,9 @@ def run_floor(spec_path: str, variant: str) -> Dict[str, Any]:
 # --- the child: nothing above is imported before it runs ----------------------------------------
 
 def _child(spec_path: str, variant: str) -> int:
+    import gc
+
+    gc.disable()  # the least: no collection at all (the daemon pauses it for its start's imports)
     from kube_manager.plumbing import gevent_patch  # the daemon's `patch_all`: entry points read once
 
     gevent_patch.patch_all()
