@@ -98,18 +98,18 @@ def one_size(policies: int, pods: int, restarts: int, trees: List[str]) -> Dict[
         env.close()
     result: Dict[str, Any] = {"policies": policies, "pods": pods, "cold_start": cold, "restart_writes": restart_writes}
     for tree, found in runs.items():
-        best = min(found, key=lambda run: run["wall_s"])
-        result[tree] = {"restarts_s": [run["wall_s"] for run in found], "best": best,
-                        "best_vs_cold_start": round(best["wall_s"] / cold["wall_s"], 3),
-                        "median": {name: round(statistics.median(run[name] for run in found), 2)
-                                   for name in best if all(run[name] is not None for run in found)}}
+        result[tree] = {"restarts_s": [run["wall_s"] for run in found], **_summary(found, cold)}
     for variant, found in floors.items():
-        best = min(found, key=lambda run: run["wall_s"])
-        result["floor_" + variant] = {"runs_s": [run["wall_s"] for run in found], "best": best,
-                                      "best_vs_cold_start": round(best["wall_s"] / cold["wall_s"], 3),
-                                      "median": {name: round(statistics.median(run[name] for run in found), 2)
-                                                 for name in best}}
+        result["floor_" + variant] = {"runs_s": [run["wall_s"] for run in found], **_summary(found, cold)}
     return result
+
+
+def _summary(found: List[Dict[str, Any]], cold: Dict[str, Any]) -> Dict[str, Any]:
+    """The best run (least wall time), its ratio to the cold start, and the median of each figure."""
+    best = min(found, key=lambda run: run["wall_s"])
+    return {"best": best, "best_vs_cold_start": round(best["wall_s"] / cold["wall_s"], 3),
+            "median": {name: round(statistics.median(run[name] for run in found), 2)
+                       for name in best if all(run[name] is not None for run in found)}}
 
 
 def report(result: Dict[str, Any], trees: List[str]) -> str:
