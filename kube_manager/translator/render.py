@@ -53,7 +53,6 @@ class PolicyRendering:
     destinations: Tuple[PodSet, ...]  # pod sets whose named ports it resolved
     names: Tuple[str, ...]  # policy name, then rule names, before shortening
     errors: Tuple[str, ...]
-    ingress_rules: int = 0  # how many of `rules` (the first ones) are of ingress blocks
 
 
 @dataclass(slots=True)
@@ -245,13 +244,11 @@ class PolicyRenderer:
         for direction in spec.directions:
             prefixes[direction] = rule_prefix(self.cluster, namespace, direction, label)
         plans = self._plans
-        ingress_rules = 0
         rule = self.bodies.rule
         rules, bodies, names = work.rules, work.rule_bodies, work.names
         for block in spec.blocks:
             plan = plans.get(id(block)) or self._plan(block)
             prefix = prefixes[block.direction]
-            ingress = block.direction == INGRESS
             services = plan.services
             if services is None:
                 self._named_block_rules(policy, plan, prefix, own, view, work)
@@ -259,7 +256,7 @@ class PolicyRenderer:
                 for peer_plan in plan.peers:
                     endpoint = self._peer_endpoint(peer_plan, namespace, work)
                     stem = prefix + peer_plan.tail
-                    first, second = (endpoint, own) if ingress else (own, endpoint)
+                    first, second = (endpoint, own) if block.direction == INGRESS else (own, endpoint)
                     for s, service in services:
                         rule_name = stem + s
                         names.append(rule_name)
@@ -267,8 +264,6 @@ class PolicyRenderer:
                                    rule_name if len(rule_name) <= MAX_NAME_LENGTH else shorten(rule_name))
                         rules.append(fq_name)
                         bodies.append(rule(fq_name, PASS, service, first, second))
-            if ingress:  # ingress blocks come first
-                ingress_rules = len(rules)
         deny_rules: List[Tuple[FqName, Body, str]] = []
         anything, any_service = self.bodies.any_endpoint, self._any_service
         for direction, prefix in prefixes.items():
@@ -287,4 +282,4 @@ class PolicyRenderer:
                                tuple(work.rule_bodies), deny_rules,
                                work.address_groups or _NO_GROUPS, work.tags, tuple(work.scoped_labels),
                                tuple(work.destinations),
-                               tuple(work.names), tuple(work.errors), ingress_rules)
+                               tuple(work.names), tuple(work.errors))
