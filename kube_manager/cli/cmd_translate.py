@@ -14,7 +14,7 @@ from typing import Any, Iterable
 from kube_manager.cli.options import add_semantics_argument
 from kube_manager.offline.manifests import ManifestError, load_manifests
 from kube_manager.offline.output import write_parts
-from kube_manager.offline.serialize import json_chunks
+from kube_manager.offline.serialize import Chunk, json_chunks
 from kube_manager.plumbing.gcpolicy import collector_paused, leave_to_exit
 
 USAGE_ERROR = 2
@@ -38,7 +38,7 @@ def render(translation: Any, output: str) -> bytes:
     return b"".join(render_parts(translation, output))
 
 
-def render_parts(translation: Any, output: str) -> Iterable[bytes]:
+def render_parts(translation: Any, output: str) -> Iterable[Chunk]:
     """`render`'s bytes in parts, each made when the one before is written (JSON: a large
     translation's text is never held whole)."""
     if output == "json":

@@ -24,7 +24,7 @@ def write_out(data: Union[str, bytes]) -> None:
         _reader_gone()
 
 
-def write_parts(parts: Iterable[bytes]) -> None:
+def write_parts(parts: Iterable[Union[bytes, memoryview]]) -> None:
     """Write each of `parts` to standard output as it comes, and flush; once the reader is gone,
     the parts left are neither made nor written."""
     try:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any, Iterator, List
+from typing import TYPE_CHECKING, Any, Iterator, List, Union
 
 if TYPE_CHECKING:
     from kube_manager.offline.yaml_block import BlockWriter
@@ -39,7 +39,10 @@ def json_bytes(data: Any) -> bytes:
     return b"".join(json_chunks(data))
 
 
-def json_chunks(data: Any) -> Iterator[bytes]:
+Chunk = Union[bytes, memoryview]  # a part of a text: a view into a larger text, to be written at once
+
+
+def json_chunks(data: Any) -> Iterator[Chunk]:
     """The bytes of `json_bytes(data)`, in parts, made one at a time: a top-level mapping key by
     key, a long list under a key CHUNK items at a time. The whole text of a large translation is
     eight times its input, and every page of it held at once is a page the kernel must fault in
@@ -47,7 +50,8 @@ def json_chunks(data: Any) -> Iterator[bytes]:
 
     A part is dumped as a one-key mapping (its items then sit at their depth in the whole) and
     cut out of that mapping's text: `{\\n` and `\\n}` around a key's entry, and for the items of
-    a chunk also the list's opening and closing lines."""
+    a chunk also the list's opening and closing lines. The parts cut out are views of that text,
+    not copies: a copy of every part would be the whole output's size again, in new pages."""
     if not isinstance(data, dict) or not data:
         yield _json_text(data) + b"\n"
         return
@@ -59,13 +63,13 @@ def json_chunks(data: Any) -> Iterator[bytes]:
         first = False
         if isinstance(value, list) and len(value) > CHUNK:
             # `  "key": [\n    item,\n    item` of the first chunk; `    item` of the others
-            yield _json_text({key: value[:CHUNK]})[2:-_LIST_TAIL]
+            yield memoryview(_json_text({key: value[:CHUNK]}))[2:-_LIST_TAIL]
             for start in range(CHUNK, len(value), CHUNK):
                 yield b",\n"
-                yield _json_text({"": value[start:start + CHUNK]})[_LIST_HEAD:-_LIST_TAIL]
+                yield memoryview(_json_text({"": value[start:start + CHUNK]}))[_LIST_HEAD:-_LIST_TAIL]
             yield b"\n  ]"
         else:
-            yield _json_text({key: value})[2:-2]
+            yield memoryview(_json_text({key: value}))[2:-2]
     yield b"\n}\n"
 
 

@@ -79,7 +79,10 @@ class MatchLogging:
 
     def network_policy(self, rendering: Any, namespace: str) -> Any:
         """A NetworkPolicy's rendering with its namespace's logging (a `render.PolicyRendering`)."""
-        actions, error = logged_actions(self._namespaces.get(namespace), f"namespace {namespace}: ")
+        value = self._namespaces.get(namespace)
+        if value is None:  # (most namespaces: asked of every policy of a bulk load)
+            return rendering
+        actions, error = logged_actions(value, f"namespace {namespace}: ")
         if not actions and error is None:
             return rendering
         return dataclasses.replace(

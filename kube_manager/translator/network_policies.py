@@ -9,7 +9,7 @@ and the policies to re-render when the pods whose named ports they resolved chan
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Set, Tuple
 
 from kube_manager.plumbing.kvlog import kv
 
@@ -161,16 +161,23 @@ class NetworkPolicies:
         base: Dict[PolicyKey, Optional[PolicyRendering]] = {}
         affected: Set[PolicyKey] = set()
         collides = self._names.collides
+        retracted: List[PolicyKey] = []
         for key in dirty:
             rendering = base[key] = self._render(key, False)
-            affected.update(self._names.index(key, rendering.names if rendering is not None else ()))
+            if rendering is None:
+                retracted.append(key)
+            others = self._names.index(key, rendering.names if rendering is not None else ())
+            if others:
+                affected.update(others)
         # Retractions first: a deleted or rejected policy's old names can be the very names another
         # policy takes in this flush (their collision ends), and dropping them afterwards would drop
         # the survivor's objects with them.
-        for key in [key for key in dirty if base[key] is None] + [key for key in dirty if base[key] is not None]:
-            rendering = base[key]
-            suffixed = rendering is not None and collides(key)
-            self._apply(key, self._render(key, True) if suffixed else rendering, suffixed)
+        for key in retracted:
+            self._apply(key, None, False)
+        for key, rendering in base.items():
+            if rendering is not None:
+                suffixed = collides(key)
+                self._apply(key, self._render(key, True) if suffixed else rendering, suffixed)
         for key in affected.difference(dirty):
             suffixed = collides(key)
             if suffixed != (key in self._suffixed):
@@ -192,28 +199,29 @@ class NetworkPolicies:
 
     def _apply(self, key: PolicyKey, rendering: Optional[PolicyRendering], suffixed: bool) -> None:
         old = self._renderings.pop(key, None)
+        policy = self._policies.get(key)
         if rendering is not None:
             self._renderings[key] = rendering
+            errors = new_errors = rendering.errors
+        else:
+            new_errors = ()
+            errors = policy.errors if policy is not None else ()
         if self._published.live:
             self._published.applied(key, old, rendering)
         if self._on_applied is not None:
-            self._on_applied(key, self._policies.get(key) if rendering is not None else None)
+            self._on_applied(key, policy if rendering is not None else None)
         if suffixed:
             self._suffixed.add(key)
-        else:
+        elif self._suffixed:
             self._suffixed.discard(key)
         changed = self._shared.apply(old, rendering)
         changed |= self._store.replace_policy(old, rendering, self._aps_refs, self._deny_refs)
-        old_errors = old.errors if old is not None else ()
-        new_errors = rendering.errors if rendering is not None else ()
-        policy = self._policies.get(key)
-        errors = new_errors if rendering is not None else policy.errors if policy is not None else ()
-        logged = self._errors.get(key, ())
+        logged = self._errors.get(key, ()) if self._errors else ()
         if errors:
             self._errors[key] = errors
-        else:
-            self._errors.pop(key, None)
-        if changed or old_errors != new_errors:
+        elif logged:
+            del self._errors[key]
+        if self._log.enabled and (changed or (old.errors if old is not None else ()) != new_errors):
             self._log.policies_touched(POLICY_KIND, (key,))
         for reason in errors:  # each reason once, whole rejections included
             if reason not in logged:

@@ -53,7 +53,6 @@ class PolicyRendering:
     destinations: Tuple[PodSet, ...]  # pod sets whose named ports it resolved
     names: Tuple[str, ...]  # policy name, then rule names, before shortening
     errors: Tuple[str, ...]
-    ingress_rules: int = 0  # how many of `rules` (the first ones) are of ingress blocks
 
 
 @dataclass(slots=True)
@@ -182,41 +181,32 @@ class PolicyRenderer:
                 kind = "namespaceSelector" if peer.pod_selector is None else "podSelector"
                 yield _PeerPlan(peer, f"{b}-{kind}-{p}-", None, f"pod of to[{p}]")
 
-    def _block_rules(self, policy: ParsedPolicy, plan: _BlockPlan, prefix: str, own: Body,
-                     view: PodView, work: _Work) -> None:
-        """The pass rules of one block; `prefix` is `<cluster>-<ns>-<dir>-<np>-`."""
+    def _peer_endpoint(self, peer_plan: _PeerPlan, namespace: str, work: _Work) -> Body:
+        """The endpoint of one peer of a block of a policy of `namespace`."""
+        peer = peer_plan.peer
+        if peer is None:
+            return self.bodies.any_endpoint
+        if peer_plan.group is not None:
+            fq_name, endpoint = peer_plan.group
+            work.address_groups[fq_name] = peer  # type: ignore[assignment]
+            return endpoint
+        return self.scope_endpoint(peer, namespace, work)  # type: ignore[arg-type]
+
+    def _named_block_rules(self, policy: ParsedPolicy, plan: _BlockPlan, prefix: str, own: Body,
+                           view: PodView, work: _Work) -> None:
+        """The pass rules of a block naming ports; `prefix` is `<cluster>-<ns>-<dir>-<np>-`."""
         block = plan.block
         ingress = block.direction == INGRESS
         namespace = policy.namespace
-        services = plan.services
         named: Sequence[Tuple[Body, Optional[Body]]] = ()
-        if services is None and ingress:  # named ports resolve on the selected pods, the same for every peer
+        if ingress:  # named ports resolve on the selected pods, the same for every peer
             selection = policy.selection
             assert selection is not None
             named = self._services(block, selection, True, view, "selected pod", work)
-        rule = self.bodies.rule
-        rules, bodies, names = work.rules, work.rule_bodies, work.names
         for peer_plan in plan.peers:
-            peer = peer_plan.peer
-            if peer is None:
-                endpoint = self.bodies.any_endpoint
-            elif peer_plan.group is not None:
-                fq_name, endpoint = peer_plan.group
-                work.address_groups[fq_name] = peer  # type: ignore[assignment]
-            else:
-                endpoint = self.scope_endpoint(peer, namespace, work)  # type: ignore[arg-type]
-            if services is None:
-                peer_services = named if ingress else self._peer_services(block, peer_plan, namespace, view, work)
-                self._named_port_rules(peer_services, prefix + peer_plan.tail, endpoint, own, ingress, work)
-                continue
-            stem = prefix + peer_plan.tail
-            first, second = (endpoint, own) if ingress else (own, endpoint)
-            for s, service in services:
-                name = stem + s
-                names.append(name)
-                fq_name = (POLICY_MANAGEMENT, name if len(name) <= MAX_NAME_LENGTH else shorten(name))
-                rules.append(fq_name)
-                bodies.append(rule(fq_name, PASS, service, first, second))
+            endpoint = self._peer_endpoint(peer_plan, namespace, work)
+            peer_services = named if ingress else self._peer_services(block, peer_plan, namespace, view, work)
+            self._named_port_rules(peer_services, prefix + peer_plan.tail, endpoint, own, ingress, work)
 
     def _peer_services(self, block: Block, peer_plan: _PeerPlan, namespace: str, view: PodView,
                        work: _Work) -> List[Tuple[Body, Optional[Body]]]:
@@ -254,17 +244,31 @@ class PolicyRenderer:
         for direction in spec.directions:
             prefixes[direction] = rule_prefix(self.cluster, namespace, direction, label)
         plans = self._plans
-        ingress_rules = 0
+        rule = self.bodies.rule
+        rules, bodies, names = work.rules, work.rule_bodies, work.names
         for block in spec.blocks:
             plan = plans.get(id(block)) or self._plan(block)
-            self._block_rules(policy, plan, prefixes[block.direction], own, view, work)
-            if block.direction == INGRESS:  # ingress blocks come first
-                ingress_rules = len(work.rules)
+            prefix = prefixes[block.direction]
+            services = plan.services
+            if services is None:
+                self._named_block_rules(policy, plan, prefix, own, view, work)
+            else:  # (in line: most blocks, asked for every policy of a bulk load)
+                for peer_plan in plan.peers:
+                    endpoint = self._peer_endpoint(peer_plan, namespace, work)
+                    stem = prefix + peer_plan.tail
+                    first, second = (endpoint, own) if block.direction == INGRESS else (own, endpoint)
+                    for s, service in services:
+                        rule_name = stem + s
+                        names.append(rule_name)
+                        fq_name = (POLICY_MANAGEMENT,
+                                   rule_name if len(rule_name) <= MAX_NAME_LENGTH else shorten(rule_name))
+                        rules.append(fq_name)
+                        bodies.append(rule(fq_name, PASS, service, first, second))
         deny_rules: List[Tuple[FqName, Body, str]] = []
-        anything, any_service, rule = self.bodies.any_endpoint, self._any_service, self.bodies.rule
+        anything, any_service = self.bodies.any_endpoint, self._any_service
         for direction, prefix in prefixes.items():
             deny_name = deny_rule_name(prefix)
-            work.names.append(deny_name)
+            names.append(deny_name)
             fq_name = (POLICY_MANAGEMENT, deny_name if len(deny_name) <= MAX_NAME_LENGTH else shorten(deny_name))
             if direction == INGRESS:
                 body = rule(fq_name, DENY, any_service, anything, own)
@@ -278,4 +282,4 @@ class PolicyRenderer:
                                tuple(work.rule_bodies), deny_rules,
                                work.address_groups or _NO_GROUPS, work.tags, tuple(work.scoped_labels),
                                tuple(work.destinations),
-                               tuple(work.names), tuple(work.errors), ingress_rules)
+                               tuple(work.names), tuple(work.errors))

@@ -203,14 +203,16 @@ class PairRules:
             items = self._read(key)
             services = (frozenset(item.service for _, item in items[0]),
                         frozenset(item.service for _, item in items[1]))
-        for woken in sorted(self._unmet.meeting(services)):  # each meets none but this policy
-            self._unmet.remove(woken)
-            self._add(woken, *self._read(woken))
+        woken = self._unmet.meeting(services)
+        for other in sorted(woken) if woken else ():  # each meets none but this policy
+            self._unmet.remove(other)
+            self._add(other, *self._read(other))
         if items is None and not self._meets_read(services):
             self._unmet.add(key, services)
         else:
             self._add(key, *(items or self._read(key)))
-        self._release()
+        if self._released:
+            self._release()
 
     def remove(self, key: PolicyKey) -> None:
         """The policy `key` is gone (or rejected)."""
@@ -221,15 +223,21 @@ class PairRules:
         """Whether a service of `services` meets one of the other direction's read allows, or
         the policy's own allows meet each other."""
         egress, ingress = services
-        return (any(self._ingress.meeting(service) for service in egress)
-                or any(self._egress.meeting(service) for service in ingress)
-                or services_meet(egress, ingress))
+        for services_out, side in ((egress, self._ingress), (ingress, self._egress)):
+            meeting = side.meeting
+            for service in services_out:
+                if meeting(service):
+                    return True
+        return services_meet(egress, ingress)
 
     def _drop_policy(self, key: PolicyKey) -> None:
         """Forget the rules of `key` and close their pairs (dropped at the next `_release`)."""
         if self._unmet.remove(key):
             return
-        old_egress, old_ingress = self._policy_rules.pop(key, ((), ()))
+        old = self._policy_rules.pop(key, None)
+        if old is None:  # a new policy, or one whose allows were all unmet or none
+            return
+        old_egress, old_ingress = old
         for names in (old_egress, old_ingress):
             for fq_name in names:
                 for pair in self._pairs_of.pop(fq_name, ()):

@@ -86,4 +86,8 @@ class UnmetPolicies:
 
 def services_meet(egress: Iterable[Service], ingress: FrozenSet[Service]) -> bool:
     """Whether some egress service meets some ingress one (a policy's own allows can pair)."""
-    return any(meet_services(out, into) is not None for out in egress for into in ingress)
+    for out in egress:  # (no generator: asked of every policy, most of one direction only)
+        for into in ingress:
+            if meet_services(out, into) is not None:
+                return True
+    return False
