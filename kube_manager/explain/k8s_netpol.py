@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar
 
 from .k8s_pods import Endpoint
 from .k8s_selectors import (IPNetwork, Invalid, Selector, as_list, check_fields, compile_selector,
@@ -36,6 +36,7 @@ _PORT_FIELDS = {"protocol", "port", "endPort"}
 _BLOCK_FIELDS = {INGRESS: {"from", "ports"}, EGRESS: {"to", "ports"}}
 _PEER_LIST = {INGRESS: "from", EGRESS: "to"}
 _SPEC_LIST = {INGRESS: "ingress", EGRESS: "egress"}
+_Part = TypeVar("_Part")
 # IANA service name, as the API server validates a named port.
 _PORT_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$")
 
@@ -46,7 +47,7 @@ def valid_port_name(name: Any) -> bool:
             and re.search("[a-z]", name) is not None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Peer:
     """One entry of `from`/`to`. `namespace` is set for a podSelector-only peer (its policy's
     namespace); `network` for an ipBlock."""
@@ -74,7 +75,7 @@ class Peer:
         return self.pod_selector is None or self.pod_selector.matches(pod.labels)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PortRule:
     """One entry of `ports`: a protocol and either a number range or a port name."""
 
@@ -92,7 +93,7 @@ class PortRule:
         return pod is not None and pod.resolve(self.name, self.protocol) == port
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RuleBlock:
     """One ingress/egress rule. None means "all" (missing or empty list); an empty tuple after
     rejecting every entry means "none"."""
@@ -109,7 +110,7 @@ class RuleBlock:
         return self.ports is None or any(p.matches(port, protocol, destination) for p in self.ports)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Policy:
     namespace: str
     name: str
@@ -122,7 +123,7 @@ class Policy:
         return f"{self.namespace}/{self.name}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Rejection:
     namespace: str
     name: str
@@ -208,8 +209,20 @@ def _policy_types(spec: Mapping[str, Any]) -> Tuple[str, ...]:
     return tuple(dict.fromkeys(types))
 
 
-def compile_policy(manifest: Mapping[str, Any]) -> Tuple[Optional[Policy], List[str]]:
-    """Compile one NetworkPolicy; returns (policy or None when rejected whole, rejection reasons)."""
+def _sharing(shared: Dict[Any, Any]) -> Callable[[_Part], _Part]:
+    """`share(part)`: the part equal to `part` compiled first, or `part` (None as it is)."""
+    def share(part: _Part) -> _Part:
+        return part if part is None else shared.setdefault(part, part)
+    return share
+
+
+def compile_policy(manifest: Mapping[str, Any],
+                   shared: Optional[Dict[Any, Any]] = None) -> Tuple[Optional[Policy], List[str]]:
+    """Compile one NetworkPolicy; returns (policy or None when rejected whole, rejection reasons).
+    `shared`: the parts compiled before it (policies compiled together), each equal part made
+    one object: they are immutable values, and a namespace's policies repeat their selectors,
+    peers and ports, whose copies would be most of what compiled policies hold."""
+    share = _sharing(shared if shared is not None else {})
     metadata = object_or_empty(manifest.get("metadata"))
     namespace = metadata.get("namespace") or "default"
     spec = manifest.get("spec") or {}
@@ -217,7 +230,7 @@ def compile_policy(manifest: Mapping[str, Any]) -> Tuple[Optional[Policy], List[
     try:
         if not isinstance(spec, dict):
             raise Invalid("spec must be an object")
-        selector = compile_selector(spec.get("podSelector"), "podSelector")
+        selector = share(compile_selector(spec.get("podSelector"), "podSelector"))
         types = _policy_types(spec)
     except Invalid as exc:
         return None, [str(exc)]
@@ -242,7 +255,8 @@ def compile_policy(manifest: Mapping[str, Any]) -> Tuple[Optional[Policy], List[
             except Invalid as exc:
                 reasons.append(f"{where}: {exc}")
                 continue
-            blocks.append(RuleBlock(peers, ports, b))
-        directions[direction] = tuple(blocks)
+            blocks.append(share(RuleBlock(share(peers and tuple(map(share, peers))),
+                                          share(ports and tuple(map(share, ports))), b)))
+        directions[direction] = share(tuple(blocks))
     name = metadata.get("name") or ""
     return Policy(namespace, str(name), selector, directions), reasons
