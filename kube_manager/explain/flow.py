@@ -104,13 +104,14 @@ class ContrailEvaluator:
         return keys
 
     def _candidates(self, src: Workload, dst: Workload) -> List[FiledRule]:
-        index = self.index
-        src_sets = [s for s in (index.by_source.get(k) for k in self._keys(src)) if s]
-        dst_sets = [s for s in (index.by_destination.get(k) for k in self._keys(dst)) if s]
+        by_ends = self.index.by_ends
+        rows = [row for row in map(by_ends.get, self._keys(src)) if row]
         found: Set[FiledRule] = set()
-        for a in src_sets:
-            for b in dst_sets:
-                found |= a & b
+        for key in self._keys(dst) if rows else ():
+            for row in rows:
+                filed = row.get(key)
+                if filed:
+                    found |= filed
         return list(found)
 
     def _endpoint_matches(self, endpoint: RuleEndpoint, workload: Workload) -> bool:

@@ -3,8 +3,8 @@ objects to the next (`flow.py`'s `ContrailEvaluator` queries it).
 
 Each oriented rule entry is filed under one key per endpoint (its `any`, each prefix of its address
 group, or its rarest tag when it was filed: a workload matching a tag endpoint carries every one of
-its tags, so any of them would do), and a query only looks at the entries filed under the keys
-its two ends carry. The candidates are then put in evaluation order (SPEC 6) by their rank: the APS
+its tags, so any of them would do), by the pair of its source's and its destination's keys, and a
+query only looks at the entries filed under a pair of keys its two ends carry. The candidates are then put in evaluation order (SPEC 6) by their rank: the APS
 sort key of their policy, then their policy's sort key of their rule. Ranks are looked up when a
 question sorts its candidates, so a policy that moves in the APS, or a rule in its policy, is not
 filed again.
@@ -109,8 +109,9 @@ class RuleIndex:
         self.groups: Dict[str, FrozenSet[Prefix]] = {}  # "a:b:c" -> its prefixes
         self.shapes: List[Tuple[int, int]] = []  # the prefix shapes in use: an address is looked up once per shape
         self.entry_count = 0
-        self.by_source: Dict[IndexKey, Set[FiledRule]] = {}
-        self.by_destination: Dict[IndexKey, Set[FiledRule]] = {}
+        # source key -> destination key -> the entries filed under both: one set per pair of keys
+        # in use (a few hundred), where a set per key on each side held every entry twice.
+        self.by_ends: Dict[IndexKey, Dict[IndexKey, Set[FiledRule]]] = {}
         self.compiled = 0
         self._popularity: Mapping[str, int] = Counter()
         self._group_bodies: Dict[FqName, Mapping[str, Any]] = {}
@@ -310,21 +311,25 @@ class RuleIndex:
         entry = filed.entry
         filed.source_keys = self._keys_of(entry.source)
         filed.destination_keys = self._keys_of(entry.destination)
-        for found, index in ((filed.source_keys, self.by_source), (filed.destination_keys, self.by_destination)):
-            for key in found:
-                index.setdefault(key, set()).add(filed)
+        for source in filed.source_keys if filed.destination_keys else ():  # no row without an entry
+            row = self.by_ends.setdefault(source, {})
+            for destination in filed.destination_keys:
+                row.setdefault(destination, set()).add(filed)
         for endpoint in (entry.source, entry.destination):
             if endpoint.kind == "group":
                 self._group_users.setdefault(endpoint.group, set()).add(filed)
 
     def _unfile(self, filed: FiledRule) -> None:
         entry = filed.entry
-        for found, index in ((filed.source_keys, self.by_source), (filed.destination_keys, self.by_destination)):
-            for key in found:
-                at = index[key]
+        for source in filed.source_keys if filed.destination_keys else ():
+            row = self.by_ends[source]
+            for destination in filed.destination_keys:
+                at = row[destination]
                 at.discard(filed)
                 if not at:
-                    del index[key]
+                    del row[destination]
+            if not row:
+                del self.by_ends[source]
         for endpoint in (entry.source, entry.destination):
             users = self._group_users.get(endpoint.group) if endpoint.kind == "group" else None
             if users is not None:
