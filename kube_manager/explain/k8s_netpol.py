@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar
+from typing import Any, Dict, List, Mapping, Optional, Tuple, TypeVar
 
 from .k8s_pods import Endpoint
 from .k8s_selectors import (IPNetwork, Invalid, Selector, as_list, check_fields, compile_selector,
@@ -37,6 +37,7 @@ _BLOCK_FIELDS = {INGRESS: {"from", "ports"}, EGRESS: {"to", "ports"}}
 _PEER_LIST = {INGRESS: "from", EGRESS: "to"}
 _SPEC_LIST = {INGRESS: "ingress", EGRESS: "egress"}
 _Part = TypeVar("_Part")
+_PARTS, _BLOCK = object(), object()  # what a key made of identities starts with (`_Shared`)
 # IANA service name, as the API server validates a named port.
 _PORT_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$")
 
@@ -209,11 +210,29 @@ def _policy_types(spec: Mapping[str, Any]) -> Tuple[str, ...]:
     return tuple(dict.fromkeys(types))
 
 
-def _sharing(shared: Dict[Any, Any]) -> Callable[[_Part], _Part]:
-    """`share(part)`: the part equal to `part` compiled first, or `part` (None as it is)."""
-    def share(part: _Part) -> _Part:
-        return part if part is None else shared.setdefault(part, part)
-    return share
+class _Shared:
+    """The parts of policies compiled together, each equal part one object: a selector, peer or
+    port by its value; a tuple of shared parts, or a block of them, by their identities (equal
+    exactly when the parts are the same objects, and much cheaper to hash than their values).
+    The table holds every part it returns, so no identity in a key passes to another object."""
+
+    def __init__(self, table: Dict[Any, Any]) -> None:
+        self._table = table
+
+    def part(self, part: _Part) -> _Part:
+        return self._table.setdefault(part, part)
+
+    def parts(self, parts: Optional[Tuple[_Part, ...]]) -> Optional[Tuple[_Part, ...]]:
+        if parts is None:
+            return None
+        parts = tuple(map(self.part, parts))
+        return self._table.setdefault((_PARTS,) + tuple(map(id, parts)), parts)
+
+    def blocks(self, blocks: List[RuleBlock]) -> Tuple[RuleBlock, ...]:
+        """The blocks, each made of shared peers and ports."""
+        found = [self._table.setdefault((_BLOCK, id(block.peers), id(block.ports), block.index), block)
+                 for block in blocks]
+        return self._table.setdefault((_PARTS,) + tuple(map(id, found)), tuple(found))
 
 
 def compile_policy(manifest: Mapping[str, Any],
@@ -222,7 +241,7 @@ def compile_policy(manifest: Mapping[str, Any],
     `shared`: the parts compiled before it (policies compiled together), each equal part made
     one object: they are immutable values, and a namespace's policies repeat their selectors,
     peers and ports, whose copies would be most of what compiled policies hold."""
-    share = _sharing(shared if shared is not None else {})
+    share = _Shared(shared if shared is not None else {})
     metadata = object_or_empty(manifest.get("metadata"))
     namespace = metadata.get("namespace") or "default"
     spec = manifest.get("spec") or {}
@@ -230,7 +249,7 @@ def compile_policy(manifest: Mapping[str, Any],
     try:
         if not isinstance(spec, dict):
             raise Invalid("spec must be an object")
-        selector = share(compile_selector(spec.get("podSelector"), "podSelector"))
+        selector = share.part(compile_selector(spec.get("podSelector"), "podSelector"))
         types = _policy_types(spec)
     except Invalid as exc:
         return None, [str(exc)]
@@ -255,8 +274,7 @@ def compile_policy(manifest: Mapping[str, Any],
             except Invalid as exc:
                 reasons.append(f"{where}: {exc}")
                 continue
-            blocks.append(share(RuleBlock(share(peers and tuple(map(share, peers))),
-                                          share(ports and tuple(map(share, ports))), b)))
-        directions[direction] = share(tuple(blocks))
+            blocks.append(RuleBlock(share.parts(peers), share.parts(ports), b))
+        directions[direction] = share.blocks(blocks)
     name = metadata.get("name") or ""
     return Policy(namespace, str(name), selector, directions), reasons
