@@ -4,10 +4,10 @@ objects to the next (`flow.py`'s `ContrailEvaluator` queries it).
 Each oriented rule entry is filed under one key per endpoint (its `any`, each prefix of its address
 group, or its rarest tag when it was filed: a workload matching a tag endpoint carries every one of
 its tags, so any of them would do), by the pair of its source's and its destination's keys, and a
-query only looks at the entries filed under a pair of keys its two ends carry. The candidates are then put in evaluation order (SPEC 6) by their rank: the APS
-sort key of their policy, then their policy's sort key of their rule. Ranks are looked up when a
-question sorts its candidates, so a policy that moves in the APS, or a rule in its policy, is not
-filed again.
+query only looks at the entries filed under a pair of keys its two ends carry. The candidates are
+then put in evaluation order (SPEC 6) by their rank: the APS sort key of their policy, then their
+policy's sort key of their rule. Ranks are looked up when a question sorts its candidates, so a
+policy that moves in the APS, or a rule in its policy, is not filed again.
 
 `update(source)` brings the index to the objects `source` holds. The translator never modifies a
 body it published, it replaces it, so what changed is found by identity and only that is compiled
@@ -118,10 +118,10 @@ class RuleIndex:
         self._group_users: Dict[str, Set[FiledRule]] = {}
         self._aps = RefTargets()
         self.policy_keys = self._aps.keys  # policy in the APS -> its sort key
+        self._name_keys: Dict[str, RefSequence] = {}  # policy name -> the first sort key of its policies
+        self._policies: Dict[FqName, PolicyState] = {}
         # Who refers to whom, as tuples (one element but in rare cases, where a set takes four times
         # the size): policy name -> the policies of the APS so named,
-        self._name_keys: Dict[str, RefSequence] = {}  # policy name -> the first sort key of those
-        self._policies: Dict[FqName, PolicyState] = {}
         self._named: Dict[str, Tuple[FqName, ...]] = {}
         self._network_policies: Dict[str, Tuple[FqName, ...]] = {}  # "ns/name" -> the policies naming it
         self._users: Dict[FqName, Tuple[FqName, ...]] = {}  # rule -> the policies referring to it
