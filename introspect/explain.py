@@ -217,7 +217,7 @@ class LiveExplainer:
         once a question has built the index. The build reads the objects as they are at its
         first step; what changes meanwhile the next question's update reads (told by the change
         reports, or looking at every object). `step`: units of work between two pauses."""
-        if self._rules.entries or self._building is not None:
+        if self._rules.entry_count or self._building is not None:
             return
         if self._journal is not None:
             self._journal.take()  # the build reads every object

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from .flow_index import ANY_KEY, IndexKey, OrientedRules, RuleIndex, RuleSource
+from .flow_index import ANY_KEY, FiledRule, IndexKey, OrientedRules, RuleIndex, RuleSource
 from .flow_rules import (FLOW_PROTOCOLS, NumericProtocol, RuleEndpoint, RuleEntry, Workload, in_prefix,
                          ip_or_none)
 
@@ -103,14 +103,15 @@ class ContrailEvaluator:
                         for version, host_bits in self.index.shapes if version == ip.version)
         return keys
 
-    def _candidates(self, src: Workload, dst: Workload) -> List[int]:
-        index = self.index
-        src_sets = [s for s in (index.by_source.get(k) for k in self._keys(src)) if s]
-        dst_sets = [s for s in (index.by_destination.get(k) for k in self._keys(dst)) if s]
-        found: Set[int] = set()
-        for a in src_sets:
-            for b in dst_sets:
-                found |= a & b
+    def _candidates(self, src: Workload, dst: Workload) -> List[FiledRule]:
+        by_ends = self.index.by_ends
+        rows = [row for row in map(by_ends.get, self._keys(src)) if row]
+        found: Set[FiledRule] = set()
+        for key in self._keys(dst) if rows else ():
+            for row in rows:
+                filed = row.get(key)
+                if filed:
+                    found |= filed
         return list(found)
 
     def _endpoint_matches(self, endpoint: RuleEndpoint, workload: Workload) -> bool:
@@ -140,9 +141,8 @@ class ContrailEvaluator:
     def pair_rules(self, src: Workload, dst: Workload) -> List[RuleEntry]:
         """The rules whose endpoints (and match tags) match src -> dst, in evaluation order: what
         decides every port of this pair (`decide`), so the what-if asks for them once per pair."""
-        entries = self.index.entries
-        matching = [ident for ident in self._candidates(src, dst) if self._pair_matches(entries[ident], src, dst)]
-        return [entries[ident] for ident in sorted(matching, key=self.index.rank)]
+        matching = [filed for filed in self._candidates(src, dst) if self._pair_matches(filed.entry, src, dst)]
+        return [filed.entry for filed in sorted(matching, key=self.index.rank)]
 
     @staticmethod
     def decide(rules: Sequence[RuleEntry], port: int, protocol: str,

@@ -3,11 +3,11 @@ objects to the next (`flow.py`'s `ContrailEvaluator` queries it).
 
 Each oriented rule entry is filed under one key per endpoint (its `any`, each prefix of its address
 group, or its rarest tag when it was filed: a workload matching a tag endpoint carries every one of
-its tags, so any of them would do), and a query only looks at the entries filed under the keys
-its two ends carry. The candidates are then put in evaluation order (SPEC 6) by their rank: the APS
-sort key of their policy, then their policy's sort key of their rule. Ranks are looked up when a
-question sorts its candidates, so a policy that moves in the APS, or a rule in its policy, is not
-filed again.
+its tags, so any of them would do), by the pair of its source's and its destination's keys, and a
+query only looks at the entries filed under a pair of keys its two ends carry. The candidates are
+then put in evaluation order (SPEC 6) by their rank: the APS sort key of their policy, then their
+policy's sort key of their rule. Ranks are looked up when a question sorts its candidates, so a
+policy that moves in the APS, or a rule in its policy, is not filed again.
 
 `update(source)` brings the index to the objects `source` holds. The translator never modifies a
 body it published, it replaces it, so what changed is found by identity and only that is compiled
@@ -28,7 +28,7 @@ from typing import (Any, Callable, Collection, Dict, FrozenSet, Generator, Itera
                     Set, Tuple)
 
 from .flow_refs import STEP, Pace, PolicyState, RefTargets, Steps
-from .flow_rules import Prefix, RuleEndpoint, RuleEntry, SharedParts, oriented, parse_prefixes
+from .flow_rules import Prefix, RefSequence, RuleEndpoint, RuleEntry, SharedParts, oriented, parse_prefixes, target_name
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,20 @@ class RuleSource:
     firewall_rules: Mapping[FqName, Mapping[str, Any]]
     address_groups: Mapping[FqName, Mapping[str, Any]]
     workload_tags: Callable[[], Iterable[Iterable[str]]]  # each workload's tags, a list made when called
+
+
+class FiledRule:
+    """One entry as an index files it: the entry, the policy it is in, which of its rule's
+    entries it is, and the keys it is filed under (its endpoints' when it was filed, to unfile
+    it from the same). The index's key sets hold these themselves, by identity: one object per
+    entry where a number for it would take a map from the number to each of these."""
+
+    __slots__ = ("entry", "policy", "orientation", "source_keys", "destination_keys")
+
+    def __init__(self, entry: RuleEntry, policy: FqName, orientation: int) -> None:
+        self.entry, self.policy, self.orientation = entry, policy, orientation
+        self.source_keys: List[IndexKey] = []
+        self.destination_keys: List[IndexKey] = []
 
 
 class OrientedRules:
@@ -94,27 +108,28 @@ class RuleIndex:
     def _reset(self) -> None:
         self.groups: Dict[str, FrozenSet[Prefix]] = {}  # "a:b:c" -> its prefixes
         self.shapes: List[Tuple[int, int]] = []  # the prefix shapes in use: an address is looked up once per shape
-        self.entries: Dict[int, RuleEntry] = {}
-        self.by_source: Dict[IndexKey, Set[int]] = {}
-        self.by_destination: Dict[IndexKey, Set[int]] = {}
+        self.entry_count = 0
+        # source key -> destination key -> the entries filed under both: one set per pair of keys
+        # in use (a few hundred), where a set per key on each side held every entry twice.
+        self.by_ends: Dict[IndexKey, Dict[IndexKey, Set[FiledRule]]] = {}
         self.compiled = 0
         self._popularity: Mapping[str, int] = Counter()
         self._group_bodies: Dict[FqName, Mapping[str, Any]] = {}
-        self._group_users: Dict[str, Set[int]] = {}
+        self._group_users: Dict[str, Set[FiledRule]] = {}
         self._aps = RefTargets()
         self.policy_keys = self._aps.keys  # policy in the APS -> its sort key
-        self._named: Dict[str, Set[FqName]] = {}  # policy name -> the policies of the APS so named
-        self._name_keys: Dict[str, Tuple[Any, ...]] = {}  # policy name -> the first sort key of those
+        self._name_keys: Dict[str, RefSequence] = {}  # policy name -> the first sort key of its policies
         self._policies: Dict[FqName, PolicyState] = {}
-        self._network_policies: Dict[str, Set[FqName]] = {}  # "ns/name" -> the policies naming it
-        self._users: Dict[FqName, Set[FqName]] = {}  # rule -> the policies referring to it
+        # Who refers to whom, as tuples (one element but in rare cases, where a set takes four times
+        # the size): policy name -> the policies of the APS so named,
+        self._named: Dict[str, Tuple[FqName, ...]] = {}
+        self._network_policies: Dict[str, Tuple[FqName, ...]] = {}  # "ns/name" -> the policies naming it
+        self._users: Dict[FqName, Tuple[FqName, ...]] = {}  # rule -> the policies referring to it
         self._rules: Dict[FqName, Mapping[str, Any]] = {}
-        self._filed: Dict[Pair, Tuple[Mapping[str, Any], List[int]]] = {}
-        self._place: Dict[int, Tuple[FqName, FqName, int]] = {}  # entry -> (policy, rule, orientation)
-        self._keys: Dict[int, Tuple[List[IndexKey], List[IndexKey]]] = {}  # entry -> where it is filed
+        self._filed: Dict[Pair, Tuple[Any, ...]] = {}  # (the rule's body it was filed from, its entries)
         self._filing: Dict[RuleEndpoint, List[IndexKey]] = {}  # this update's: rules share their endpoints
         self._parts = SharedParts()  # this update's: rules share their endpoints' and services' dicts
-        self._next = 0
+        self._sequences: Dict[str, RefSequence] = {}  # this update's: refs share their sequences
 
     # ---- updating --------------------------------------------------------------------------
 
@@ -140,16 +155,16 @@ class RuleIndex:
     def _steps(self, source: RuleSource, touched: Optional[Collection[ObjKey]], step: int = STEP) -> Steps:
         try:
             pace = Pace(step)
-            if touched is None or not self.entries:
+            if touched is None or not self.entry_count:
                 self._popularity = yield from _counted(source.workload_tags(), pace)
-            yield from self._update(source, None if not self.entries else touched, pace)
+            yield from self._update(source, None if not self.entry_count else touched, pace)
             if self._compiler is not None:
                 self._compiler.settle()
         except BaseException:
             self._reset()
             raise
         finally:
-            self._filing, self._parts = {}, SharedParts()
+            self._filing, self._parts, self._sequences = {}, SharedParts(), {}
 
     def _update(self, source: RuleSource, touched: Optional[Collection[ObjKey]], pace: Pace) -> Steps:
         keys: Dict[str, Optional[List[FqName]]] = {kind: None for kind in (GROUP, POLICY, RULE)}
@@ -198,15 +213,15 @@ class RuleIndex:
     def _update_aps(self, aps: Optional[Mapping[str, Any]], pace: Pace) -> Generator[None, None, Set[FqName]]:
         """Steps ending with the policies that entered or left the APS."""
         before = set(self.policy_keys)
-        touched = yield from self._aps.update((aps or {}).get("firewall_policy_refs") or [], pace)
+        touched = yield from self._aps.update((aps or {}).get("firewall_policy_refs") or [], pace, self._sequences)
         by_name: Dict[str, List[FqName]] = {}
         for fq in touched:
             by_name.setdefault(fq[-1] if fq else "", []).append(fq)
         for name, fqs in by_name.items():
-            named = self._named.setdefault(name, set())
-            named.update(fq for fq in fqs if fq in self.policy_keys)
-            named.difference_update([fq for fq in fqs if fq not in self.policy_keys])
+            named = tuple(fq for fq in self._named.get(name, ()) if fq not in fqs) \
+                + tuple(fq for fq in fqs if fq in self.policy_keys)
             if named:
+                self._named[name] = named
                 self._name_keys[name] = min(self.policy_keys[fq] for fq in named)
             else:
                 del self._named[name], self._name_keys[name]
@@ -243,20 +258,21 @@ class RuleIndex:
             if state is None:
                 state = kept[fq] = PolicyState()
             if state.network_policy is not None:
-                _discard(self._network_policies, state.network_policy, fq)
+                _without(self._network_policies, state.network_policy, fq)
             if now is None:
                 del kept[fq]
-                touched = yield from state.rules.update([], pace)
+                touched = yield from state.rules.update([], pace, self._sequences)
             else:
                 state.read(now)
-                touched = yield from state.rules.update(now.get("firewall_rule_refs") or [], pace)
+                touched = yield from state.rules.update(now.get("firewall_rule_refs") or [], pace, self._sequences)
                 if state.network_policy is not None:
-                    self._network_policies.setdefault(state.network_policy, set()).add(fq)
+                    _with(self._network_policies, state.network_policy, fq)
+            alone = (fq,)  # what most of its rules' users are: one tuple for them all
             for rule in touched:
                 if rule in state.rules.keys:
-                    self._users.setdefault(rule, set()).add(fq)
+                    _with(self._users, rule, fq, alone)
                 else:
-                    _discard(self._users, rule, fq)
+                    _without(self._users, rule, fq)
                 if pace.due():
                     yield
             todo.update((fq, rule) for rule in touched)
@@ -275,47 +291,49 @@ class RuleIndex:
         if filed is not None:
             if wanted and filed[0] is body:
                 return
-            for ident in self._filed.pop(pair)[1]:
-                self._unfile(ident)
-                del self.entries[ident], self._place[ident]
+            for entry in self._filed.pop(pair)[1:]:
+                self._unfile(entry)
+                self.entry_count -= 1
         if not wanted or body is None:
             return
         self.compiled += 1
-        ids = []
         name = policy[-1] if policy else ""
         parts = self._parts
         made = self._compiler.entries(name, rule, body, parts) if self._compiler is not None \
             else oriented(name, rule, body, parts)
-        for orientation, compiled in enumerate(made):
-            ident, self._next = self._next, self._next + 1
-            self.entries[ident] = compiled
-            self._place[ident] = (policy, rule, orientation)
-            self._file(ident)
-            ids.append(ident)
-        self._filed[pair] = (body, ids)
+        entries = tuple(FiledRule(compiled, policy, orientation) for orientation, compiled in enumerate(made))
+        for entry in entries:
+            self._file(entry)
+        self.entry_count += len(entries)
+        self._filed[pair] = (body,) + entries
 
-    def _file(self, ident: int) -> None:
-        entry = self.entries[ident]
-        keys = self._keys[ident] = (self._keys_of(entry.source), self._keys_of(entry.destination))
-        for found, index in zip(keys, (self.by_source, self.by_destination)):
-            for key in found:
-                index.setdefault(key, set()).add(ident)
+    def _file(self, filed: FiledRule) -> None:
+        entry = filed.entry
+        filed.source_keys = self._keys_of(entry.source)
+        filed.destination_keys = self._keys_of(entry.destination)
+        for source in filed.source_keys if filed.destination_keys else ():  # no row without an entry
+            row = self.by_ends.setdefault(source, {})
+            for destination in filed.destination_keys:
+                row.setdefault(destination, set()).add(filed)
         for endpoint in (entry.source, entry.destination):
             if endpoint.kind == "group":
-                self._group_users.setdefault(endpoint.group, set()).add(ident)
+                self._group_users.setdefault(endpoint.group, set()).add(filed)
 
-    def _unfile(self, ident: int) -> None:
-        entry = self.entries[ident]
-        for found, index in zip(self._keys.pop(ident), (self.by_source, self.by_destination)):
-            for key in found:
-                filed = index[key]
-                filed.discard(ident)
-                if not filed:
-                    del index[key]
+    def _unfile(self, filed: FiledRule) -> None:
+        entry = filed.entry
+        for source in filed.source_keys if filed.destination_keys else ():
+            row = self.by_ends[source]
+            for destination in filed.destination_keys:
+                at = row[destination]
+                at.discard(filed)
+                if not at:
+                    del row[destination]
+            if not row:
+                del self.by_ends[source]
         for endpoint in (entry.source, entry.destination):
             users = self._group_users.get(endpoint.group) if endpoint.kind == "group" else None
             if users is not None:
-                users.discard(ident)
+                users.discard(filed)
                 if not users:
                     del self._group_users[endpoint.group]
 
@@ -338,10 +356,13 @@ class RuleIndex:
 
     # ---- reading ---------------------------------------------------------------------------
 
-    def rank(self, ident: int) -> Tuple[Any, ...]:
-        """An entry's place in evaluation order: its policy's in the APS, its rule's in the policy."""
-        policy, rule, orientation = self._place[ident]
-        return (self.policy_keys[policy], policy, self._policies[policy].rules.keys[rule], rule, orientation)
+    def rank(self, filed: FiledRule) -> Tuple[Any, ...]:
+        """An entry's place in evaluation order: its policy's in the APS (by sequence, then name),
+        its rule's in the policy (the same)."""
+        policy, entry = filed.policy, filed.entry
+        rule = entry.rule_fq_name
+        return (self.policy_keys[policy], target_name(policy), policy, self._policies[policy].rules.keys[rule],
+                target_name(rule), rule, filed.orientation)
 
     def network_policy_rank(self, network_policy: str) -> Tuple[Any, ...]:
         """A sort key of a NetworkPolicy ("ns/name") in the APS evaluation order, read from its
@@ -349,8 +370,9 @@ class RuleIndex:
         every policy of the APS when none of its firewall policies is there."""
         policies = self._network_policies.get(network_policy, ())
         named = [fq for fq in policies if fq and fq[-1] in self._name_keys] if len(policies) > 1 else policies
-        key = self._name_keys.get(max(named)[-1]) if named and max(named) else None
-        return (0, key) if key is not None else _LAST
+        last = max(named) if named else None
+        key = self._name_keys.get(last[-1]) if last else None
+        return (0, key + (last[-1],)) if key is not None and last else _LAST
 
 
 def _counted(workloads: Iterable[Iterable[str]], pace: Pace) -> Generator[None, None, Mapping[str, int]]:
@@ -363,10 +385,20 @@ def _counted(workloads: Iterable[Iterable[str]], pace: Pace) -> Generator[None, 
     return counts
 
 
-def _discard(table: Dict[Any, Set[FqName]], key: Any, fq: FqName) -> None:
-    found = table[key]
-    found.discard(fq)
-    if not found:
+def _with(table: Dict[Any, Tuple[FqName, ...]], key: Any, fq: FqName, alone: Optional[Tuple[FqName]] = None) -> None:
+    """`fq` among `key`'s in `table`; `alone`, `(fq,)` shared, when it is the first."""
+    found = table.get(key)
+    if found is None:
+        table[key] = alone or (fq,)
+    elif fq not in found:
+        table[key] = found + (fq,)
+
+
+def _without(table: Dict[Any, Tuple[FqName, ...]], key: Any, fq: FqName) -> None:
+    rest = tuple(other for other in table[key] if other != fq)
+    if rest:
+        table[key] = rest
+    else:
         del table[key]
 
 

@@ -8,7 +8,6 @@ never writes) closes rather than opens, the same way everywhere.
 """
 from __future__ import annotations
 
-import functools
 import ipaddress
 import logging
 from dataclasses import dataclass
@@ -21,6 +20,8 @@ IPAddress = Union[ipaddress.IPv4Address, ipaddress.IPv6Address]
 # A prefix as (IP version, host bits, network address as an int): an address belongs to it when
 # `int(address) >> host_bits << host_bits` is the network address.
 Prefix = Tuple[int, int, int]
+# A ref's sequence as a sort key: (0, the number), or (1, 0) for an unreadable one (ordered last).
+RefSequence = Tuple[int, Decimal]
 
 FLOW_PROTOCOLS = ("tcp", "udp", "sctp")
 
@@ -31,7 +32,7 @@ class NumericProtocol(ValueError):
     could only hide a bug."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Workload:
     """One end of a flow as Contrail sees it: the tags of its VMIs and its IP (an outside address
     has no tags)."""
@@ -40,7 +41,7 @@ class Workload:
     tags: FrozenSet[str]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RuleEndpoint:
     """A compiled rule endpoint. `kind` is any | tags | group | nothing."""
 
@@ -49,7 +50,7 @@ class RuleEndpoint:
     group: str = ""  # the address group's name, for kind "group"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RuleService:
     protocol: str  # a name, "any", or "" for a protocol no flow can have
     dst: Tuple[int, int]
@@ -65,10 +66,11 @@ class RuleService:
         return self.src[0] <= src_port <= self.src[1]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RuleEntry:
     """One rule in one policy, oriented source -> destination (the index ranks it by its policy's
-    place in the APS, then its own in the policy)."""
+    place in the APS, then its own in the policy). Slotted: an index holds one per rule and
+    orientation, so a per-instance dict would be most of its size."""
 
     policy: str
     rule: str
@@ -81,19 +83,24 @@ class RuleEntry:
     logged: bool
 
 
-def sequence_key(ref: Mapping[str, Any]) -> Tuple[Any, ...]:
-    """Order refs by numeric sequence, ties (and unreadable sequences, last) by name."""
-    to = ref.get("to") or ()
-    name = to[-1] if to else ""
-    return _sequence(str((ref.get("attr") or {}).get("sequence"))) + (name,)
+def sequence_of(ref: Mapping[str, Any], seen: Dict[str, RefSequence]) -> RefSequence:
+    """A ref's numeric sequence as a sort key, unreadable ones last; refs are ordered by it, ties
+    by their target's name (`target_name`). `seen` (text -> key) shares one key among the refs
+    of one pass that spell it alike: the rules of every policy repeat the same few sequences."""
+    text = str((ref.get("attr") or {}).get("sequence"))
+    found = seen.get(text)
+    if found is None:
+        try:
+            found = (0, Decimal(text))
+        except (InvalidOperation, ValueError):
+            found = (1, Decimal(0))
+        seen[text] = found
+    return found
 
 
-@functools.lru_cache(maxsize=4096)  # rules in their policies repeat the same few sequences
-def _sequence(text: str) -> Tuple[int, Decimal]:
-    try:
-        return (0, Decimal(text))
-    except (InvalidOperation, ValueError):
-        return (1, Decimal(0))
+def target_name(target: Tuple[str, ...]) -> str:
+    """The name a ref's target is ordered by after its sequence."""
+    return target[-1] if target else ""
 
 
 def _port_range(raw: Any) -> Tuple[int, int]:

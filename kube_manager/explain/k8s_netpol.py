@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple, TypeVar
 
 from .k8s_pods import Endpoint
 from .k8s_selectors import (IPNetwork, Invalid, Selector, as_list, check_fields, compile_selector,
@@ -36,6 +36,8 @@ _PORT_FIELDS = {"protocol", "port", "endPort"}
 _BLOCK_FIELDS = {INGRESS: {"from", "ports"}, EGRESS: {"to", "ports"}}
 _PEER_LIST = {INGRESS: "from", EGRESS: "to"}
 _SPEC_LIST = {INGRESS: "ingress", EGRESS: "egress"}
+_Part = TypeVar("_Part")
+_PARTS, _BLOCK = object(), object()  # what a key made of identities starts with (`_Shared`)
 # IANA service name, as the API server validates a named port.
 _PORT_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$")
 
@@ -46,7 +48,7 @@ def valid_port_name(name: Any) -> bool:
             and re.search("[a-z]", name) is not None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Peer:
     """One entry of `from`/`to`. `namespace` is set for a podSelector-only peer (its policy's
     namespace); `network` for an ipBlock."""
@@ -74,7 +76,7 @@ class Peer:
         return self.pod_selector is None or self.pod_selector.matches(pod.labels)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PortRule:
     """One entry of `ports`: a protocol and either a number range or a port name."""
 
@@ -92,7 +94,7 @@ class PortRule:
         return pod is not None and pod.resolve(self.name, self.protocol) == port
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RuleBlock:
     """One ingress/egress rule. None means "all" (missing or empty list); an empty tuple after
     rejecting every entry means "none"."""
@@ -109,7 +111,7 @@ class RuleBlock:
         return self.ports is None or any(p.matches(port, protocol, destination) for p in self.ports)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Policy:
     namespace: str
     name: str
@@ -122,7 +124,7 @@ class Policy:
         return f"{self.namespace}/{self.name}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Rejection:
     namespace: str
     name: str
@@ -208,8 +210,38 @@ def _policy_types(spec: Mapping[str, Any]) -> Tuple[str, ...]:
     return tuple(dict.fromkeys(types))
 
 
-def compile_policy(manifest: Mapping[str, Any]) -> Tuple[Optional[Policy], List[str]]:
-    """Compile one NetworkPolicy; returns (policy or None when rejected whole, rejection reasons)."""
+class _Shared:
+    """The parts of policies compiled together, each equal part one object: a selector, peer or
+    port by its value; a tuple of shared parts, or a block of them, by their identities (equal
+    exactly when the parts are the same objects, and much cheaper to hash than their values).
+    The table holds every part it returns, so no identity in a key passes to another object."""
+
+    def __init__(self, table: Dict[Any, Any]) -> None:
+        self._table = table
+
+    def part(self, part: _Part) -> _Part:
+        return self._table.setdefault(part, part)
+
+    def parts(self, parts: Optional[Tuple[_Part, ...]]) -> Optional[Tuple[_Part, ...]]:
+        if parts is None:
+            return None
+        parts = tuple(map(self.part, parts))
+        return self._table.setdefault((_PARTS,) + tuple(map(id, parts)), parts)
+
+    def blocks(self, blocks: List[RuleBlock]) -> Tuple[RuleBlock, ...]:
+        """The blocks, each made of shared peers and ports."""
+        found = [self._table.setdefault((_BLOCK, id(block.peers), id(block.ports), block.index), block)
+                 for block in blocks]
+        return self._table.setdefault((_PARTS,) + tuple(map(id, found)), tuple(found))
+
+
+def compile_policy(manifest: Mapping[str, Any],
+                   shared: Optional[Dict[Any, Any]] = None) -> Tuple[Optional[Policy], List[str]]:
+    """Compile one NetworkPolicy; returns (policy or None when rejected whole, rejection reasons).
+    `shared`: the parts compiled before it (policies compiled together), each equal part made
+    one object: they are immutable values, and a namespace's policies repeat their selectors,
+    peers and ports, whose copies would be most of what compiled policies hold."""
+    share = _Shared(shared if shared is not None else {})
     metadata = object_or_empty(manifest.get("metadata"))
     namespace = metadata.get("namespace") or "default"
     spec = manifest.get("spec") or {}
@@ -217,7 +249,7 @@ def compile_policy(manifest: Mapping[str, Any]) -> Tuple[Optional[Policy], List[
     try:
         if not isinstance(spec, dict):
             raise Invalid("spec must be an object")
-        selector = compile_selector(spec.get("podSelector"), "podSelector")
+        selector = share.part(compile_selector(spec.get("podSelector"), "podSelector"))
         types = _policy_types(spec)
     except Invalid as exc:
         return None, [str(exc)]
@@ -242,7 +274,7 @@ def compile_policy(manifest: Mapping[str, Any]) -> Tuple[Optional[Policy], List[
             except Invalid as exc:
                 reasons.append(f"{where}: {exc}")
                 continue
-            blocks.append(RuleBlock(peers, ports, b))
-        directions[direction] = tuple(blocks)
+            blocks.append(RuleBlock(share.parts(peers), share.parts(ports), b))
+        directions[direction] = share.blocks(blocks)
     name = metadata.get("name") or ""
     return Policy(namespace, str(name), selector, directions), reasons

@@ -31,7 +31,7 @@ class Invalid(ValueError):
     """A part of a manifest the API server would refuse; the message says why."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LabelRequirement:
     key: str
     operator: str  # In | NotIn | Exists | DoesNotExist
@@ -48,7 +48,7 @@ class LabelRequirement:
         return not present  # DoesNotExist
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Selector:
     """A compiled metav1.LabelSelector; the empty selector matches everything."""
 

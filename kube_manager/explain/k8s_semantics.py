@@ -126,8 +126,9 @@ def compile_namespace(namespace: str, manifests: Iterable[Mapping[str, Any]]) ->
     rejected part of them."""
     compiled: List[Policy] = []
     rejected: List[Rejection] = []
+    shared: Dict[Any, Any] = {}
     for manifest in manifests:
-        policy, reasons = compile_policy(manifest)
+        policy, reasons = compile_policy(manifest, shared)
         name = str((manifest.get("metadata") or {}).get("name") or "")
         rejected.extend(Rejection(namespace, name, reason) for reason in reasons)
         if policy is not None:

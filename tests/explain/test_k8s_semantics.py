@@ -329,3 +329,39 @@ def test_namespaces_known_only_from_pods_get_the_name_label():
     extra_labels = namespace("q", team="blue")
     model = KubernetesModel.build([extra_labels], [], [])
     assert model.namespace_labels["q"] == {"team": "blue", "kubernetes.io/metadata.name": "q"}
+
+
+# ---- a namespace's policies compiled together ------------------------------------------------
+
+_BLOCK = {"from": [{"podSelector": POD_A}], "ports": [{"protocol": "TCP", "port": 80}]}
+
+
+@pytest.mark.parametrize("changed", [
+    {"ingress": [{**_BLOCK, "ports": [{"protocol": "TCP", "port": 81}]}]},
+    {"ingress": [{**_BLOCK, "ports": [{"protocol": "UDP", "port": 80}]}]},
+    {"ingress": [{**_BLOCK, "ports": [{"protocol": "TCP", "port": 80, "endPort": 90}]}]},
+    {"ingress": [{**_BLOCK, "ports": [{"protocol": "TCP", "port": "http"}]}]},
+    {"ingress": [{**_BLOCK, "from": [{"namespaceSelector": POD_A}]}]},
+    {"ingress": [{**_BLOCK, "from": [{"namespaceSelector": {}, "podSelector": POD_A}]}]},
+    {"ingress": [{**_BLOCK, "from": [{"podSelector": {"matchExpressions": [
+        {"key": "pod", "operator": "NotIn", "values": ["a"]}]}}]}]},
+    {"ingress": [{**_BLOCK, "from": [{"ipBlock": {"cidr": "10.0.0.0/24", "except": ["10.0.0.0/25"]}}]}]},
+    {"ingress": [{**_BLOCK, "from": [{"ipBlock": {"cidr": "10.0.0.0/24"}}]}]},
+    {"ingress": [{}, _BLOCK]},  # the same block at another index
+    {"ingress": [{**_BLOCK, "ports": []}]},
+    {"ingress": [_BLOCK], "podSelector": {"matchLabels": {"pod": "b"}}},
+    {"egress": [{"to": _BLOCK["from"], "ports": _BLOCK["ports"]}], "policyTypes": ["Egress"]},
+])
+def test_policies_compiled_together_share_only_equal_parts(changed):
+    """A namespace's policies are compiled together, their equal selectors, peers, ports and
+    blocks made one object: a policy differing from another in one field compiles to what it
+    compiles to alone, and what the two have alike is one object."""
+    from kube_manager.explain.k8s_semantics import compile_namespace, compile_policy
+    manifests = [ingress("x", "first", [_BLOCK], selector=POD_A),
+                 policy("x", "second", {"podSelector": POD_A, "ingress": [_BLOCK], **changed})]
+    together, rejected = compile_namespace("x", manifests)
+    alone = [compile_policy(manifest)[0] for manifest in manifests]
+    assert together == alone and not rejected
+    assert together[0] != together[1]
+    if "podSelector" not in changed:
+        assert together[0].selector is together[1].selector
