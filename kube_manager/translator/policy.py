@@ -10,7 +10,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any, List, Mapping, Optional, Tuple
 
-from .canonical import canonical_json, sha256_hex
+from .canonical import spec_digest
 from .cidr import parse_ip_block
 from .model import UNBOUND, Block, ParsedPolicy, Peer, PodScope, PolicySpec
 from .naming import EGRESS, INGRESS
@@ -162,5 +162,5 @@ def parse_policy(manifest: Any, cache: Optional[ParseCache] = None) -> ParsedPol
     assert isinstance(name, str)  # the check above refuses anything else
     raw_spec = manifest.get("spec")
     spec = cache.memo("spec", content_key(raw_spec),
-                      lambda: parse_spec(raw_spec, sha256_hex(canonical_json(raw_spec)), cache))
+                      lambda: parse_spec(raw_spec, spec_digest(raw_spec), cache))
     return ParsedPolicy(namespace, name, uid, spec)
