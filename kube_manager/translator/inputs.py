@@ -92,22 +92,26 @@ def parse_pod(manifest: Any, cache: Optional[ParseCache] = None) -> PodInfo:
     too (a malformed named-port entry names no port, see ports.container_port_name)."""
     body, metadata, namespace, uid = identity(manifest, POD)
     name = metadata.get("name")
-    problem = metadata_problem(namespace, name, cache.namespaces if cache else None)
+    if cache is None:
+        problem = metadata_problem(namespace, name)
+        labels = None if problem else check_labels(metadata.get("labels", {}), "metadata.labels")
+    else:
+        problem = metadata_problem(namespace, name, cache.namespaces)
+        labels = None if problem else check_labels(metadata.get("labels", {}), "metadata.labels", cache.labels)
     if problem:
         raise InvalidInput(problem)
-    assert isinstance(name, str)  # the check above refuses anything else
-    labels = check_labels(metadata.get("labels", {}), "metadata.labels", cache.labels if cache else None)
+    assert isinstance(name, str) and labels is not None  # the check above refuses anything else
     ip = body.get("status", {}).get("podIP")
     spec = body.get("spec", {})
     containers = spec.get("containers", ())
     if cache is None:
         named_ports = _named_ports(containers)
-    else:  # the pods of one template share their ports, read once and shared (read-only)
-        if len(containers) == 1:  # (the usual pod: no comprehension, which is a call in 3.11)
-            container = containers[0]
-            ports = [container.get("ports") if isinstance(container, dict) else None]
-        else:
-            ports = [container.get("ports") if isinstance(container, dict) else None for container in containers]
-        named_ports = cache.memo("ports", content_key(ports), lambda: _named_ports(containers))
+    elif len(containers) == 1:  # the pods of one template share their ports, read once and shared (read-only)
+        container = containers[0]  # (the usual pod: no comprehension, which is a call in 3.11)
+        ports = [container.get("ports") if isinstance(container, dict) else None]
+        named_ports = cache.memo_call("ports", content_key(ports), _named_ports, containers)
+    else:
+        ports = [container.get("ports") if isinstance(container, dict) else None for container in containers]
+        named_ports = cache.memo_call("ports", content_key(ports), _named_ports, containers)
     return PodInfo(namespace, name, uid, labels, canonical_ip(ip) if ip else None, named_ports,
                    spec.get("hostNetwork") is True)

@@ -24,6 +24,10 @@ from .validation import InvalidInput, metadata_problem
 _POLICY_TYPES = MappingProxyType({"Ingress": INGRESS, "Egress": EGRESS})
 _PEER_FIELD = MappingProxyType({INGRESS: "from", EGRESS: "to"})
 _RULE_SHAPE = MappingProxyType({INGRESS: INGRESS_RULE, EGRESS: EGRESS_RULE})
+# What _policy_types makes of the lists nearly every policy gives, found without working it out.
+_USUAL_POLICY_TYPES = MappingProxyType({("Ingress",): (INGRESS,), ("Egress",): (EGRESS,),
+                                        ("Ingress", "Egress"): (INGRESS, EGRESS),
+                                        ("Egress", "Ingress"): (INGRESS, EGRESS)})
 
 
 def parse_peer(raw: Any, namespace: str, path: str, cache: ParseCache) -> Peer:
@@ -82,6 +86,9 @@ def _parse_block(raw: Any, direction: str, index: int, namespace: str, errors: L
 
 def _policy_types(spec: Mapping[str, Any]) -> Tuple[str, ...]:
     entries = conform_field(spec, POLICY_SPEC, "policyTypes", "spec") or ()
+    usual = _USUAL_POLICY_TYPES.get(tuple(entries))
+    if usual is not None:
+        return usual
     if len(entries) > 2:
         raise InvalidInput("spec.policyTypes: may not list more than two policy types")
     for i, entry in enumerate(entries):
