@@ -58,8 +58,9 @@ class Manifests:
     objects: Dict[str, List[Dict[str, Any]]] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
     kinds: Kinds = field(default=KINDS, repr=False, compare=False)
-    # (kind, namespace, name) -> (position in its list, where it was given)
-    _seen: Dict[Tuple[str, str, str], Tuple[int, str]] = field(default_factory=dict, repr=False, compare=False)
+    # (kind, namespace, name) -> (position in its list, where it was given: see _where)
+    _seen: Dict[Tuple[str, str, str], Tuple[int, str, int]] = field(default_factory=dict, repr=False, compare=False)
+    _namespaced: Dict[str, bool] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         """Every kind read has its list (empty when none is given); no other kind has one."""
@@ -67,6 +68,7 @@ class Manifests:
         if unknown:
             raise ValueError(f"manifests of kinds not read: {', '.join(sorted(unknown))}")
         self.objects = {kind: self.objects.get(kind, []) for kind in self.kinds.names()}
+        self._namespaced = {entry.kind: entry.resource.namespaced for entry in self.kinds}
 
     def handed_over(self) -> Dict[str, Iterator[Dict[str, Any]]]:
         """The objects by kind, in order, each let go of as it is handed out: a caller that keeps
@@ -76,45 +78,86 @@ class Manifests:
         return {kind: _handed_over(objects) for kind, objects in self.objects.items()}
 
     def add(self, obj: Any, where: str = "a document") -> None:
+        self._add(obj, where, 0)
+
+    def _add(self, obj: Any, where: str, number: int) -> None:
+        """`add` of the document at `_where(where, number)`, a text made only for a note."""
         if obj is None:
             return  # an empty YAML document (a stray `---`): nothing was meant
         if not isinstance(obj, dict):
-            self.notes.append(f"{where}: not an object but {_json_type(obj)}; skipped")
+            self.notes.append(f"{_where(where, number)}: not an object but {_json_type(obj)}; skipped")
             return
         kind = obj.get("kind")
         if kind == "List":
-            for number, item in enumerate(obj.get("items") or [], 1):
-                self.add(item, f"{where}, item {number}")
+            self._add_items(obj.get("items") or [], _where(where, number))
             return
         target = self.objects.get(kind) if isinstance(kind, str) else None
         if target is None or not isinstance(kind, str):
-            self.notes.append(f"{where}: {_kind_problem(kind, self.kinds.names())}; skipped")
+            self.notes.append(f"{_where(where, number)}: {_kind_problem(kind, self.kinds.names())}; skipped")
             return
         metadata = obj.setdefault("metadata", {}) or {}
         obj["metadata"] = metadata
-        namespaced = self.kinds[kind].resource.namespaced
+        namespaced = self._namespaced[kind]
         if isinstance(metadata, dict) and namespaced and not metadata.get("namespace"):
             metadata["namespace"] = "default"
-        self._place(target, obj, kind, namespaced, metadata, where)
-
-    def _place(self, target: List[Dict[str, Any]], obj: Dict[str, Any], kind: str, namespaced: bool,
-               metadata: Any, where: str) -> None:
-        """Append `obj`, or put it in the place of an earlier copy of the same object."""
         name = metadata.get("name") if isinstance(metadata, dict) else None
         if not isinstance(name, str):  # no identity to compare: the translator rejects it by itself
             target.append(obj)
             return
         namespace = metadata.get("namespace") if namespaced else ""
-        key = (kind, namespace if isinstance(namespace, str) else "", name)
+        self._place(target, obj, (kind, namespace if isinstance(namespace, str) else "", name), where, number)
+
+    def _add_items(self, items: Any, where: str) -> None:
+        """The items of a `List`: a cluster dump's tens of thousands of objects. The usual item (a
+        plain object of a kind read, with a string name, and a string namespace if namespaced) is
+        placed here, in as few steps as a bulk load can afford; any other goes through `_add`."""
+        objects, namespaced_kinds, seen = self.objects, self._namespaced, self._seen
+        for number, item in enumerate(items, 1):
+            if item.__class__ is dict:
+                kind: Any = item.get("kind")
+                metadata = item.get("metadata")
+                target = objects.get(kind) if kind.__class__ is str else None
+                if target is not None and metadata.__class__ is dict and metadata:
+                    name = metadata.get("name")
+                    if name.__class__ is str:
+                        if namespaced_kinds[kind]:
+                            namespace = metadata.get("namespace")
+                            if not namespace:
+                                namespace = metadata["namespace"] = "default"
+                            elif namespace.__class__ is not str:
+                                self._add(item, where, number)
+                                continue
+                        else:
+                            namespace = ""
+                        key = (kind, namespace, name)
+                        if key not in seen:
+                            seen[key] = (len(target), where, number)
+                            target.append(item)
+                        else:
+                            self._place(target, item, key, where, number)
+                        continue
+            self._add(item, where, number)
+
+    def _place(self, target: List[Dict[str, Any]], obj: Dict[str, Any], key: Tuple[str, str, str],
+               where: str, number: int) -> None:
+        """Append `obj`, or put it in the place of an earlier copy of the same object."""
         earlier = self._seen.get(key)
         if earlier is None:
-            self._seen[key] = (len(target), where)
+            self._seen[key] = (len(target), where, number)
             target.append(obj)
             return
-        position, first = earlier
+        position, first, first_number = earlier
         target[position] = obj
-        shown = f"{key[1]}/{name}" if key[1] else name
-        self.notes.append(f"{where}: {kind} {shown} given again (also at {first}); the last copy is used")
+        kind, namespace, name = key
+        shown = f"{namespace}/{name}" if namespace else name
+        self.notes.append(f"{_where(where, number)}: {kind} {shown} given again (also at "
+                          f"{_where(first, first_number)}); the last copy is used")
+
+
+def _where(where: str, number: int) -> str:
+    """Where a document was given: `where` itself, or its item `number` when it is a `List`'s (the
+    text of each item's place is made only for a note, not for each of a dump's objects)."""
+    return f"{where}, item {number}" if number else where
 
 
 def _handed_over(objects: List[Dict[str, Any]]) -> Iterator[Dict[str, Any]]:

@@ -20,6 +20,7 @@ from .validation import InvalidInput, check_labels, metadata_problem, namespace_
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _IPV4_RE = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
 _NO_PORTS: Mapping[Tuple[str, str], int] = MappingProxyType({})  # shared by pods without named ports
+_ABSENT: Mapping[str, Any] = MappingProxyType({})  # what an absent object reads as (no dict made for it)
 
 
 def identity(manifest: Any, shape: Fields) -> Tuple[Dict[str, Any], Dict[str, Any], str, str]:
@@ -75,10 +76,9 @@ def _named_ports(containers: List[Any]) -> Mapping[Tuple[str, str], int]:
                 ports.setdefault((named[0], named[1]), named[2])
     return ports or _NO_PORTS
 
-def canonical_ip(ip: Any) -> str:
-    """A pod IP in canonical form; dotted quads (the common case) are checked without parsing."""
-    if isinstance(ip, str) and _IPV4_RE.fullmatch(ip):
-        return ip
+
+def _canonical_ip(ip: Any) -> str:
+    """A pod IP other than a dotted quad (which is canonical as it is), in canonical form."""
     try:
         if not isinstance(ip, str):
             raise ValueError(ip)
@@ -90,24 +90,30 @@ def canonical_ip(ip: Any) -> str:
 def parse_pod(manifest: Any, cache: Optional[ParseCache] = None) -> PodInfo:
     """A pod whose identity, labels and IP are sound; anything else the translator reads is shaped
     too (a malformed named-port entry names no port, see ports.container_port_name)."""
-    body, metadata, namespace, uid = identity(manifest, POD)
-    name = metadata.get("name")
-    problem = metadata_problem(namespace, name, cache.namespaces if cache else None)
-    if problem:
+    # identity() written out, without a dict made for each field absent: pods are most of a cluster
+    body = manifest if POD.fits(manifest) else conform(manifest, POD, "")
+    metadata = body.get("metadata", _ABSENT)
+    namespace, name = metadata.get("namespace") or "default", metadata.get("name")
+    if cache is None:
+        problem = metadata_problem(namespace, name)
+        labels = None if problem else check_labels(metadata.get("labels", _ABSENT), "metadata.labels")
+    else:
+        problem = metadata_problem(namespace, name, cache.namespaces)
+        labels = None if problem else check_labels(metadata.get("labels", _ABSENT), "metadata.labels", cache.labels)
+    if problem or labels is None:
         raise InvalidInput(problem)
-    assert isinstance(name, str)  # the check above refuses anything else
-    labels = check_labels(metadata.get("labels", {}), "metadata.labels", cache.labels if cache else None)
-    ip = body.get("status", {}).get("podIP")
-    spec = body.get("spec", {})
+    ip = body.get("status", _ABSENT).get("podIP")
+    if ip is not None and (ip.__class__ is not str or not _IPV4_RE.fullmatch(ip)):  # (a dotted quad is canonical)
+        ip = _canonical_ip(ip) if ip else None
+    spec = body.get("spec", _ABSENT)
     containers = spec.get("containers", ())
     if cache is None:
         named_ports = _named_ports(containers)
-    else:  # the pods of one template share their ports, read once and shared (read-only)
-        if len(containers) == 1:  # (the usual pod: no comprehension, which is a call in 3.11)
-            container = containers[0]
-            ports = [container.get("ports") if isinstance(container, dict) else None]
-        else:
-            ports = [container.get("ports") if isinstance(container, dict) else None for container in containers]
-        named_ports = cache.memo("ports", content_key(ports), lambda: _named_ports(containers))
-    return PodInfo(namespace, name, uid, labels, canonical_ip(ip) if ip else None, named_ports,
-                   spec.get("hostNetwork") is True)
+    elif len(containers) == 1:  # the pods of one template share their ports, read once and shared (read-only)
+        container = containers[0]  # (the usual pod: no comprehension, which is a call in 3.11)
+        ports = [container.get("ports") if isinstance(container, dict) else None]
+        named_ports = cache.memo_call("ports", content_key(ports), _named_ports, containers)
+    else:
+        ports = [container.get("ports") if isinstance(container, dict) else None for container in containers]
+        named_ports = cache.memo_call("ports", content_key(ports), _named_ports, containers)
+    return PodInfo(namespace, name, metadata.get("uid", ""), labels, ip, named_ports, spec.get("hostNetwork") is True)

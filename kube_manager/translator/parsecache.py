@@ -7,6 +7,7 @@ from typing import Any, Callable, Dict, Hashable, Set, Tuple, TypeVar
 from .validation import KnownLabels
 
 T = TypeVar("T")
+A = TypeVar("A")
 
 
 def content_key(raw: Any) -> Hashable:
@@ -47,10 +48,21 @@ class ParseCache:
         """`make()`, remembered under (kind, key); `key` must determine the result."""
         found = self._entries.get((kind, key))
         if found is None:
-            found = make()
-            if len(self._entries) >= self.LIMIT:
-                self._entries.clear()
-                self.labels.clear()
-                self.namespaces.clear()
-            self._entries[(kind, key)] = found
+            found = self._keep((kind, key), make())
+        return found
+
+    def memo_call(self, kind: str, key: Hashable, make: Callable[[A], T], argument: A) -> T:
+        """`make(argument)`, remembered under (kind, key): `memo` without a closure made for each
+        lookup of the fragments every pod repeats."""
+        found = self._entries.get((kind, key))
+        if found is None:
+            found = self._keep((kind, key), make(argument))
+        return found
+
+    def _keep(self, entry: Tuple[str, Hashable], found: T) -> T:
+        if len(self._entries) >= self.LIMIT:
+            self._entries.clear()
+            self.labels.clear()
+            self.namespaces.clear()
+        self._entries[entry] = found
         return found

@@ -10,7 +10,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any, List, Mapping, Optional, Tuple
 
-from .canonical import canonical_json, sha256_hex
+from .canonical import spec_digest
 from .cidr import parse_ip_block
 from .model import UNBOUND, Block, ParsedPolicy, Peer, PodScope, PolicySpec
 from .naming import EGRESS, INGRESS
@@ -24,6 +24,10 @@ from .validation import InvalidInput, metadata_problem
 _POLICY_TYPES = MappingProxyType({"Ingress": INGRESS, "Egress": EGRESS})
 _PEER_FIELD = MappingProxyType({INGRESS: "from", EGRESS: "to"})
 _RULE_SHAPE = MappingProxyType({INGRESS: INGRESS_RULE, EGRESS: EGRESS_RULE})
+# What _policy_types makes of the lists nearly every policy gives, found without working it out.
+_USUAL_POLICY_TYPES = MappingProxyType({("Ingress",): (INGRESS,), ("Egress",): (EGRESS,),
+                                        ("Ingress", "Egress"): (INGRESS, EGRESS),
+                                        ("Egress", "Ingress"): (INGRESS, EGRESS)})
 
 
 def parse_peer(raw: Any, namespace: str, path: str, cache: ParseCache) -> Peer:
@@ -82,6 +86,9 @@ def _parse_block(raw: Any, direction: str, index: int, namespace: str, errors: L
 
 def _policy_types(spec: Mapping[str, Any]) -> Tuple[str, ...]:
     entries = conform_field(spec, POLICY_SPEC, "policyTypes", "spec") or ()
+    usual = _USUAL_POLICY_TYPES.get(tuple(entries))
+    if usual is not None:
+        return usual
     if len(entries) > 2:
         raise InvalidInput("spec.policyTypes: may not list more than two policy types")
     for i, entry in enumerate(entries):
@@ -162,5 +169,5 @@ def parse_policy(manifest: Any, cache: Optional[ParseCache] = None) -> ParsedPol
     assert isinstance(name, str)  # the check above refuses anything else
     raw_spec = manifest.get("spec")
     spec = cache.memo("spec", content_key(raw_spec),
-                      lambda: parse_spec(raw_spec, sha256_hex(canonical_json(raw_spec)), cache))
+                      lambda: parse_spec(raw_spec, spec_digest(raw_spec), cache))
     return ParsedPolicy(namespace, name, uid, spec)

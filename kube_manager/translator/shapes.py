@@ -64,7 +64,10 @@ def as_object(raw: Any, path: str) -> Mapping[str, Any]:
 def conform_field(body: Mapping[str, Any], shape: "Fields", name: str, path: str) -> Any:
     """Field `name` of an object of `shape` (whose other fields are not touched); None if absent."""
     raw = body.get(name)
-    return None if raw is None else conform(raw, shape.fields[name], f"{path}.{name}")
+    if raw is None:
+        return None
+    field_shape = shape.fields[name]
+    return raw if field_shape.fits(raw) else conform(raw, field_shape, f"{path}.{name}")  # (path made only then)
 
 
 class Shape:

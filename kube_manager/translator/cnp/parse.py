@@ -11,7 +11,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any, List, Mapping, Optional, Tuple
 
-from ..canonical import canonical_json, sha256_hex
+from ..canonical import spec_digest
 from ..cidr import network_key, parse_cidr
 from ..inputs import identity
 from ..match_logging import annotation_of, logged_actions
@@ -185,7 +185,7 @@ def parse_cnp(manifest: Any) -> ParsedCnp:
         raise InvalidInput(f"metadata.name: {problem}")
     assert isinstance(name, str)
     raw_spec = manifest.get("spec")
-    digest = sha256_hex(canonical_json(raw_spec))
+    digest = spec_digest(raw_spec)
     logged, logging_problem = logged_actions(annotation_of(manifest), "")
     errors: List[str] = [logging_problem] if logging_problem else []
     try:
