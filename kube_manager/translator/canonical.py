@@ -64,7 +64,9 @@ def spec_digest(raw_spec: Any) -> str:
 _ORJSON_CANONICAL = (orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATETIME
                      | orjson.OPT_PASSTHROUGH_DATACLASS)
 # Text of strings without escapes, integers, booleans and punctuation only: no float, no null.
-_PLAIN_JSON = re.compile(rb'[-0-9{}\[\],:]*+(?:(?:"[^"]*+"|true|false)[-0-9{}\[\],:]*+)*+')
+# (Each token starts with a byte no other can start with, so a failed match backtracks no further
+# than a byte at a time; plain quantifiers, as the oldest Python supported has no possessive ones.)
+_PLAIN_JSON = re.compile(rb'[-0-9{}\[\],:]*(?:(?:"[^"]*"|true|false)[-0-9{}\[\],:]*)*')
 
 
 def _plain_canonical_json(value: Any) -> Optional[bytes]:
