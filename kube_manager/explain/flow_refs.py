@@ -51,7 +51,6 @@ class RefTargets:
     per NetworkPolicy). Every ref's sequence is kept only for a target with several refs, which
     the translator never writes: one key per target is what the index holds most of."""
 
-
     __slots__ = ("refs", "keys", "_twins", "_by_id")
 
     def __init__(self) -> None:

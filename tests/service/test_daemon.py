@@ -2,7 +2,6 @@
 gevent monkey-patching happening before any network library is imported."""
 from __future__ import annotations
 
-import os
 import platform
 import socket
 import subprocess
@@ -98,7 +97,6 @@ def test_run_patches_gevent_before_any_network_library_is_imported():
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["[]", "True", "True"]
     assert "MonkeyPatchWarning" not in result.stderr
-
 
 
 # How a start ends -> (its arguments, its status, modules it must not have loaded). A `--once` run,
